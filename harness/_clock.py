@@ -1,0 +1,118 @@
+"""The injectable clock that budgets, cooldowns, deadlines and triggers read.
+
+`SystemClock` reads the event loop's clock, so trio's `MockClock` drives it in tests.
+`FakeClock` is a manual clock for any backend: `sleep` advances it instantly and cancels every
+deadline scope it passes, so a "hung" call that waits on the clock is cut off at its deadline
+exactly, with no real waiting.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Protocol, runtime_checkable
+
+import anyio
+import anyio.lowlevel
+from attrs import define, field
+
+
+class DeadlineScope(Protocol):
+    """A context manager whose cancel scope fires at a deadline (and may swallow that cancel)."""
+
+    def __enter__(self) -> anyio.CancelScope: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool: ...
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """A source of time the harness reads and waits on."""
+
+    def now(self) -> float:
+        """Seconds on a monotonic scale (only differences matter)."""
+        ...
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait `seconds` on this clock."""
+        ...
+
+    def deadline_scope(self, deadline: float) -> DeadlineScope:
+        """A context manager yielding a cancel scope that is cancelled at `deadline`."""
+        ...
+
+
+class SystemClock:
+    """The event loop's own clock (`anyio.current_time`); honours trio's `MockClock`."""
+
+    __slots__ = ()
+
+    def now(self) -> float:
+        return anyio.current_time()
+
+    async def sleep(self, seconds: float) -> None:
+        await anyio.sleep(seconds)
+
+    def deadline_scope(self, deadline: float) -> anyio.CancelScope:
+        return anyio.CancelScope(deadline=deadline)
+
+    def __repr__(self) -> str:
+        return "SystemClock()"
+
+
+@define
+class FakeClock:
+    """A manual clock: time moves only when something sleeps on it or calls `advance`.
+
+    Sleeping past a deadline registered with `deadline_scope` stops the clock at that deadline
+    and cancels the scope, which is what a real clock would do to a call that hung.
+    """
+
+    start: float = 0.0
+    _now: float = field(init=False)
+    _scopes: list[tuple[float, anyio.CancelScope]] = field(init=False, factory=list)
+
+    def __attrs_post_init__(self) -> None:
+        self._now = self.start
+
+    def now(self) -> float:
+        return self._now
+
+    def advance(self, seconds: float) -> None:
+        """Move time forward by `seconds`, cancelling every scope whose deadline is passed."""
+        if seconds < 0:
+            raise ValueError(f"'seconds' must be >= 0 (got {seconds})")
+        self._now += seconds
+        for deadline, scope in self._scopes:
+            if deadline <= self._now:
+                scope.cancel()
+
+    async def sleep(self, seconds: float) -> None:
+        target = self._now + max(seconds, 0.0)
+        pending = [d for d, _ in self._scopes if self._now < d < target]
+        self.advance((min(pending) if pending else target) - self._now)
+        await anyio.lowlevel.checkpoint()
+
+    @contextmanager
+    def deadline_scope(self, deadline: float) -> Iterator[anyio.CancelScope]:
+        with anyio.CancelScope() as scope:
+            if deadline <= self._now:
+                scope.cancel()
+            entry = (deadline, scope)
+            self._scopes.append(entry)
+            try:
+                yield scope
+            finally:
+                self._scopes.remove(entry)
+
+
+def remaining(clock: Clock, deadline: float | None) -> float:
+    """Seconds left until `deadline` on `clock` (infinity when there is none)."""
+    return math.inf if deadline is None else deadline - clock.now()

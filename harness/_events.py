@@ -1,0 +1,245 @@
+"""Typed events: one for every step of a run, sent to every sink the run has.
+
+Sinks are synchronous and must not block: a structlog logger, an in-memory stream the caller
+iterates, and a JSONL transcript. `at` is seconds since the run started, on the run's clock.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import IO, Any, ClassVar, Protocol, runtime_checkable
+
+import structlog
+from attrs import fields, frozen
+
+from ._messages import ModelResponse, ToolCall, Usage
+from ._result import HaltReason
+
+
+@frozen
+class Event:
+    """Base of every event. `name` is the dotted event name used in logs and transcripts."""
+
+    name: ClassVar[str] = "event"
+    level: ClassVar[str] = "info"
+    at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"event": self.name}
+        for f in fields(type(self)):
+            data[f.name] = _plain(getattr(self, f.name))
+        return data
+
+    def replay_key(self) -> dict[str, Any]:
+        """The event without its timing, for comparing a replay with the original run."""
+        data = self.to_dict()
+        data.pop("at", None)
+        return data
+
+
+def _plain(value: object) -> object:
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    return value
+
+
+@frozen
+class RunStarted(Event):
+    name: ClassVar[str] = "run.started"
+    run_id: str
+    task: str
+    strategy: str
+    workspace: str | None
+    check: str
+
+
+@frozen
+class IterationStarted(Event):
+    name: ClassVar[str] = "iteration.started"
+    agent: str
+    iteration: int
+
+
+@frozen
+class TurnStarted(Event):
+    name: ClassVar[str] = "turn.started"
+    level: ClassVar[str] = "debug"
+    agent: str
+    iteration: int
+    turn: int
+
+
+@frozen
+class TurnFinished(Event):
+    name: ClassVar[str] = "turn.finished"
+    level: ClassVar[str] = "debug"
+    agent: str
+    iteration: int
+    turn: int
+    response: ModelResponse
+
+
+@frozen
+class ToolCalled(Event):
+    name: ClassVar[str] = "tool.called"
+    level: ClassVar[str] = "debug"
+    agent: str
+    turn: int
+    call: ToolCall
+    content: str
+    is_error: bool
+
+
+@frozen
+class SensorRead(Event):
+    """A sensor reported something other than "ok" (a warning or a halt)."""
+
+    name: ClassVar[str] = "sensor.reading"
+    level: ClassVar[str] = "warning"
+    agent: str
+    turn: int
+    sensor: str
+    status: str
+    message: str
+
+
+@frozen
+class CheckPassed(Event):
+    name: ClassVar[str] = "check.passed"
+    agent: str
+    turn: int
+    check: str
+
+
+@frozen
+class CheckFailed(Event):
+    name: ClassVar[str] = "check.failed"
+    agent: str
+    turn: int
+    check: str
+    reason: str
+
+
+@frozen
+class FeedbackInjected(Event):
+    name: ClassVar[str] = "feedback.injected"
+    agent: str
+    turn: int
+    source: str
+    text: str
+
+
+@frozen
+class VerdictReached(Event):
+    name: ClassVar[str] = "verdict.reached"
+    round: int
+    passed: bool
+    reasons: str
+
+
+@frozen
+class RunHalted(Event):
+    name: ClassVar[str] = "run.halted"
+    reason: HaltReason
+    verified: bool
+    turns: int
+    tool_calls: int
+    usage: Usage
+
+
+@runtime_checkable
+class EventSink(Protocol):
+    """Anything that takes events. `emit` is called on the loop and must not block."""
+
+    def emit(self, event: Event) -> None: ...
+
+
+class StructlogSink:
+    """Logs each event under its name, with every field as a key and `run_id` bound once."""
+
+    __slots__ = ("_log",)
+
+    def __init__(self, run_id: str, logger: Any = None) -> None:
+        base = logger if logger is not None else structlog.get_logger("harness")
+        self._log = base.bind(run_id=run_id)
+
+    def emit(self, event: Event) -> None:
+        method = getattr(self._log, event.level)
+        if event.level == "debug" and not _debug_enabled(self._log):
+            return
+        data = event.to_dict()
+        del data["event"]
+        method(event.name, **data)
+
+
+def _debug_enabled(log: Any) -> bool:
+    is_enabled = getattr(log, "is_enabled_for", None)
+    if is_enabled is None:
+        return True
+    import logging
+
+    return bool(is_enabled(logging.DEBUG))
+
+
+class JsonlTranscript:
+    """Writes each event as one JSON line, flushed at once so a crash loses nothing."""
+
+    __slots__ = ("_file", "path")
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: IO[str] | None = self.path.open("w", encoding="utf-8")
+
+    def emit(self, event: Event) -> None:
+        if self._file is None:
+            return
+        self._file.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class ListSink:
+    """Keeps every event in a list (for tests and in-process consumers)."""
+
+    __slots__ = ("events",)
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
+
+    def names(self) -> list[str]:
+        return [e.name for e in self.events]
+
+    def of_type(self, kind: type[Event]) -> list[Event]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+
+def read_transcript(path: str | Path) -> list[dict[str, Any]]:
+    """Load a JSONL transcript written by `JsonlTranscript`."""
+    from ._errors import FixtureError
+
+    rows: list[dict[str, Any]] = []
+    with Path(path).open(encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise FixtureError(
+                    f"not valid JSON ({exc.msg} at column {exc.colno})", path=path, line=lineno
+                ) from None
+            if not isinstance(row, dict) or "event" not in row:
+                raise FixtureError("not a transcript event", path=path, line=lineno, field="event")
+            rows.append(row)
+    return rows

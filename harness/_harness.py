@@ -1,0 +1,222 @@
+"""`Harness`: the facade that wires a model, tools, a policy and a strategy into a run."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from attrs import define, field
+
+from ._clock import Clock, SystemClock
+from ._errors import ConfigurationError, FixtureError
+from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
+from ._model import ModelClient
+from ._policy import Policy
+from ._result import BudgetExceeded, Completed, HaltReason, ModelFailed, RunResult
+from ._run import Run, SingleSession, Strategy
+from ._tools import Tool, as_tools
+
+
+def _positive(name: str, value: float | None) -> None:
+    if value is not None and (isinstance(value, bool) or value <= 0):
+        raise ConfigurationError(f"{name!r} must be > 0 (got {value!r})")
+
+
+@define(kw_only=True, eq=False)
+class Harness:
+    """Runs an agent on a task until the policy halts it; `run` returns a `RunResult`.
+
+    `transcript` names a JSONL file that receives every event as it happens. `sinks` receive
+    events too (a structlog logger always does). `done_tool` offers the model a `done` tool as
+    an explicit way to claim the task is done.
+    """
+
+    model: ModelClient
+    policy: Policy
+    tools: Sequence[Tool | Callable[..., Any]] = ()
+    strategy: Strategy = field(factory=SingleSession)
+    workspace: Path | str | None = None
+    system_prompt: str | None = None
+    clock: Clock = field(factory=SystemClock)
+    sinks: Sequence[EventSink] = ()
+    transcript: Path | str | None = None
+    tool_timeout: float = 120.0
+    done_tool: bool = False
+    context_window: int | None = None
+    logger: Any = None
+    _tools: dict[str, Tool] = field(init=False)
+    _workspace: Path | None = field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if not callable(getattr(self.model, "complete", None)):
+            raise ConfigurationError(f"'model' must be a ModelClient (got {self.model!r})")
+        if not isinstance(self.policy, Policy):
+            raise ConfigurationError(f"'policy' must be a Policy (got {self.policy!r})")
+        if not isinstance(self.strategy, Strategy):
+            raise ConfigurationError(f"'strategy' must be a Strategy (got {self.strategy!r})")
+        _positive("tool_timeout", self.tool_timeout)
+        _positive("context_window", self.context_window)
+        self._tools = as_tools(self.tools)
+        bind_clock = getattr(self.model, "bind_clock", None)
+        if callable(bind_clock):
+            bind_clock(self.clock)
+        if self.done_tool and "done" in self._tools:
+            raise ConfigurationError("a tool is named 'done' and done_tool=True adds another")
+        if self.policy.requires_known_cost and getattr(self.model, "prices_known", True) is False:
+            raise ConfigurationError(
+                "the budget sets max_cost_usd but the model's prices are unknown; "
+                "give the client a price or drop the cost budget"
+            )
+        self._workspace = None
+        if self.workspace is not None:
+            path = Path(self.workspace)
+            self._workspace = path.resolve()
+            if not path.is_dir():
+                raise ConfigurationError(
+                    f"'workspace' must be an existing folder (got {str(path)!r})"
+                )
+
+    async def run(self, task: str, *, sinks: Sequence[EventSink] = ()) -> RunResult:
+        """Run `task` to a halt. Never raises for the run's own reasons to stop."""
+        run_id = uuid.uuid4().hex[:12]
+        transcript = JsonlTranscript(self.transcript) if self.transcript is not None else None
+        all_sinks: list[EventSink] = [StructlogSink(run_id, self.logger), *self.sinks, *sinks]
+        if transcript is not None:
+            all_sinks.append(transcript)
+        now = self.clock.now()
+        wall = self.policy.wall_time
+        run = Run(
+            run_id=run_id,
+            task=task,
+            model=self.model,
+            tools=self._tools,
+            policy=self.policy,
+            clock=self.clock,
+            sinks=all_sinks,
+            workspace=self._workspace,
+            system_prompt=self.system_prompt,
+            tool_timeout=self.tool_timeout,
+            done_tool=self.done_tool,
+            context_window=self.context_window,
+            started_at=now,
+            deadline=None if wall is None else now + wall,
+        )
+        try:
+            run.emit(
+                RunStarted(
+                    0.0,
+                    run_id,
+                    task,
+                    self.strategy.name,
+                    str(run.workspace) if run.workspace else None,
+                    self.policy.description(),
+                )
+            )
+            try:
+                reason = await self._execute(run)
+            except FixtureError as exc:
+                exc.result = self._finish(run, ModelFailed("fixture", str(exc)))
+                raise
+            result = self._finish(run, reason)
+            verify = getattr(self.model, "verify_consumed", None)
+            if callable(verify):
+                try:
+                    verify()
+                except FixtureError as exc:
+                    exc.result = result
+                    raise
+            return result
+        finally:
+            if transcript is not None:
+                transcript.close()
+
+    def _finish(self, run: Run, reason: HaltReason) -> RunResult:
+        result = run.result(reason)
+        run.emit(
+            RunHalted(run.elapsed(), reason, reason.verified, run.turns, run.tool_calls, run.usage)
+        )
+        return result
+
+    async def _execute(self, run: Run) -> HaltReason:
+        """The strategy under the run's wall-time deadline, which cancels whatever hangs."""
+        wall = self.policy.wall_time
+        if run.deadline is None or wall is None:
+            return await self._start(run)
+        with self.clock.deadline_scope(run.deadline):
+            return await self._start(run)
+        return BudgetExceeded("max_wall_time", run.elapsed(), wall)
+
+    async def _start(self, run: Run) -> HaltReason:
+        await self.policy.start_run(run.bare_snapshot())
+        if self.policy.check_before_first_turn:
+            policy = self.policy.start_session(clock=self.clock)
+            if await run.check(run.bare_snapshot(), policy) is None:
+                return Completed(early=True)
+        return await self.strategy.run(run)
+
+    @asynccontextmanager
+    async def stream(self, task: str) -> AsyncIterator[EventStream]:
+        """Run `task` in the background and iterate its events as they happen.
+
+        Leaving the block before the run ends cancels the run. After the events are
+        exhausted, `stream.result` holds the `RunResult`.
+        """
+        send, receive = anyio.create_memory_object_stream[Event](math.inf)
+        stream = EventStream(receive)
+
+        async def drive() -> None:
+            with send:
+                try:
+                    stream._result = await self.run(task, sinks=[_StreamSink(send)])
+                except Exception as exc:
+                    stream._error = exc
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(drive)
+            try:
+                yield stream
+            finally:
+                if stream._result is None and stream._error is None:
+                    group.cancel_scope.cancel()
+                receive.close()
+        if stream._error is not None:
+            raise stream._error
+
+
+class _StreamSink:
+    __slots__ = ("_send",)
+
+    def __init__(self, send: MemoryObjectSendStream[Event]) -> None:
+        self._send = send
+
+    def emit(self, event: Event) -> None:
+        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._send.send_nowait(event)
+
+
+class EventStream:
+    """The events of a run in progress, as an async iterator; then its `result`."""
+
+    def __init__(self, receive: MemoryObjectReceiveStream[Event]) -> None:
+        self._receive = receive
+        self._result: RunResult | None = None
+        self._error: Exception | None = None
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Event]:
+        async for event in self._receive:
+            yield event
+
+    @property
+    def result(self) -> RunResult:
+        if self._result is None:
+            raise RuntimeError("the run has not finished; consume the events first")
+        return self._result

@@ -1,0 +1,196 @@
+"""Messages, tool calls, usage, and the request/response a model client exchanges."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from attrs import field, frozen
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+FEEDBACK_TAG = "harness-feedback"
+_OPEN = f"<{FEEDBACK_TAG}"
+_ESCAPED = f"&lt;{FEEDBACK_TAG}"
+
+
+def neutralize(text: str) -> str:
+    """Defuse any feedback tag in untrusted text, so only the harness can inject feedback."""
+    return text.replace(_OPEN, _ESCAPED) if _OPEN in text else text
+
+
+@frozen
+class ToolCall:
+    """One tool invocation the model asked for."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any] = field(factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": dict(self.arguments)}
+
+
+@frozen
+class Message:
+    """One entry of a conversation.
+
+    Harness feedback (a completion check's reason, a sensor warning, a provider's guidance) is a
+    ``user`` message with `feedback_source` set and its text wrapped in a ``<harness-feedback>``
+    tag; tool output can never forge one (see `neutralize`).
+    """
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    is_error: bool = False
+    feedback_source: str | None = None
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        return cls("system", text)
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        return cls("user", neutralize(text))
+
+    @classmethod
+    def assistant(cls, text: str = "", tool_calls: Sequence[ToolCall] = ()) -> Message:
+        return cls("assistant", text, tuple(tool_calls))
+
+    @classmethod
+    def tool_result(cls, call: ToolCall, content: str, *, is_error: bool = False) -> Message:
+        return cls(
+            "tool", neutralize(content), tool_call_id=call.id, name=call.name, is_error=is_error
+        )
+
+    @classmethod
+    def feedback(cls, source: str, text: str) -> Message:
+        body = neutralize(text)
+        return cls(
+            "user",
+            f'<{FEEDBACK_TAG} source="{source}">\n{body}\n</{FEEDBACK_TAG}>',
+            feedback_source=source,
+        )
+
+    @property
+    def is_feedback(self) -> bool:
+        return self.feedback_source is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            data["tool_calls"] = [c.to_dict() for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            data["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            data["name"] = self.name
+        if self.is_error:
+            data["is_error"] = True
+        if self.feedback_source is not None:
+            data["feedback_source"] = self.feedback_source
+        return data
+
+
+@frozen
+class Usage:
+    """Tokens and cost of one model call, or a running total.
+
+    `cost_usd` is None when the price is unknown; an unknown price is never counted as zero,
+    and it makes every total it is added to unknown as well.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost_usd: float | None = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        cost = (
+            None
+            if self.cost_usd is None or other.cost_usd is None
+            else self.cost_usd + other.cost_usd
+        )
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_tokens + other.cached_tokens,
+            cost,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cached_tokens": self.cached_tokens,
+            "cost_usd": self.cost_usd,
+        }
+
+
+@frozen
+class ToolSpec:
+    """What the model is told about a tool: its name, description and JSON schema."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+
+@frozen
+class ModelRequest:
+    """What a model client is asked: the conversation so far and the tools on offer.
+
+    `messages` is a read-only view of the live transcript, not a copy; a client that keeps it
+    beyond the call must copy it.
+    """
+
+    messages: Sequence[Message]
+    tools: tuple[ToolSpec, ...] = ()
+    agent: str = "agent"
+    turn: int = 1
+
+    @property
+    def system(self) -> str:
+        return "\n\n".join(m.content for m in self.messages if m.role == "system")
+
+    def digest(self) -> str:
+        """A stable hash of the request's content: messages and tool names."""
+        payload = {
+            "messages": [m.to_dict() for m in self.messages],
+            "tools": [t.name for t in self.tools],
+        }
+        blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@frozen
+class ModelResponse:
+    """One assistant turn: text and/or tool calls, with the usage it cost."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Usage()
+    model: str | None = None
+    stop_reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"text": self.text}
+        if self.tool_calls:
+            data["tool_calls"] = [c.to_dict() for c in self.tool_calls]
+        data["usage"] = self.usage.to_dict()
+        if self.model is not None:
+            data["model"] = self.model
+        if self.stop_reason is not None:
+            data["stop_reason"] = self.stop_reason
+        return data

@@ -1,0 +1,126 @@
+"""The seam between the turn loop and whatever decides when to stop.
+
+`termination.TerminationPolicy` implements `Policy`; the harness only knows these protocols,
+so the loop never imports the packages built on top of it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol, runtime_checkable
+
+from attrs import frozen
+
+from ._clock import Clock
+from ._messages import Message
+from ._result import BudgetExceeded, HaltReason
+from ._state import SessionStateSnapshot
+
+Scope = Literal["run", "session"]
+
+
+@frozen
+class SensorReading:
+    """What a sensor saw: ``ok``, ``warn`` (feedback for the next turn) or ``halt``."""
+
+    status: Literal["ok", "warn", "halt"]
+    message: str = ""
+    sensor: str = ""
+
+    @classmethod
+    def ok(cls) -> SensorReading:
+        return _OK
+
+    @classmethod
+    def warn(cls, message: str) -> SensorReading:
+        return cls("warn", message)
+
+    @classmethod
+    def halt(cls, message: str) -> SensorReading:
+        return cls("halt", message)
+
+
+_OK = SensorReading("ok")
+
+
+@frozen
+class Decision:
+    """What the policy decided after a turn.
+
+    `halt` stops the session; otherwise `feedback` goes into the next request. `checked` says
+    whether the completion check ran; `rejection` is its reason when it said "not yet".
+    """
+
+    halt: HaltReason | None = None
+    feedback: tuple[Message, ...] = ()
+    readings: tuple[SensorReading, ...] = ()
+    checked: bool = False
+    rejection: str | None = None
+
+
+CONTINUE = Decision()
+
+
+@runtime_checkable
+class Limit(Protocol):
+    """A budget the loop can ask whether a snapshot has used it up."""
+
+    @property
+    def wall_time(self) -> float | None: ...
+
+    def exceeded(
+        self, snapshot: SessionStateSnapshot, *, scope: Scope, tools_only: bool = False
+    ) -> BudgetExceeded | None:
+        """The first dimension used up (``used >= limit``), or None.
+
+        With `tools_only`, only the dimensions that gate a tool call (tool calls, wall time).
+        """
+        ...
+
+
+@runtime_checkable
+class PolicySession(Protocol):
+    """The policy's state for one session (sensors are bound per session)."""
+
+    def before_call(self, snapshot: SessionStateSnapshot) -> HaltReason | None:
+        """Budgets: would the next model call exceed a limit?"""
+        ...
+
+    def before_tool_call(self, snapshot: SessionStateSnapshot) -> HaltReason | None:
+        """Budgets that gate a tool call: tool calls and wall time."""
+        ...
+
+    async def after_turn(self, snapshot: SessionStateSnapshot, *, run_check: bool) -> Decision:
+        """Budgets, then sensors, then (when `run_check`) the completion check."""
+        ...
+
+    async def check(self, snapshot: SessionStateSnapshot) -> str | None:
+        """Run the completion check, failing closed: an error or a timeout is a reason."""
+        ...
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Decides, after every turn, whether the run goes on."""
+
+    @property
+    def wall_time(self) -> float | None:
+        """The run's wall-time limit in seconds, enforced as a cancel scope."""
+        ...
+
+    @property
+    def check_before_first_turn(self) -> bool: ...
+
+    @property
+    def requires_known_cost(self) -> bool:
+        """True when a cost budget is set, so every model call must report its price."""
+        ...
+
+    def description(self) -> str:
+        """What "done" means, told to the agent at the start of every session."""
+        ...
+
+    async def start_run(self, snapshot: SessionStateSnapshot) -> None:
+        """Called once before anything else happens in a run (checks record baselines here)."""
+        ...
+
+    def start_session(self, *, clock: Clock, limit: Limit | None = None) -> PolicySession: ...

@@ -1,0 +1,136 @@
+"""Why a run stopped (`HaltReason` and its kinds) and what it produced (`RunResult`)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from attrs import fields, frozen
+
+from ._messages import Message, Usage
+
+
+@frozen
+class HaltReason:
+    """Base of every reason a run stops. Only `Completed` means the work was verified."""
+
+    verified: ClassVar[bool] = False
+
+    def describe(self) -> str:
+        """One line a person can read."""
+        return type(self).__name__
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": type(self).__name__}
+        for f in fields(type(self)):
+            data[f.name] = getattr(self, f.name)
+        return data
+
+
+@frozen
+class Completed(HaltReason):
+    """The agent claimed done and the completion check agreed."""
+
+    verified: ClassVar[bool] = True
+    early: bool = False
+
+    def describe(self) -> str:
+        if self.early:
+            return "completed: the work was already done before the first model call"
+        return "completed: the completion check passed"
+
+
+@frozen
+class BudgetExceeded(HaltReason):
+    """A budget dimension ran out; the completion check was skipped."""
+
+    limit: str
+    used: float
+    limit_value: float
+    scope: Literal["run", "session"] = "run"
+
+    def describe(self) -> str:
+        where = "" if self.scope == "run" else f" ({self.scope})"
+        return f"budget exceeded{where}: {self.limit} used {self.used:g} of {self.limit_value:g}"
+
+
+@frozen
+class SensorTripped(HaltReason):
+    """A sensor decided the run is going nowhere."""
+
+    sensor: str
+    message: str
+
+    def describe(self) -> str:
+        return f"sensor {self.sensor} tripped: {self.message}"
+
+
+@frozen
+class RejectionLimit(HaltReason):
+    """The completion check rejected the agent's claim of done too many times."""
+
+    rejections: int
+    last_reason: str
+
+    def describe(self) -> str:
+        return (
+            f"the completion check rejected {self.rejections} claims of done; "
+            f"last reason: {self.last_reason}"
+        )
+
+
+@frozen
+class ModelFailed(HaltReason):
+    """The model client failed in a way retrying could not fix (auth, bad request, ...)."""
+
+    kind: str
+    message: str
+
+    def describe(self) -> str:
+        return f"model call failed ({self.kind}): {self.message}"
+
+
+@frozen
+class SessionTranscript:
+    """The messages of one session (a Ralph iteration, a builder or evaluator session)."""
+
+    agent: str
+    iteration: int
+    messages: tuple[Message, ...]
+
+
+@frozen
+class RunResult:
+    """What a run produced: why it stopped, whether the work was verified, and the transcript."""
+
+    run_id: str
+    halt_reason: HaltReason
+    sessions: tuple[SessionTranscript, ...]
+    usage: Usage
+    turns: int
+    tool_calls: int
+    iterations: int
+    elapsed: float
+
+    @property
+    def verified(self) -> bool:
+        """True only when the completion check passed."""
+        return self.halt_reason.verified
+
+    @property
+    def transcript(self) -> tuple[Message, ...]:
+        """Every message of every session, in order."""
+        return tuple(m for s in self.sessions for m in s.messages)
+
+    @property
+    def final_text(self) -> str | None:
+        """The last assistant text of the run."""
+        for message in reversed(self.transcript):
+            if message.role == "assistant" and message.content:
+                return message.content
+        return None
+
+    def __repr__(self) -> str:
+        return (
+            f"RunResult(halt_reason={self.halt_reason!r}, verified={self.verified}, "
+            f"turns={self.turns}, iterations={self.iterations})"
+        )

@@ -1,0 +1,203 @@
+"""A run in progress: the handle a strategy drives, and the `Strategy` protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from attrs import define, field
+
+from ._clock import Clock
+from ._events import CheckFailed, CheckPassed, Event, EventSink, IterationStarted
+from ._messages import Message, Usage
+from ._model import ModelClient
+from ._policy import Limit, Policy, PolicySession
+from ._result import HaltReason, RunResult, SessionTranscript
+from ._session import DONE_TOOL, OnClaim, Session
+from ._state import HistoryView, SessionStateSnapshot, SessionStore
+from ._tools import Tool
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are an autonomous agent. Work on the task with the tools you have until it is "
+    "really done; nobody is watching to answer questions."
+)
+
+
+@runtime_checkable
+class Strategy(Protocol):
+    """How a run uses sessions: one loop, fresh Ralph iterations, build-then-evaluate, ..."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def run(self, run: Run) -> HaltReason:
+        """Drive sessions until the run halts; return why."""
+        ...
+
+
+@define(eq=False)
+class Run:
+    """Everything one run shares across its sessions: config, counters, events, the store."""
+
+    run_id: str
+    task: str
+    model: ModelClient
+    tools: Mapping[str, Tool]
+    policy: Policy
+    clock: Clock
+    sinks: Sequence[EventSink]
+    workspace: Path | None = None
+    system_prompt: str | None = None
+    tool_timeout: float = 120.0
+    done_tool: bool = False
+    context_window: int | None = None
+    started_at: float = 0.0
+    deadline: float | None = None
+    turns: int = 0
+    tool_calls: int = 0
+    usage: Usage = Usage()
+    iterations: int = 0
+    check_reasons: list[str] = field(factory=list)
+    store: SessionStore = field(factory=SessionStore)
+    sessions: list[Session] = field(factory=list)
+
+    @property
+    def requires_known_cost(self) -> bool:
+        return self.policy.requires_known_cost
+
+    def elapsed(self) -> float:
+        return self.clock.now() - self.started_at
+
+    def emit(self, event: Event) -> None:
+        for sink in self.sinks:
+            sink.emit(event)
+
+    def system_message(self, base: str | None = None) -> Message:
+        """The system prompt: the caller's, what "done" means, and how feedback is marked."""
+        how = (
+            "reply with your final answer and no tool calls, or call the `done` tool"
+            if self.done_tool
+            else "reply with your final answer and no tool calls"
+        )
+        text = (
+            f"{base or self.system_prompt or DEFAULT_SYSTEM_PROMPT}\n\n"
+            f"## When the task is done\n{self.policy.description()}\n\n"
+            f"When you believe the task is done, {how}. An automated completion check then "
+            "verifies the work; if something is missing you will be told what, and you must "
+            "keep working.\n\n"
+            "Messages wrapped in <harness-feedback> come from the harness's automated checks "
+            "and monitors, never from the user."
+        )
+        return Message.system(text)
+
+    def new_session(
+        self,
+        *,
+        agent: str = "builder",
+        messages: Sequence[Message] | None = None,
+        carry: str | None = None,
+        model: ModelClient | None = None,
+        tools: Mapping[str, Tool] | None = None,
+        limit: Limit | None = None,
+        on_claim: OnClaim = "check",
+        stop_on_rejection: bool = False,
+        policy: PolicySession | None = None,
+    ) -> Session:
+        """Open a fresh session: system prompt, the task, and `carry` as tagged feedback.
+
+        Emits `iteration.started`; the run's iteration count is the number of sessions.
+        """
+        self.iterations += 1
+        initial = (
+            list(messages)
+            if messages is not None
+            else [self.system_message(), Message.user(self.task)]
+        )
+        session = Session(
+            self,
+            agent=agent,
+            iteration=self.iterations,
+            model=model or self.model,
+            tools=self.tools if tools is None else tools,
+            messages=initial,
+            policy=policy or self.policy.start_session(clock=self.clock, limit=limit),
+            limit=limit,
+            on_claim=on_claim,
+            stop_on_rejection=stop_on_rejection,
+        )
+        self.sessions.append(session)
+        self.emit(IterationStarted(self.elapsed(), agent, self.iterations))
+        if carry is not None:
+            session.inject("previous_iteration", carry)
+        return session
+
+    def bare_snapshot(self) -> SessionStateSnapshot:
+        """A snapshot with no session yet (for the check before the first turn)."""
+        now = self.clock.now()
+        return SessionStateSnapshot(
+            run_id=self.run_id,
+            task=self.task,
+            agent="builder",
+            iteration=0,
+            workspace=self.workspace,
+            messages=(),
+            tool_outcomes=(),
+            check_reasons=HistoryView(self.check_reasons),
+            turns=0,
+            tool_calls=0,
+            usage=Usage(),
+            run_turns=self.turns,
+            run_tool_calls=self.tool_calls,
+            run_usage=self.usage,
+            started_at=self.started_at,
+            now=now,
+            deadline=self.deadline,
+            claims_done=False,
+            final_text=None,
+            store=self.store.frozen(),
+            context_window=self.context_window,
+            session_started_at=now,
+        )
+
+    async def check(self, snapshot: SessionStateSnapshot, policy: PolicySession) -> str | None:
+        """Run the completion check outside a turn (fail closed) and record the verdict."""
+        reason = await policy.check(snapshot)
+        self.record_check(snapshot.agent, snapshot.turns, reason)
+        return reason
+
+    def record_check(self, agent: str, turn: int, reason: str | None) -> None:
+        description = self.policy.description()
+        if reason is None:
+            self.emit(CheckPassed(self.elapsed(), agent, turn, description))
+        else:
+            self.check_reasons.append(reason)
+            self.emit(CheckFailed(self.elapsed(), agent, turn, description, reason))
+
+    def result(self, reason: HaltReason) -> RunResult:
+        return RunResult(
+            run_id=self.run_id,
+            halt_reason=reason,
+            sessions=tuple(
+                SessionTranscript(s.agent, s.iteration, tuple(s.messages)) for s in self.sessions
+            ),
+            usage=self.usage,
+            turns=self.turns,
+            tool_calls=self.tool_calls,
+            iterations=self.iterations,
+            elapsed=self.elapsed(),
+        )
+
+
+class SingleSession:
+    """The plain loop: one session, the check's reasons injected until it passes or a halt."""
+
+    name = "loop"
+
+    async def run(self, run: Run) -> HaltReason:
+        end = await run.new_session().run()
+        assert end.reason is not None, "a checking session only ends with a halt"
+        return end.reason
+
+
+__all__ = ["DONE_TOOL", "DEFAULT_SYSTEM_PROMPT", "Run", "SingleSession", "Strategy"]

@@ -1,0 +1,383 @@
+"""`ScriptedModelClient`: replays model responses from a JSONL fixture, failing closed.
+
+One line answers one model call (see ``fixtures/README.md``). Running out of lines, a line
+left unused when the run ends, a request that breaks a line's ``expect`` block, and a
+malformed line are all `FixtureError`s that name the file and the line (and the field).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from ._clock import Clock
+from ._errors import (
+    FixtureAssertionError,
+    FixtureError,
+    FixtureExhausted,
+    FixtureUnconsumed,
+    ModelError,
+)
+from ._messages import ModelRequest, ModelResponse, ToolCall, Usage
+
+_LINE_KEYS = frozenset(
+    {
+        "text",
+        "tool_calls",
+        "usage",
+        "model",
+        "stop_reason",
+        "delay",
+        "expect",
+        "error",
+        "agent",
+        "comment",
+        "request_digest",
+        "latency",
+    }
+)
+_USAGE_KEYS = frozenset({"input_tokens", "output_tokens", "cached_tokens", "cost_usd"})
+_EXPECT_KEYS = frozenset(
+    {
+        "last_message_contains",
+        "any_message_contains",
+        "system_contains",
+        "not_contains",
+        "last_role",
+        "last_feedback_source",
+        "message_count",
+        "tools",
+        "turn",
+        "agent",
+    }
+)
+_ERROR_KINDS = frozenset(
+    {"auth", "bad_request", "rate_limit", "server", "timeout", "connection", "malformed", "other"}
+)
+
+
+@frozen
+class ScriptLine:
+    """One parsed fixture line: the response to give (or the error to raise) and its checks."""
+
+    path: str
+    line: int
+    response: ModelResponse | None
+    error: ModelError | None
+    delay: float
+    expect: Mapping[str, Any]
+    agent: str | None
+
+
+class ScriptedModelClient:
+    """A model client that answers from a script, in order, and fails closed."""
+
+    def __init__(
+        self, lines: Sequence[ScriptLine], *, clock: Clock | None = None, name: str = ""
+    ) -> None:
+        self._lines = list(lines)
+        self._next = 0
+        self._clock = clock
+        self.name = name
+        self.requests: list[ModelRequest] = []
+
+    @classmethod
+    def from_jsonl(cls, path: str | Path, *, clock: Clock | None = None) -> ScriptedModelClient:
+        """Load a fixture file; every malformed line is reported with its number and field."""
+        file = Path(path)
+        try:
+            text = file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise FixtureError(f"cannot read the fixture: {exc.strerror}", path=file) from None
+        return cls(parse_script(text.splitlines(), str(file)), clock=clock, name=str(file))
+
+    @classmethod
+    def from_responses(
+        cls,
+        rows: Iterable[Mapping[str, Any]],
+        *,
+        clock: Clock | None = None,
+        name: str = "<script>",
+    ) -> ScriptedModelClient:
+        """Build a script from already-parsed line objects (handy in tests)."""
+        lines = [json.dumps(dict(row)) for row in rows]
+        return cls(parse_script(lines, name), clock=clock, name=name)
+
+    @property
+    def prices_known(self) -> bool:
+        """True when every scripted response states its cost."""
+        return all(
+            line.response is None or line.response.usage.cost_usd is not None
+            for line in self._lines
+        )
+
+    @property
+    def remaining(self) -> int:
+        return len(self._lines) - self._next
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if self._next >= len(self._lines):
+            last = self._lines[-1].line if self._lines else 0
+            raise FixtureExhausted(
+                f"the model was called for turn {request.turn} of agent {request.agent!r} but "
+                f"the script has no more lines (all {len(self._lines)} used; last was line {last})",
+                path=self.name,
+            )
+        line = self._lines[self._next]
+        self._next += 1
+        self.requests.append(request)
+        _check_expectations(line, request)
+        if line.delay > 0:
+            if self._clock is None:
+                import anyio
+
+                await anyio.sleep(line.delay)
+            else:
+                await self._clock.sleep(line.delay)
+        if line.error is not None:
+            raise line.error
+        assert line.response is not None
+        return line.response
+
+    def verify_consumed(self) -> None:
+        """Raise `FixtureUnconsumed` naming the first line no call used."""
+        if self._next < len(self._lines):
+            line = self._lines[self._next]
+            raise FixtureUnconsumed(
+                f"the run ended with {self.remaining} script line(s) unused, starting here",
+                path=line.path,
+                line=line.line,
+            )
+
+    def bind_clock(self, clock: Clock) -> None:
+        """Use `clock` for `delay` (the harness's clock, so delays replay exactly)."""
+        self._clock = clock
+
+    def __repr__(self) -> str:
+        return f"ScriptedModelClient({self.name!r}, used={self._next}, lines={len(self._lines)})"
+
+
+def parse_script(lines: Iterable[str], path: str) -> list[ScriptLine]:
+    """Parse fixture lines; blank lines and lines starting with ``#`` are skipped."""
+    parsed: list[ScriptLine] = []
+    for lineno, raw in enumerate(lines, 1):
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        try:
+            row = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise FixtureError(
+                f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=lineno
+            ) from None
+        parsed.append(_parse_line(row, path, lineno))
+    return parsed
+
+
+def _parse_line(row: object, path: str, lineno: int) -> ScriptLine:
+    def fail(field: str, message: str) -> FixtureError:
+        return FixtureError(message, path=path, line=lineno, field=field)
+
+    if not isinstance(row, dict):
+        raise FixtureError(
+            f"a line must be a JSON object (got {type(row).__name__})", path=path, line=lineno
+        )
+    unknown = sorted(set(row) - _LINE_KEYS)
+    if unknown:
+        raise fail(unknown[0], f"unknown key (expected some of {sorted(_LINE_KEYS)})")
+    text = row.get("text", "")
+    if not isinstance(text, str):
+        raise fail("text", f"must be a string (got {type(text).__name__})")
+    calls = _parse_calls(row.get("tool_calls", []), lineno, fail)
+    usage = _parse_usage(row.get("usage", {}), fail)
+    for key in ("model", "stop_reason", "agent"):
+        if key in row and not isinstance(row[key], str):
+            raise fail(key, f"must be a string (got {type(row[key]).__name__})")
+    delay = row.get("delay", 0)
+    if isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0:
+        raise fail("delay", f"must be a number of seconds >= 0 (got {delay!r})")
+    expect = row.get("expect", {})
+    if not isinstance(expect, dict):
+        raise fail("expect", f"must be an object (got {type(expect).__name__})")
+    bad = sorted(set(expect) - _EXPECT_KEYS)
+    if bad:
+        raise fail(
+            f"expect.{bad[0]}", f"unknown expectation (expected some of {sorted(_EXPECT_KEYS)})"
+        )
+    error = None
+    if "error" in row:
+        spec = row["error"]
+        if not isinstance(spec, dict) or not isinstance(spec.get("message"), str):
+            raise fail("error", "must be an object with a string 'message'")
+        kind = spec.get("kind", "other")
+        if kind not in _ERROR_KINDS:
+            raise fail("error.kind", f"must be one of {sorted(_ERROR_KINDS)} (got {kind!r})")
+        error = ModelError(spec["message"], kind=kind, retryable=bool(spec.get("retryable", False)))
+    response = None
+    if error is None:
+        response = ModelResponse(
+            text=text,
+            tool_calls=calls,
+            usage=usage,
+            model=row.get("model"),
+            stop_reason=row.get("stop_reason"),
+        )
+    return ScriptLine(path, lineno, response, error, float(delay), expect, row.get("agent"))
+
+
+def _parse_calls(value: object, lineno: int, fail: Any) -> tuple[ToolCall, ...]:
+    if not isinstance(value, list):
+        raise fail("tool_calls", f"must be a list (got {type(value).__name__})")
+    calls = []
+    for i, item in enumerate(value):
+        where = f"tool_calls[{i}]"
+        if not isinstance(item, dict):
+            raise fail(where, "must be an object with 'name' and 'arguments'")
+        name = item.get("name")
+        if not isinstance(name, str) or not name:
+            raise fail(f"{where}.name", f"must be a non-empty string (got {name!r})")
+        arguments = item.get("arguments", {})
+        if not isinstance(arguments, dict):
+            raise fail(f"{where}.arguments", f"must be an object (got {type(arguments).__name__})")
+        call_id = item.get("id", f"call_{lineno}_{i}")
+        if not isinstance(call_id, str):
+            raise fail(f"{where}.id", f"must be a string (got {call_id!r})")
+        extra = sorted(set(item) - {"id", "name", "arguments"})
+        if extra:
+            raise fail(f"{where}.{extra[0]}", "unknown key (expected id, name, arguments)")
+        calls.append(ToolCall(call_id, name, arguments))
+    return tuple(calls)
+
+
+def _parse_usage(value: object, fail: Any) -> Usage:
+    if not isinstance(value, dict):
+        raise fail("usage", f"must be an object (got {type(value).__name__})")
+    bad = sorted(set(value) - _USAGE_KEYS)
+    if bad:
+        raise fail(f"usage.{bad[0]}", f"unknown key (expected some of {sorted(_USAGE_KEYS)})")
+    counts = {}
+    for key in ("input_tokens", "output_tokens", "cached_tokens"):
+        n = value.get(key, 0)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise fail(f"usage.{key}", f"must be an integer >= 0 (got {n!r})")
+        counts[key] = n
+    cost = value.get("cost_usd")
+    if cost is not None and (
+        isinstance(cost, bool) or not isinstance(cost, int | float) or cost < 0
+    ):
+        raise fail("usage.cost_usd", f"must be a number >= 0 or null (got {cost!r})")
+    return Usage(
+        counts["input_tokens"],
+        counts["output_tokens"],
+        counts["cached_tokens"],
+        None if cost is None else float(cost),
+    )
+
+
+def _as_list(value: object) -> list[str]:
+    return (
+        [value]
+        if isinstance(value, str)
+        else [str(v) for v in value]
+        if isinstance(value, list)
+        else [str(value)]
+    )
+
+
+def _check_expectations(line: ScriptLine, request: ModelRequest) -> None:
+    def fail(key: str, message: str) -> FixtureAssertionError:
+        return FixtureAssertionError(message, path=line.path, line=line.line, field=f"expect.{key}")
+
+    if line.agent is not None and line.agent != request.agent:
+        raise FixtureAssertionError(
+            f"this line answers agent {line.agent!r} but agent {request.agent!r} asked",
+            path=line.path,
+            line=line.line,
+            field="agent",
+        )
+    messages = request.messages
+    expect = line.expect
+    if not expect:
+        return
+    last = messages[-1] if len(messages) else None
+    for key, value in expect.items():
+        if key == "last_message_contains":
+            content = last.content if last is not None else ""
+            for needle in _as_list(value):
+                if needle not in content:
+                    raise fail(
+                        key,
+                        f"the last message does not contain {needle!r}; it is: {content[-300:]!r}",
+                    )
+        elif key == "any_message_contains":
+            for needle in _as_list(value):
+                if not any(needle in m.content for m in messages):
+                    raise fail(key, f"no message contains {needle!r}")
+        elif key == "system_contains":
+            system = request.system
+            for needle in _as_list(value):
+                if needle not in system:
+                    raise fail(key, f"the system prompt does not contain {needle!r}")
+        elif key == "not_contains":
+            for needle in _as_list(value):
+                if any(needle in m.content for m in messages):
+                    raise fail(key, f"a message contains {needle!r}, which it must not")
+        elif key == "last_role":
+            role = last.role if last is not None else None
+            if role != value:
+                raise fail(key, f"the last message's role is {role!r}, expected {value!r}")
+        elif key == "last_feedback_source":
+            source = next((m.feedback_source for m in reversed(messages) if m.is_feedback), None)
+            if source != value:
+                raise fail(key, f"the latest feedback came from {source!r}, expected {value!r}")
+        elif key == "message_count":
+            if len(messages) != value:
+                raise fail(key, f"the request has {len(messages)} messages, expected {value}")
+        elif key == "tools":
+            offered = sorted(t.name for t in request.tools)
+            if offered != sorted(_as_list(value)):
+                raise fail(
+                    key, f"the tools offered are {offered}, expected {sorted(_as_list(value))}"
+                )
+        elif key == "turn":
+            if request.turn != value:
+                raise fail(key, f"this is turn {request.turn} of the session, expected {value}")
+        elif key == "agent" and request.agent != value:
+            raise fail(key, f"the request is from agent {request.agent!r}, expected {value!r}")
+
+
+def fixture_from_transcript(path: str | Path, *, agent: str | None = None) -> list[dict[str, Any]]:
+    """Turn a JSONL transcript into fixture lines, one per model response (of `agent`, if given).
+
+    Replaying them with the same tools, checks and workspace reproduces the run's events.
+    """
+    from ._events import read_transcript
+
+    lines: list[dict[str, Any]] = []
+    for row in read_transcript(path):
+        if row["event"] != "turn.finished":
+            continue
+        if agent is not None and row.get("agent") != agent:
+            continue
+        response = dict(row["response"])
+        line: dict[str, Any] = {"text": response.get("text", "")}
+        for key in ("tool_calls", "usage", "model", "stop_reason"):
+            if key in response:
+                line[key] = response[key]
+        line["agent"] = row.get("agent")
+        lines.append(line)
+    return lines
+
+
+def write_fixture(lines: Iterable[Mapping[str, Any]], path: str | Path) -> Path:
+    """Write fixture lines as JSONL."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("w", encoding="utf-8") as handle:
+        for line in lines:
+            handle.write(json.dumps(dict(line), ensure_ascii=False) + "\n")
+    return target

@@ -1,0 +1,308 @@
+"""One session: the turn loop that drives a model under a policy until it halts or claims done.
+
+Each turn: budgets before the call, the call, usage accounted, tools run (concurrently, each
+under its own deadline), then the policy decides after the turn. The loop stays flat: every
+reason to stop is a `Decision` the policy returns or a `HaltReason` it names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Literal
+
+import anyio
+from attrs import frozen
+
+from ._errors import ConfigurationError, ModelError
+from ._events import (
+    FeedbackInjected,
+    SensorRead,
+    ToolCalled,
+    TurnFinished,
+    TurnStarted,
+)
+from ._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
+from ._model import ModelClient
+from ._policy import Decision, Limit, PolicySession
+from ._result import BudgetExceeded, HaltReason, ModelFailed
+from ._state import HistoryView, SessionStateSnapshot, ToolOutcome
+from ._tools import Tool, ToolContext
+
+if TYPE_CHECKING:
+    from ._run import Run
+
+DONE_TOOL = "done"
+DONE_SPEC = ToolSpec(
+    DONE_TOOL,
+    "Call this when the task is completely done. An automated check then verifies the work.",
+    {
+        "type": "object",
+        "properties": {"summary": {"type": "string", "description": "what you did"}},
+        "additionalProperties": False,
+    },
+)
+
+OnClaim = Literal["check", "return"]
+
+
+@frozen
+class SessionEnd:
+    """Why a session stopped.
+
+    `reason` is a halt (run-level, or `Completed`, or a session-scoped `BudgetExceeded`).
+    Without one, the agent claimed done and the session was asked to return on a claim
+    (`claimed`), or the check rejected the claim and the session stops on rejections.
+    """
+
+    reason: HaltReason | None
+    snapshot: SessionStateSnapshot
+    claimed: bool = False
+    rejection: str | None = None
+
+
+class Session:
+    """A conversation with one agent; `run()` drives turns until the session ends."""
+
+    def __init__(
+        self,
+        run: Run,
+        *,
+        agent: str,
+        iteration: int,
+        model: ModelClient,
+        tools: Mapping[str, Tool],
+        messages: Sequence[Message],
+        policy: PolicySession,
+        limit: Limit | None,
+        on_claim: OnClaim,
+        stop_on_rejection: bool,
+    ) -> None:
+        self._run = run
+        self.agent = agent
+        self.iteration = iteration
+        self._model = model
+        self._tools = tools
+        specs = [t.spec for t in tools.values()]
+        if run.done_tool:
+            specs.append(DONE_SPEC)
+        self._specs = tuple(specs)
+        self._messages: list[Message] = list(messages)
+        self._outcomes: list[ToolOutcome] = []
+        self._policy = policy
+        self._limit = limit
+        self._on_claim: OnClaim = on_claim
+        self._stop_on_rejection = stop_on_rejection
+        self.turns = 0
+        self.tool_calls = 0
+        self.usage = Usage()
+        self.started_at = run.clock.now()
+
+    @property
+    def messages(self) -> Sequence[Message]:
+        return HistoryView(self._messages)
+
+    def snapshot(
+        self, *, claims_done: bool = False, final_text: str | None = None
+    ) -> SessionStateSnapshot:
+        run = self._run
+        return SessionStateSnapshot(
+            run_id=run.run_id,
+            task=run.task,
+            agent=self.agent,
+            iteration=self.iteration,
+            workspace=run.workspace,
+            messages=HistoryView(self._messages),
+            tool_outcomes=HistoryView(self._outcomes),
+            check_reasons=HistoryView(run.check_reasons),
+            turns=self.turns,
+            tool_calls=self.tool_calls,
+            usage=self.usage,
+            run_turns=run.turns,
+            run_tool_calls=run.tool_calls,
+            run_usage=run.usage,
+            started_at=run.started_at,
+            now=run.clock.now(),
+            deadline=run.deadline,
+            claims_done=claims_done,
+            final_text=final_text,
+            store=run.store.frozen(),
+            context_window=run.context_window,
+            session_started_at=self.started_at,
+        )
+
+    def inject(self, source: str, text: str) -> None:
+        """Add tagged automated feedback that the next model request will carry."""
+        self._append_feedback(Message.feedback(source, text))
+
+    def _append_feedback(self, message: Message) -> None:
+        self._messages.append(message)
+        self._run.emit(
+            FeedbackInjected(
+                self._run.elapsed(),
+                self.agent,
+                self.turns,
+                message.feedback_source or "harness",
+                message.content,
+            )
+        )
+
+    async def run(self) -> SessionEnd:
+        """Drive turns until the session ends (see `SessionEnd`)."""
+        wall = self._limit.wall_time if self._limit is not None else None
+        if wall is None:
+            return await self._turns()
+        with self._run.clock.deadline_scope(self.started_at + wall):
+            return await self._turns()
+        # Only reached when the session's own deadline cancelled the scope.
+        used = self._run.clock.now() - self.started_at
+        return SessionEnd(BudgetExceeded("max_wall_time", used, wall, "session"), self.snapshot())
+
+    async def _turns(self) -> SessionEnd:
+        run = self._run
+        policy = self._policy
+        while True:
+            halt = policy.before_call(self.snapshot())
+            if halt is not None:
+                return SessionEnd(halt, self.snapshot())
+            self.turns += 1
+            run.turns += 1
+            turn = self.turns
+            run.emit(TurnStarted(run.elapsed(), self.agent, self.iteration, turn))
+            request = ModelRequest(HistoryView(self._messages), self._specs, self.agent, turn)
+            try:
+                response = await self._model.complete(request)
+            except ModelError as exc:
+                return SessionEnd(ModelFailed(exc.kind, str(exc)), self.snapshot())
+            self._account(response)
+            self._messages.append(Message.assistant(response.text, response.tool_calls))
+            run.emit(TurnFinished(run.elapsed(), self.agent, self.iteration, turn, response))
+
+            final_text: str | None = response.text
+            claims_done = not response.tool_calls
+            if response.tool_calls:
+                halt, done_summary = await self._run_tools(response.tool_calls)
+                if halt is not None:
+                    return SessionEnd(halt, self.snapshot())
+                if done_summary is not None:
+                    claims_done = True
+                    final_text = done_summary or response.text
+
+            snapshot = self.snapshot(
+                claims_done=claims_done, final_text=final_text if claims_done else None
+            )
+            run_check = claims_done and self._on_claim == "check"
+            decision = await policy.after_turn(snapshot, run_check=run_check)
+            self._apply(decision)
+            if decision.halt is not None:
+                return SessionEnd(decision.halt, snapshot)
+            if claims_done and self._on_claim == "return":
+                return SessionEnd(None, snapshot, claimed=True)
+            if decision.rejection is not None and self._stop_on_rejection:
+                return SessionEnd(None, snapshot, rejection=decision.rejection)
+
+    def _account(self, response: ModelResponse) -> None:
+        usage = response.usage
+        if usage.cost_usd is None and self._run.requires_known_cost:
+            raise ConfigurationError(
+                "a cost budget is set but the model reported no price for this call "
+                f"(model {response.model!r}); add its price or drop max_cost_usd"
+            )
+        self.usage = self.usage + usage
+        self._run.usage = self._run.usage + usage
+
+    def _apply(self, decision: Decision) -> None:
+        """Emit what the policy saw and inject its feedback into the next request."""
+        run = self._run
+        for reading in decision.readings:
+            run.emit(
+                SensorRead(
+                    run.elapsed(),
+                    self.agent,
+                    self.turns,
+                    reading.sensor,
+                    reading.status,
+                    reading.message,
+                )
+            )
+        if decision.checked:
+            run.record_check(self.agent, self.turns, decision.rejection)
+        for message in decision.feedback:
+            self._append_feedback(message)
+        if decision.rejection is not None and decision.halt is None:
+            self._append_feedback(rejection_feedback(decision.rejection))
+
+    async def _run_tools(self, calls: Sequence[ToolCall]) -> tuple[HaltReason | None, str | None]:
+        """Run the admitted calls; return a budget halt (if any) and the done summary."""
+        run = self._run
+        admitted: list[ToolCall] = []
+        halt: HaltReason | None = None
+        for call in calls:
+            halt = self._policy.before_tool_call(self.snapshot())
+            if halt is not None:
+                break
+            self.tool_calls += 1
+            run.tool_calls += 1
+            admitted.append(call)
+
+        results: list[tuple[str, bool]] = [("", False)] * len(admitted)
+        if len(admitted) == 1:
+            results[0] = await self._invoke(admitted[0])
+        elif admitted:
+
+            async def invoke_into(index: int, call: ToolCall) -> None:
+                results[index] = await self._invoke(call)
+
+            async with anyio.create_task_group() as group:
+                for index, call in enumerate(admitted):
+                    group.start_soon(invoke_into, index, call)
+
+        done_summary: str | None = None
+        for call, (content, is_error) in zip(admitted, results, strict=True):
+            self._record_tool(call, content, is_error)
+            if call.name == DONE_TOOL and run.done_tool and not is_error:
+                summary = call.arguments.get("summary", "")
+                done_summary = summary if isinstance(summary, str) else ""
+        for call in calls[len(admitted) :]:
+            self._record_tool(call, "not run: the tool-call budget is exhausted", True)
+        return halt, done_summary
+
+    def _record_tool(self, call: ToolCall, content: str, is_error: bool) -> None:
+        message = Message.tool_result(call, content, is_error=is_error)
+        self._messages.append(message)
+        self._outcomes.append(ToolOutcome(call, message.content, is_error, self.turns))
+        self._run.emit(
+            ToolCalled(self._run.elapsed(), self.agent, self.turns, call, message.content, is_error)
+        )
+
+    async def _invoke(self, call: ToolCall) -> tuple[str, bool]:
+        run = self._run
+        if call.name == DONE_TOOL and run.done_tool:
+            return "completion claimed; the harness is verifying the work", False
+        tool = self._tools.get(call.name)
+        if tool is None:
+            available = ", ".join(sorted(self._tools)) or "none"
+            return f"error: unknown tool {call.name!r} (available: {available})", True
+        timeout = tool.timeout if tool.timeout is not None else run.tool_timeout
+        context = (
+            ToolContext(run.workspace, run.store, run.clock, call, self.agent)
+            if tool.context_param is not None
+            else None
+        )
+        try:
+            with run.clock.deadline_scope(run.clock.now() + timeout) as scope:
+                content = await tool.invoke(call.arguments, context)
+        except Exception as exc:
+            return f"error: {type(exc).__name__}: {exc}", True
+        if scope.cancelled_caught:
+            return f"error: tool {call.name!r} timed out after {timeout:g}s", True
+        return content, False
+
+
+def rejection_feedback(reason: str) -> Message:
+    """The message that carries a completion check's reason into the next turn."""
+    return Message.feedback(
+        "completion_check",
+        "You claimed the task is done, but the completion check did not pass:\n"
+        f"{reason}\n"
+        "Keep working on what is missing, then claim done again.",
+    )

@@ -1,0 +1,171 @@
+"""Session state: the append-only transcript, the typed store, and the frozen snapshot.
+
+A snapshot never copies history: it holds read-only views that stop at the length the
+history had when the snapshot was taken. Histories only ever grow, so a view stays exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar, overload
+
+from attrs import frozen
+
+from ._messages import Message, ToolCall, Usage
+
+T = TypeVar("T")
+
+
+class HistoryView(Sequence[T]):
+    """A read-only window on the first `length` items of a list that only grows."""
+
+    __slots__ = ("_items", "_length")
+
+    def __init__(self, items: list[T], length: int | None = None) -> None:
+        self._items = items
+        self._length = len(items) if length is None else length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[T]: ...
+    def __getitem__(self, index: int | slice) -> T | Sequence[T]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._length)
+            return self._items[start:stop:step]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("history index out of range")
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[T]:
+        items = self._items
+        for i in range(self._length):
+            yield items[i]
+
+    def last(self, n: int) -> Sequence[T]:
+        """The last `n` items, oldest first, without touching the rest of the history."""
+        start = max(0, self._length - n)
+        return self._items[start : self._length]
+
+    def __repr__(self) -> str:
+        return f"HistoryView(len={self._length})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class SessionStore:
+    """Typed session state that tools write and checks read: one slice per value type.
+
+    Slices are copied on write, so a `Mapping` handed to a snapshot never changes under it.
+    """
+
+    __slots__ = ("_slices",)
+
+    def __init__(self) -> None:
+        self._slices: dict[type, tuple[Any, ...]] = {}
+
+    def put(self, value: object) -> None:
+        """Append `value` to the slice of its type."""
+        slices = dict(self._slices)
+        slices[type(value)] = (*slices.get(type(value), ()), value)
+        self._slices = slices
+
+    def seed(self, *values: object) -> None:
+        """Put several values (handy for tests and for restoring state)."""
+        for value in values:
+            self.put(value)
+
+    def frozen(self) -> Mapping[type, tuple[Any, ...]]:
+        return self._slices
+
+
+@frozen
+class ToolOutcome:
+    """What one tool call returned, as recorded in the session."""
+
+    call: ToolCall
+    content: str
+    is_error: bool
+    turn: int
+
+
+@frozen(eq=False)
+class SessionStateSnapshot:
+    """Everything a sensor, a feedback provider or a completion check may read about a session.
+
+    Counters without a prefix are the current session's (a Ralph iteration, a builder or
+    evaluator session); `run_*` counters cover the whole run.
+    """
+
+    run_id: str
+    task: str
+    agent: str
+    iteration: int
+    workspace: Path | None
+    messages: Sequence[Message]
+    tool_outcomes: Sequence[ToolOutcome]
+    check_reasons: Sequence[str]
+    turns: int
+    tool_calls: int
+    usage: Usage
+    run_turns: int
+    run_tool_calls: int
+    run_usage: Usage
+    started_at: float
+    now: float
+    deadline: float | None
+    claims_done: bool
+    final_text: str | None
+    store: Mapping[type, tuple[Any, ...]]
+    context_window: int | None = None
+    session_started_at: float = 0.0
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the run started, on the run's clock."""
+        return self.now - self.started_at
+
+    @property
+    def session_elapsed(self) -> float:
+        """Seconds since the current session started."""
+        return self.now - self.session_started_at
+
+    @property
+    def remaining_time(self) -> float | None:
+        """Seconds until the run's wall-time deadline, or None without one."""
+        return None if self.deadline is None else self.deadline - self.now
+
+    def latest(self, kind: type[T]) -> T | None:
+        """The most recent value of type `kind` that tools put in the session store."""
+        values = self.store.get(kind)
+        return values[-1] if values else None
+
+    def all(self, kind: type[T]) -> tuple[T, ...]:
+        """Every value of type `kind` in the session store, oldest first."""
+        return self.store.get(kind, ())
+
+    @property
+    def last_assistant_text(self) -> str | None:
+        """The text of the newest assistant message, or None before the first one."""
+        for message in reversed(self.messages):
+            if message.role == "assistant":
+                return message.content
+        return None
+
+    def __repr__(self) -> str:
+        return (
+            f"SessionStateSnapshot(agent={self.agent!r}, iteration={self.iteration}, "
+            f"turns={self.turns}, run_turns={self.run_turns}, messages={len(self.messages)}, "
+            f"claims_done={self.claims_done})"
+        )

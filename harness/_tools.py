@@ -1,0 +1,316 @@
+"""Tools: plain functions with a JSON schema derived from their signature.
+
+A sync function runs in a worker thread (so it can block and still be timed out) unless it is
+declared ``inline=True``; an async function runs on the event loop. A parameter annotated
+`ToolContext` is filled in by the harness and hidden from the model.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin, overload
+
+import anyio.to_thread
+from attrs import field, frozen
+
+from ._clock import Clock
+from ._errors import ConfigurationError
+from ._messages import ToolCall, ToolSpec
+from ._state import SessionStore
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+
+
+@frozen
+class ToolContext:
+    """What a tool may reach besides its arguments: the workspace, the session store, time."""
+
+    workspace: Path | None
+    store: SessionStore
+    clock: Clock
+    call: ToolCall
+    agent: str
+
+
+class ToolArgumentError(ValueError):
+    """The model called a tool with arguments that do not fit its schema."""
+
+
+@frozen
+class Tool:
+    """A callable the model may invoke, with the schema it is shown."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    fn: Callable[..., Any] = field(repr=False)
+    timeout: float | None = None
+    read_only: bool = False
+    inline: bool = False
+    context_param: str | None = None
+    is_async: bool = False
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
+        read_only: bool = False,
+        inline: bool = False,
+    ) -> Tool:
+        """Build a tool from `fn`, deriving its schema from the signature and docstring."""
+        tool_name = name or fn.__name__
+        if not _NAME.match(tool_name):
+            raise ConfigurationError(f"tool name must match {_NAME.pattern} (got {tool_name!r})")
+        if timeout is not None and timeout <= 0:
+            raise ConfigurationError(f"'timeout' of tool {tool_name!r} must be > 0 (got {timeout})")
+        summary, arg_docs = _parse_docstring(inspect.getdoc(fn) or "")
+        schema, context_param = _schema_for(fn, arg_docs)
+        return cls(
+            name=tool_name,
+            description=description if description is not None else summary,
+            parameters=schema,
+            fn=fn,
+            timeout=timeout,
+            read_only=read_only,
+            inline=inline,
+            context_param=context_param,
+            is_async=inspect.iscoroutinefunction(fn),
+        )
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.name, self.description, self.parameters)
+
+    def validate(self, arguments: Mapping[str, Any]) -> None:
+        """Raise `ToolArgumentError` naming the argument when `arguments` break the schema."""
+        props: Mapping[str, Any] = self.parameters.get("properties", {})
+        for required in self.parameters.get("required", ()):
+            if required not in arguments:
+                raise ToolArgumentError(f"missing required argument {required!r}")
+        for key, value in arguments.items():
+            if key not in props:
+                raise ToolArgumentError(
+                    f"unknown argument {key!r} (expected one of {sorted(props)})"
+                )
+            expected = props[key].get("type")
+            if expected is not None and not _matches(value, expected):
+                raise ToolArgumentError(
+                    f"argument {key!r} must be {expected} (got {type(value).__name__} {value!r})"
+                )
+
+    async def invoke(self, arguments: Mapping[str, Any], context: ToolContext | None) -> str:
+        """Validate, call, and render the result as text. Exceptions propagate."""
+        self.validate(arguments)
+        kwargs = dict(arguments)
+        if self.context_param is not None:
+            if context is None:
+                raise RuntimeError(f"tool {self.name!r} needs a ToolContext")
+            kwargs[self.context_param] = context
+        if self.is_async:
+            result = await self.fn(**kwargs)
+        elif self.inline:
+            result = self.fn(**kwargs)
+        else:
+            result = await anyio.to_thread.run_sync(
+                lambda: self.fn(**kwargs), abandon_on_cancel=True
+            )
+        return render_result(result)
+
+
+def render_result(result: object) -> str:
+    """Text the model sees for a tool's return value."""
+    if isinstance(result, str):
+        return result
+    if result is None:
+        return "ok"
+    try:
+        return json.dumps(result, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(result)
+
+
+@overload
+def tool(fn: F, /) -> Tool: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    read_only: bool = False,
+    inline: bool = False,
+) -> Callable[[F], Tool]: ...
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    read_only: bool = False,
+    inline: bool = False,
+) -> Tool | Callable[[F], Tool]:
+    """Decorator: turn a function into a `Tool` (bare, or with options)."""
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        return Tool.from_function(
+            f,
+            name=name,
+            description=description,
+            timeout=timeout,
+            read_only=read_only,
+            inline=inline,
+        )
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def as_tools(items: Sequence[Tool | Callable[..., Any]]) -> dict[str, Tool]:
+    """Normalise a list of tools and plain functions into a name -> Tool map."""
+    tools: dict[str, Tool] = {}
+    for item in items:
+        t = item if isinstance(item, Tool) else Tool.from_function(item)
+        if t.name in tools:
+            raise ConfigurationError(f"two tools are named {t.name!r}")
+        tools[t.name] = t
+    return tools
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list, tuple),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+def _matches(value: object, expected: str | list[str]) -> bool:
+    kinds = [expected] if isinstance(expected, str) else expected
+    for kind in kinds:
+        allowed = _JSON_TYPES.get(kind)
+        if allowed is None:
+            return True
+        if isinstance(value, bool) and kind in ("integer", "number"):
+            continue
+        if isinstance(value, allowed):
+            return True
+    return False
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """The first paragraph, and ``name: text`` lines under an ``Args:`` heading."""
+    paragraphs = doc.split("\n\n")
+    summary = " ".join(paragraphs[0].split()) if doc else ""
+    args: dict[str, str] = {}
+    in_args = False
+    for line in doc.splitlines():
+        stripped = line.strip()
+        if stripped in ("Args:", "Arguments:", "Parameters:"):
+            in_args = True
+            continue
+        if in_args:
+            match = re.match(r"^(\w+)(?:\s*\([^)]*\))?\s*:\s*(.+)$", stripped)
+            if match:
+                args[match.group(1)] = match.group(2)
+            elif not stripped or not line.startswith((" ", "\t")):
+                in_args = False
+    return summary, args
+
+
+def _schema_for(
+    fn: Callable[..., Any], arg_docs: Mapping[str, str]
+) -> tuple[dict[str, Any], str | None]:
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception as exc:
+        raise ConfigurationError(
+            f"cannot read the type hints of tool {fn.__name__!r}: {exc}"
+        ) from exc
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    context_param: str | None = None
+    for pname, param in inspect.signature(fn).parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ConfigurationError(
+                f"tool {fn.__name__!r} may not take *args or **kwargs (parameter {pname!r})"
+            )
+        annotation = hints.get(pname, Any)
+        if annotation is ToolContext:
+            context_param = pname
+            continue
+        schema = _type_schema(annotation, fn.__name__, pname)
+        if pname in arg_docs:
+            schema["description"] = arg_docs[pname]
+        if param.default is inspect.Parameter.empty:
+            required.append(pname)
+        elif param.default is not None and _jsonable(param.default):
+            schema["default"] = param.default
+        props[pname] = schema
+    result: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        result["required"] = required
+    result["additionalProperties"] = False
+    return result, context_param
+
+
+def _jsonable(value: object) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _type_schema(tp: Any, fn_name: str, pname: str) -> dict[str, Any]:
+    if tp is Any or tp is object:
+        return {}
+    if tp is str or tp is Path:
+        return {"type": "string"}
+    if tp is bool:
+        return {"type": "boolean"}
+    if tp is int:
+        return {"type": "integer"}
+    if tp is float:
+        return {"type": "number"}
+    origin = get_origin(tp)
+    args = get_args(tp)
+    if origin is Literal:
+        return {"enum": list(args)}
+    if origin in (Union, types.UnionType):
+        non_null = [a for a in args if a is not type(None)]
+        if len(non_null) == 1:
+            inner = _type_schema(non_null[0], fn_name, pname)
+            if "type" in inner and len(non_null) < len(args):
+                inner["type"] = [inner["type"], "null"]
+            return inner
+        return {"anyOf": [_type_schema(a, fn_name, pname) for a in args]}
+    if tp in (list, tuple, set, frozenset) or origin in (
+        list,
+        tuple,
+        set,
+        frozenset,
+        Sequence,
+        typing.Sequence,
+    ):
+        item = args[0] if args and args[0] is not Ellipsis else Any
+        return {"type": "array", "items": _type_schema(item, fn_name, pname)}
+    if tp in (dict,) or origin in (dict, Mapping, typing.Mapping):
+        return {"type": "object"}
+    raise ConfigurationError(
+        f"tool {fn_name!r}: parameter {pname!r} has a type the schema cannot express ({tp!r})"
+    )

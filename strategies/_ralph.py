@@ -1,0 +1,99 @@
+"""`Ralph`: every iteration starts from a fresh context; only the workspace and the check's
+last reason carry over."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attrs import frozen
+
+from harness import BudgetExceeded, Completed, ConfigurationError, HaltReason, Run
+from termination import Budget
+
+from ._reasons import RalphCompletionUnmet
+
+
+def _positive_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigurationError(f"{name!r} must be a positive int (got {value!r})")
+
+
+@frozen(kw_only=True)
+class Ralph:
+    """Run up to `max_iterations` fresh sessions against a persistent workspace.
+
+    An iteration ends when the agent claims done or its `iteration_budget` runs out; the
+    completion check then runs on the workspace. A pass completes the run; otherwise the
+    next iteration starts with only the system prompt, the task and the check's reason.
+    The run's own budget still bounds the whole run, and `cooldown` seconds (on the run's
+    clock) pass between iterations.
+    """
+
+    max_iterations: int = 5
+    iteration_budget: Budget | None = None
+    cooldown: float = 0.0
+    name: str = "ralph"
+
+    def __attrs_post_init__(self) -> None:
+        _positive_int("max_iterations", self.max_iterations)
+        if (
+            isinstance(self.cooldown, bool)
+            or not isinstance(self.cooldown, int | float)
+            or self.cooldown < 0
+        ):
+            raise ConfigurationError(f"'cooldown' must be a number >= 0 (got {self.cooldown!r})")
+        if self.iteration_budget is not None and not isinstance(self.iteration_budget, Budget):
+            raise ConfigurationError(
+                f"'iteration_budget' must be a Budget (got {self.iteration_budget!r})"
+            )
+
+    async def run(self, run: Run) -> HaltReason:
+        carry: str | None = None
+        last_reason = ""
+        for iteration in range(1, self.max_iterations + 1):
+            if iteration > 1 and self.cooldown:
+                await run.clock.sleep(self.cooldown)
+            policy = run.policy.start_session(clock=run.clock, limit=self.iteration_budget)
+            session = run.new_session(
+                carry=carry, limit=self.iteration_budget, on_claim="return", policy=policy
+            )
+            end = await session.run()
+            reason = end.reason
+            if reason is not None and not _iteration_ran_out(reason):
+                return reason
+            missing = await run.check(end.snapshot, policy)
+            if missing is None:
+                return Completed()
+            last_reason = missing
+            how = (
+                "ran out of its iteration budget"
+                if reason is not None
+                else "ended with a claim of done"
+            )
+            carry = (
+                f"This is iteration {iteration + 1} of at most {self.max_iterations}, in a fresh "
+                f"context. Iteration {iteration} {how}, and the completion check then reported "
+                f"what is still missing:\n{missing}\n"
+                "The workspace keeps everything done so far; look at it before you continue."
+            )
+        return RalphCompletionUnmet(self.max_iterations, last_reason)
+
+
+def _iteration_ran_out(reason: HaltReason) -> bool:
+    return isinstance(reason, BudgetExceeded) and reason.scope == "session"
+
+
+def ralph_from_config(table: dict[str, Any], *, where: str) -> Ralph:
+    args = dict(table)
+    budget = args.pop("iteration_budget", None)
+    if budget is not None:
+        if not isinstance(budget, dict):
+            raise ConfigurationError(f"{where}.iteration_budget must be a table")
+        args["iteration_budget"] = Budget.from_config(budget, where=f"{where}.iteration_budget")
+    unknown = sorted(set(args) - {"max_iterations", "cooldown", "iteration_budget"})
+    if unknown:
+        raise ConfigurationError(f"{where}.{unknown[0]} is not a Ralph setting")
+    try:
+        return Ralph(**args)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{where}: {exc}") from None

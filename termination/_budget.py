@@ -1,0 +1,125 @@
+"""`Budget`: hard limits on a run (or a session), checked before every call with ``>=``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attrs import frozen
+
+from harness import BudgetExceeded, ConfigurationError, SessionStateSnapshot
+from harness._policy import Scope
+
+
+def _positive_or_none(_: Any, attribute: Any, value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigurationError(f"{attribute.name!r} must be a positive number (got {value!r})")
+
+
+def _positive_int_or_none(_: Any, attribute: Any, value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigurationError(f"{attribute.name!r} must be a positive int (got {value!r})")
+
+
+@frozen(kw_only=True)
+class Budget:
+    """Limits on turns, tool calls, tokens, cost and wall time; None means unlimited.
+
+    A dimension is used up when ``used >= limit``. The loop asks before every model call (and
+    before every tool call, for tool calls and wall time) and accounts usage after the call,
+    so a call that starts within budget may end past it; the next one is refused.
+    """
+
+    max_turns: int | None = None
+    max_tool_calls: int | None = None
+    max_input_tokens: int | None = None
+    max_output_tokens: int | None = None
+    max_total_tokens: int | None = None
+    max_cost_usd: float | None = None
+    max_wall_time: float | None = None
+
+    def __attrs_post_init__(self) -> None:
+        for name in (
+            "max_turns",
+            "max_tool_calls",
+            "max_input_tokens",
+            "max_output_tokens",
+            "max_total_tokens",
+        ):
+            _positive_int_or_none(self, _Named(name), getattr(self, name))
+        for name in ("max_cost_usd", "max_wall_time"):
+            _positive_or_none(self, _Named(name), getattr(self, name))
+
+    @property
+    def wall_time(self) -> float | None:
+        return self.max_wall_time
+
+    def exceeded(
+        self, snapshot: SessionStateSnapshot, *, scope: Scope = "run", tools_only: bool = False
+    ) -> BudgetExceeded | None:
+        """The first used-up dimension as a `BudgetExceeded`, or None."""
+        if scope == "run":
+            elapsed = snapshot.elapsed
+            turns, calls, usage = snapshot.run_turns, snapshot.run_tool_calls, snapshot.run_usage
+        else:
+            elapsed = snapshot.session_elapsed
+            turns, calls, usage = snapshot.turns, snapshot.tool_calls, snapshot.usage
+        if self.max_wall_time is not None and elapsed >= self.max_wall_time:
+            return BudgetExceeded("max_wall_time", elapsed, self.max_wall_time, scope)
+        if self.max_tool_calls is not None and calls >= self.max_tool_calls:
+            return BudgetExceeded("max_tool_calls", calls, self.max_tool_calls, scope)
+        if tools_only:
+            return None
+        if self.max_turns is not None and turns >= self.max_turns:
+            return BudgetExceeded("max_turns", turns, self.max_turns, scope)
+        if self.max_input_tokens is not None and usage.input_tokens >= self.max_input_tokens:
+            return BudgetExceeded(
+                "max_input_tokens", usage.input_tokens, self.max_input_tokens, scope
+            )
+        if self.max_output_tokens is not None and usage.output_tokens >= self.max_output_tokens:
+            return BudgetExceeded(
+                "max_output_tokens", usage.output_tokens, self.max_output_tokens, scope
+            )
+        if self.max_total_tokens is not None and usage.total_tokens >= self.max_total_tokens:
+            return BudgetExceeded(
+                "max_total_tokens", usage.total_tokens, self.max_total_tokens, scope
+            )
+        if (
+            self.max_cost_usd is not None
+            and usage.cost_usd is not None
+            and usage.cost_usd >= self.max_cost_usd
+        ):
+            return BudgetExceeded("max_cost_usd", usage.cost_usd, self.max_cost_usd, scope)
+        return None
+
+    @classmethod
+    def from_config(cls, table: dict[str, Any], *, where: str = "budget") -> Budget:
+        """Build from a config table; unknown keys are an error naming the key."""
+        known = {
+            "max_turns",
+            "max_tool_calls",
+            "max_input_tokens",
+            "max_output_tokens",
+            "max_total_tokens",
+            "max_cost_usd",
+            "max_wall_time",
+        }
+        unknown = sorted(set(table) - known)
+        if unknown:
+            raise ConfigurationError(
+                f"{where}.{unknown[0]} is not a budget limit (expected one of {sorted(known)})"
+            )
+        try:
+            return cls(**table)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{where}: {exc}") from None
+
+
+class _Named:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
