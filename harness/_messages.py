@@ -37,9 +37,10 @@ class ToolCall:
 class Message:
     """One entry of a conversation.
 
-    Harness feedback (a completion check's reason, a sensor warning, a provider's guidance) is a
-    ``user`` message with `feedback_source` set and its text wrapped in a ``<harness-feedback>``
-    tag; tool output can never forge one (see `neutralize`).
+    Harness feedback (a completion check's reason, a sensor warning, a provider's guidance) is
+    text wrapped in a ``<harness-feedback>`` tag, either a ``user`` message of its own or
+    appended to the tool result of the call that triggered it; `feedback_source` names who
+    sent it. Tool output can never forge the tag (see `neutralize`).
     """
 
     role: Role

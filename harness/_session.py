@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 import anyio
-from attrs import frozen
+from attrs import evolve, frozen
 
 from ._errors import ConfigurationError, ModelError
 from ._events import (
@@ -135,7 +135,22 @@ class Session:
         self._append_feedback(Message.feedback(source, text))
 
     def _append_feedback(self, message: Message) -> None:
-        self._messages.append(message)
+        """Deliver feedback with the next request.
+
+        After a turn with tool calls it is appended to the last tool result (the call that
+        triggered it), so providers that want tool results to follow the assistant message
+        directly see no extra message; otherwise it is a message of its own.
+        """
+        messages = self._messages
+        last = messages[-1] if messages else None
+        if last is not None and last.role == "tool":
+            messages[-1] = evolve(
+                last,
+                content=f"{last.content}\n\n{message.content}",
+                feedback_source=message.feedback_source,
+            )
+        else:
+            messages.append(message)
         self._run.emit(
             FeedbackInjected(
                 self._run.elapsed(),
