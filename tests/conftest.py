@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,7 +29,7 @@ def _is_loopback(address: Any) -> bool:
 
 
 @pytest.fixture(autouse=True)
-def _no_internet(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _no_internet(monkeypatch: pytest.MonkeyPatch) -> None:
     """A global guard: a test that tries to reach a real provider fails at once."""
     real_connect = socket.socket.connect
     real_connect_ex = socket.socket.connect_ex
@@ -47,4 +46,3 @@ def _no_internet(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     monkeypatch.setattr(socket.socket, "connect", guarded)
     monkeypatch.setattr(socket.socket, "connect_ex", guarded_ex)
-    yield
