@@ -1,0 +1,98 @@
+"""The harness side of the bench: the bare loop's work through `Harness`, policy switched on.
+
+A scripted model client returns pre-built responses (one `add` call per turn, arguments
+varying so the repeat sensor stays quiet, then a final answer that claims done); the policy
+has a budget, both standard sensors and a completion check; events go to an in-memory sink
+and to structlog, configured with a filtering logger at INFO so per-turn debug events are
+no-ops while the run-level lines are rendered (as JSON, to /dev/null).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+
+import structlog
+from _backends import Sleep
+
+from checks import AlwaysComplete
+from harness import Harness, ListSink, ModelRequest, ModelResponse, ToolCall, Usage, tool
+from termination import Budget, ConsecutiveToolErrorsSensor, RepeatedToolCallSensor
+from termination import TerminationPolicy as Policy
+
+TASK = "Add the numbers."
+
+
+def configure_logging() -> None:
+    """structlog as a service would set it: INFO and up, rendered as JSON lines."""
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso"),
+            structlog.processors.JSONRenderer(),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+        logger_factory=structlog.WriteLoggerFactory(file=open(os.devnull, "w")),  # noqa: SIM115
+        cache_logger_on_first_use=True,
+    )
+
+
+@tool
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def harness_script(turns: int) -> tuple[ModelResponse, ...]:
+    """`turns - 1` responses with one `add` call each, then a final answer (`turns` calls)."""
+    usage = Usage(input_tokens=100, output_tokens=20)
+    calls = [ToolCall(f"c{i}", "add", {"a": i, "b": 1}) for i in range(turns - 1)]
+    return (
+        *(ModelResponse(tool_calls=(c,), usage=usage) for c in calls),
+        ModelResponse(text="done", usage=usage),
+    )
+
+
+class BenchModel:
+    """A model client that answers from a script after the backend's own sleep."""
+
+    __slots__ = ("_delay", "_next", "_responses", "_sleep")
+
+    def __init__(self, responses: Sequence[ModelResponse], sleep: Sleep, delay: float) -> None:
+        self._responses = responses
+        self._sleep = sleep
+        self._delay = delay
+        self._next = 0
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        await self._sleep(self._delay)
+        response = self._responses[self._next]
+        self._next += 1
+        return response
+
+
+def default_policy(turns: int) -> Policy:
+    """A budget, the two standard sensors and a completion check."""
+    return Policy(
+        budget=Budget(
+            max_turns=turns + 5,
+            max_tool_calls=turns + 5,
+            max_total_tokens=1_000 * (turns + 5),
+            max_wall_time=3_600.0,
+        ),
+        sensors=[RepeatedToolCallSensor(), ConsecutiveToolErrorsSensor()],
+        completion_check=AlwaysComplete(),
+    )
+
+
+async def harness_session(
+    script: Sequence[ModelResponse], policy: Policy, sleep: Sleep, delay: float
+) -> int:
+    """Run one session through the harness; return the number of turns it took."""
+    harness = Harness(model=BenchModel(script, sleep, delay), policy=policy, tools=[add])
+    sink = ListSink()
+    result = await harness.run(TASK, sinks=[sink])
+    if not result.verified or not sink.events:
+        raise AssertionError(f"the bench session did not complete: {result!r}")
+    return result.turns

@@ -1,0 +1,324 @@
+"""Benchmark the harness's own cost against a bare event-loop agent loop.
+
+    python bench/run.py            # W1, W2, W3 on asyncio and trio, full sample counts
+    python bench/run.py --quick    # fewer samples (about ten times faster, noisier)
+    python bench/run.py --only W1 --backend trio
+
+W1: µs of CPU per turn for sessions of 10, 100 and 1,000 turns (model answers at once).
+W2: wall time of 1,000 concurrent 10-turn sessions, the model sleeping 10 ms per call, and
+    the memory each session holds at the peak (tracemalloc, in a separate untimed pass).
+W3: a fresh process that imports the four packages and runs a one-turn session, against
+    `python -c "import asyncio"`.
+Runs are interleaved (bare, harness, bare, harness, ...) and the table shows medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from attrs import frozen
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _backends import BACKENDS, Backend
+from _bare import bare_script, bare_session
+from _workload import configure_logging, default_policy, harness_script, harness_session
+
+W1_SIZES = (10, 100, 1_000)
+W1_RATIO = 4.0
+W1_FLAT = 1.2
+W2_SESSIONS = 1_000
+W2_TURNS = 10
+W2_DELAY = 0.010
+W2_RATIO = 3.0
+W2_BYTES = 30 * 1024
+W3_RATIO = 3.0
+
+
+@frozen
+class Row:
+    """One line of the table."""
+
+    workload: str
+    backend: str
+    bare: str
+    harness: str
+    ratio: str
+    target: str
+    passed: bool
+
+
+@frozen
+class Settings:
+    samples: int
+    turns_per_sample: int
+    w2_samples: int
+    w3_samples: int
+
+
+FULL = Settings(samples=15, turns_per_sample=4_000, w2_samples=7, w3_samples=21)
+QUICK = Settings(samples=5, turns_per_sample=1_000, w2_samples=3, w3_samples=7)
+
+Job = Callable[[], Awaitable[object]]
+
+
+async def _timed(job: Job, repeats: int) -> float:
+    """Seconds `repeats` runs of `job` take, one after another, after a collection."""
+    gc.collect()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        await job()
+    return time.perf_counter() - start
+
+
+async def _interleaved(bare: Job, harness: Job, repeats: int, samples: int) -> tuple[float, float]:
+    """Median seconds per batch of `repeats` runs of each job, the two alternating."""
+    await _timed(bare, 1)  # warm-up, not counted
+    await _timed(harness, 1)
+    bare_times: list[float] = []
+    harness_times: list[float] = []
+    for _ in range(samples):
+        bare_times.append(await _timed(bare, repeats))
+        harness_times.append(await _timed(harness, repeats))
+    return statistics.median(bare_times), statistics.median(harness_times)
+
+
+def _session_jobs(backend: Backend, turns: int, delay: float) -> tuple[Job, Job]:
+    """One bare session and one harness session of `turns` turns, as jobs to repeat."""
+    b_script = bare_script(turns - 1)
+    h_script = harness_script(turns)
+    policy = default_policy(turns)
+
+    async def bare() -> object:
+        return await bare_session(b_script, backend.sleep, delay)
+
+    async def harness() -> object:
+        return await harness_session(h_script, policy, backend.sleep, delay)
+
+    return bare, harness
+
+
+def w1(backend: Backend, settings: Settings) -> list[Row]:
+    """µs per turn, bare vs harness, at each session length; then the flatness check."""
+
+    async def main() -> list[tuple[int, float, float]]:
+        results = []
+        for n in W1_SIZES:
+            bare, harness = _session_jobs(backend, n, 0.0)
+            if await bare() != n or await harness() != n:
+                raise AssertionError(f"a W1 session did not take {n} turns")
+            repeats = max(1, settings.turns_per_sample // n)
+            b, h = await _interleaved(bare, harness, repeats, settings.samples)
+            results.append((n, b / (repeats * n) * 1e6, h / (repeats * n) * 1e6))
+        return results
+
+    rows = []
+    measured = backend.run(main)
+    for n, b, h in measured:
+        ratio = h / b
+        rows.append(
+            Row(
+                f"W1 N={n:,} µs/turn",
+                backend.name,
+                f"{b:.2f}",
+                f"{h:.2f}",
+                f"{ratio:.2f}x",
+                f"<= {W1_RATIO:g}x",
+                ratio <= W1_RATIO,
+            )
+        )
+    first, last = measured[0][2], measured[-1][2]
+    flat = last / first
+    rows.append(
+        Row(
+            f"W1 flat N={W1_SIZES[-1]:,}/N={W1_SIZES[0]}",
+            backend.name,
+            "",
+            f"{last:.2f}/{first:.2f}",
+            f"{flat:.2f}x",
+            f"<= {W1_FLAT:g}x",
+            flat <= W1_FLAT,
+        )
+    )
+    return rows
+
+
+def _w2_jobs(backend: Backend) -> tuple[Job, Job]:
+    """All W2 sessions at once, bare and through the harness."""
+    bare, harness = _session_jobs(backend, W2_TURNS, W2_DELAY)
+
+    async def bare_all() -> None:
+        await backend.run_all([bare] * W2_SESSIONS)
+
+    async def harness_all() -> None:
+        await backend.run_all([harness] * W2_SESSIONS)
+
+    return bare_all, harness_all
+
+
+def w2(backend: Backend, settings: Settings) -> list[Row]:
+    """Wall time of many concurrent sleeping sessions, then their peak memory."""
+    bare, harness = _w2_jobs(backend)
+
+    async def timing() -> tuple[float, float]:
+        return await _interleaved(bare, harness, 1, settings.w2_samples)
+
+    async def memory(job: Job) -> int:
+        await job()  # warm-up: caches and interned strings are not per-session memory
+        gc.collect()
+        tracemalloc.start()
+        try:
+            base = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            await job()
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        return (peak - base) // W2_SESSIONS
+
+    b, h = backend.run(timing)
+    b_mem = backend.run(lambda: memory(bare))
+    h_mem = backend.run(lambda: memory(harness))
+    ratio = h / b
+    return [
+        Row(
+            f"W2 {W2_SESSIONS:,}x{W2_TURNS} wall ms",
+            backend.name,
+            f"{b * 1e3:.1f}",
+            f"{h * 1e3:.1f}",
+            f"{ratio:.2f}x",
+            f"<= {W2_RATIO:g}x",
+            ratio <= W2_RATIO,
+        ),
+        Row(
+            "W2 peak KB/session",
+            backend.name,
+            f"{b_mem / 1024:.1f}",
+            f"{h_mem / 1024:.1f}",
+            "",
+            f"<= {W2_BYTES // 1024} KB",
+            h_mem <= W2_BYTES,
+        ),
+    ]
+
+
+W3_BARE = "import asyncio"
+W3_HARNESS = """
+import anyio
+import harness, checks, termination, strategies
+
+async def add(a: int, b: int) -> int:
+    return a + b
+
+model = harness.ScriptedModelClient.from_responses([{"text": "done"}])
+policy = termination.TerminationPolicy(
+    budget=termination.Budget(max_turns=5),
+    sensors=[termination.RepeatedToolCallSensor(), termination.ConsecutiveToolErrorsSensor()],
+    completion_check=checks.AlwaysComplete(),
+)
+h = harness.Harness(model=model, policy=policy, tools=[add], strategy=strategies.Loop())
+result = anyio.run(h.run, "Say done.")
+assert result.verified, result
+"""
+
+
+def _process_seconds(code: str) -> float:
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    return time.perf_counter() - start
+
+
+def w3(settings: Settings) -> list[Row]:
+    """Fresh-process start-up: import the four packages and run one turn."""
+    _process_seconds(W3_BARE)  # warm the OS caches and the bytecode caches
+    _process_seconds(W3_HARNESS)
+    bare: list[float] = []
+    harness: list[float] = []
+    for _ in range(settings.w3_samples):
+        bare.append(_process_seconds(W3_BARE))
+        harness.append(_process_seconds(W3_HARNESS))
+    b, h = statistics.median(bare), statistics.median(harness)
+    ratio = h / b
+    return [
+        Row(
+            "W3 process ms",
+            "asyncio",
+            f"{b * 1e3:.1f}",
+            f"{h * 1e3:.1f}",
+            f"{ratio:.2f}x",
+            f"<= {W3_RATIO:g}x",
+            ratio <= W3_RATIO,
+        )
+    ]
+
+
+HEADER = ("workload", "backend", "bare", "harness", "ratio", "target", "result")
+
+
+def _verdict(passed: bool) -> str:
+    return "PASS" if passed else "FAIL"
+
+
+def render(rows: list[Row]) -> str:
+    cells = [HEADER] + [
+        (
+            r.workload,
+            r.backend,
+            r.bare,
+            r.harness,
+            r.ratio,
+            r.target,
+            "PASS" if r.passed else "FAIL",
+        )
+        for r in rows
+    ]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(HEADER))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _progress(rows: list[Row]) -> None:
+    for row in rows[-2:]:
+        print(f"... {row.workload} {row.backend}: {row.harness} vs {row.bare}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="fewer samples, noisier medians")
+    parser.add_argument("--only", default="W1,W2,W3", help="comma-separated workloads")
+    parser.add_argument("--backend", choices=["asyncio", "trio", "both"], default="both")
+    args = parser.parse_args(argv)
+    settings = QUICK if args.quick else FULL
+    only = {w.strip().upper() for w in args.only.split(",")}
+    backends = list(BACKENDS.values()) if args.backend == "both" else [BACKENDS[args.backend]]
+    configure_logging()
+    rows: list[Row] = []
+    for backend in backends:
+        if "W1" in only:
+            rows += w1(backend, settings)
+            _progress(rows)
+        if "W2" in only:
+            rows += w2(backend, settings)
+            _progress(rows)
+    if "W3" in only:
+        rows += w3(settings)
+    print(render(rows))
+    return 0 if all(r.passed for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
