@@ -1,0 +1,250 @@
+"""`harness.run_process`: a child's whole process group is gone when it returns."""
+
+from __future__ import annotations
+
+import os
+import select
+from pathlib import Path
+from typing import cast
+
+import anyio
+import anyio.to_thread
+import pytest
+
+import harness._process as process_module
+from harness import Clock, ConfigurationError, FakeClock, ProcessResult, run_process
+
+
+def _clock(fake: object) -> Clock:
+    """`FakeClock` typed as a `Clock` (its deadline scope is a generator context manager)."""
+    return cast(Clock, fake)
+
+
+def _running(pid: int) -> bool:
+    """True while `pid` is a live process (a zombie waiting for init to reap it is not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+async def _gone(pid: int) -> bool:
+    """True once `pid` has exited; allows the moment a SIGKILLed process spends in the kernel's
+    exit path after its pipe closed (its pidfd turns readable when it is done)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        ready = await anyio.to_thread.run_sync(lambda: select.select([fd], [], [], 5.0)[0])
+    finally:
+        os.close(fd)
+    return bool(ready) and not _running(pid)
+
+
+async def _read_pid(fifo: Path) -> int:
+    return int(await anyio.to_thread.run_sync(fifo.read_text))
+
+
+@pytest.mark.anyio
+async def test_exit_code_and_merged_output(tmp_path: Path) -> None:
+    """Stdout and stderr are captured together and the exit code is the child's."""
+    result = await run_process(
+        "echo out; echo err >&2; exit 3",
+        cwd=tmp_path,
+        env=None,
+        timeout=30,
+        clock=_clock(FakeClock()),
+    )
+    assert result.exit_code == 3
+    assert result.output_tail == "out\nerr\n"
+    assert not result.timed_out
+    assert not result.truncated
+    assert not result.ok
+
+
+@pytest.mark.anyio
+async def test_argv_runs_without_a_shell(tmp_path: Path) -> None:
+    """A sequence is an argv: shell syntax in it is passed through literally."""
+    result = await run_process(
+        ["echo", "$HOME;", "x"], cwd=tmp_path, env=None, timeout=30, clock=_clock(FakeClock())
+    )
+    assert result.ok
+    assert result.output_tail == "$HOME; x\n"
+
+
+@pytest.mark.anyio
+async def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
+    """A timed-out `sleep 100 & sleep 100` leaves neither sleep running."""
+    fifo = tmp_path / "pid"
+    os.mkfifo(fifo)
+    clock = FakeClock()
+    results: list[ProcessResult] = []
+
+    async def run() -> None:
+        results.append(
+            await run_process(
+                f"sleep 100 & echo $! > {fifo}; sleep 100",
+                cwd=tmp_path,
+                env=None,
+                timeout=5,
+                clock=_clock(clock),
+            )
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        grandchild = await _read_pid(fifo)
+        assert _running(grandchild)
+        clock.advance(5)
+    [result] = results
+    assert result.timed_out
+    assert result.exit_code < 0
+    assert result.duration == 5
+    assert await _gone(grandchild)
+
+
+@pytest.mark.anyio
+async def test_cancellation_kills_the_whole_group(tmp_path: Path) -> None:
+    """Cancelling the caller kills the group and then propagates."""
+    fifo = tmp_path / "pid"
+    os.mkfifo(fifo)
+    finished: list[ProcessResult] = []
+
+    async def run() -> None:
+        finished.append(
+            await run_process(
+                f"sleep 100 & echo $! > {fifo}; sleep 100",
+                cwd=tmp_path,
+                env=None,
+                timeout=None,
+                clock=_clock(FakeClock()),
+            )
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        grandchild = await _read_pid(fifo)
+        tg.cancel_scope.cancel()
+    assert finished == []
+    assert await _gone(grandchild)
+
+
+@pytest.mark.anyio
+async def test_stragglers_are_killed_after_a_normal_exit(tmp_path: Path) -> None:
+    """A background process the command leaves behind does not outlive it."""
+    result = await run_process(
+        "sleep 100 & echo $!", cwd=tmp_path, env=None, timeout=30, clock=_clock(FakeClock())
+    )
+    assert result.ok
+    assert await _gone(int(result.output_tail))
+
+
+@pytest.mark.anyio
+async def test_a_child_ignoring_sigterm_gets_sigkill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM is followed by SIGKILL after the grace, so trapping TERM does not help."""
+    monkeypatch.setattr(process_module, "KILL_GRACE", 0.05)
+    fifo = tmp_path / "pid"
+    os.mkfifo(fifo)
+    clock = FakeClock()
+    results: list[ProcessResult] = []
+
+    async def run() -> None:
+        script = f"trap '' TERM; echo $$ > {fifo}; while :; do sleep 0.01; done"
+        results.append(
+            await run_process(script, cwd=tmp_path, env=None, timeout=1, clock=_clock(clock))
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        shell = await _read_pid(fifo)
+        clock.advance(1)
+    assert results[0].timed_out
+    assert results[0].exit_code == -9
+    assert await _gone(shell)
+
+
+@pytest.mark.anyio
+async def test_output_keeps_the_tail(tmp_path: Path) -> None:
+    """Only the last `max_output` bytes are kept, and the result says it was cut."""
+    result = await run_process(
+        "seq 1 10000", cwd=tmp_path, env=None, timeout=30, clock=_clock(FakeClock()), max_output=11
+    )
+    assert result.truncated
+    assert result.output_tail == "9999\n10000\n"
+
+
+@pytest.mark.anyio
+async def test_environment_is_minimal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child sees PATH, HOME, LANG and what the caller passes, never this process's secrets."""
+    monkeypatch.setenv("SECRET_TOKEN", "hunter2")
+    result = await run_process(
+        "env", cwd=tmp_path, env={"EXTRA": "1"}, timeout=30, clock=_clock(FakeClock())
+    )
+    names = {line.split("=", 1)[0] for line in result.output_tail.splitlines()}
+    assert "SECRET_TOKEN" not in names
+    assert {"PATH", "LANG", "EXTRA"} <= names
+    assert names <= {"PATH", "HOME", "LANG", "EXTRA", "PWD", "SHLVL", "_", "OLDPWD"}
+
+
+@pytest.mark.anyio
+async def test_stdin_is_fed_and_closed(tmp_path: Path) -> None:
+    """Bytes passed as stdin reach the child, which then sees end-of-file."""
+    result = await run_process(
+        "tr a-z A-Z", cwd=tmp_path, env=None, timeout=30, clock=_clock(FakeClock()), stdin=b"hello"
+    )
+    assert result.output_tail == "HELLO"
+
+
+@pytest.mark.anyio
+async def test_without_stdin_the_child_reads_nothing(tmp_path: Path) -> None:
+    """With no stdin the child reads end-of-file at once instead of hanging."""
+    result = await run_process("cat", cwd=tmp_path, env=None, timeout=30, clock=_clock(FakeClock()))
+    assert result.ok
+    assert result.output_tail == ""
+
+
+@pytest.mark.anyio
+async def test_missing_program_or_directory_is_a_result(tmp_path: Path) -> None:
+    """A program or working directory that does not exist is exit 127 with the cause."""
+    clock = FakeClock()
+    missing = await run_process(
+        ["no-such-program-xyz"], cwd=tmp_path, env=None, timeout=30, clock=_clock(clock)
+    )
+    assert missing.exit_code == 127
+    assert "no-such-program-xyz" in missing.output_tail
+    nowhere = await run_process(
+        "true", cwd=tmp_path / "gone", env=None, timeout=30, clock=_clock(clock)
+    )
+    assert nowhere.exit_code == 127
+    assert "does not exist" in nowhere.output_tail
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"timeout": 0}, "'timeout' must be a positive number of seconds (got 0)"),
+        ({"max_output": 0}, "'max_output' must be a positive int (got 0)"),
+    ],
+)
+async def test_bad_arguments_are_configuration_errors(
+    tmp_path: Path, kwargs: dict[str, int], message: str
+) -> None:
+    """A non-positive timeout or output cap is a programmer error naming the argument."""
+    arguments: dict[str, object] = {"timeout": 30, **kwargs}
+    with pytest.raises(ConfigurationError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        await run_process(
+            "true",
+            cwd=tmp_path,
+            env=None,
+            clock=_clock(FakeClock()),
+            **arguments,  # type: ignore[arg-type]
+        )
