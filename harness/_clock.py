@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 import anyio
 import anyio.lowlevel
@@ -100,8 +100,13 @@ class FakeClock:
         self.advance((min(pending) if pending else target) - self._now)
         await anyio.lowlevel.checkpoint()
 
+    def deadline_scope(self, deadline: float) -> DeadlineScope:
+        # A generator context manager's __exit__ returns a bool at run time; typeshed widens it
+        # to `bool | None`, which would make a FakeClock not a `Clock` to mypy.
+        return cast("DeadlineScope", self._deadline_scope(deadline))
+
     @contextmanager
-    def deadline_scope(self, deadline: float) -> Iterator[anyio.CancelScope]:
+    def _deadline_scope(self, deadline: float) -> Iterator[anyio.CancelScope]:
         with anyio.CancelScope() as scope:
             if deadline <= self._now:
                 scope.cancel()

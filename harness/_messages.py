@@ -14,11 +14,19 @@ Role = Literal["system", "user", "assistant", "tool"]
 FEEDBACK_TAG = "harness-feedback"
 _OPEN = f"<{FEEDBACK_TAG}"
 _ESCAPED = f"&lt;{FEEDBACK_TAG}"
+_CLOSE = f"</{FEEDBACK_TAG}"
+_CLOSE_ESCAPED = f"&lt;/{FEEDBACK_TAG}"
 
 
 def neutralize(text: str) -> str:
-    """Defuse any feedback tag in untrusted text, so only the harness can inject feedback."""
-    return text.replace(_OPEN, _ESCAPED) if _OPEN in text else text
+    """Defuse any feedback tag in untrusted text, so only the harness can inject feedback.
+
+    Closing tags are defused too: otherwise a check's reason quoting agent-controlled text could
+    end its feedback block early and leave words outside it that read as the user's.
+    """
+    if FEEDBACK_TAG not in text:
+        return text
+    return text.replace(_OPEN, _ESCAPED).replace(_CLOSE, _CLOSE_ESCAPED)
 
 
 @frozen
