@@ -2,6 +2,7 @@
 `checks`, `termination` and `strategies` packages implement."""
 
 from ._builtin_tools import list_files, read_file, workspace_tools, write_file
+from ._cli_agent import CliAgentClient, render_prompt
 from ._clock import Clock, FakeClock, SystemClock
 from ._errors import (
     ConfigurationError,
@@ -45,6 +46,15 @@ from ._messages import (
 from ._model import ModelClient
 from ._plan import Plan, PlanStep, update_plan
 from ._process import ProcessResult, run_process
+from ._providers import (
+    AnthropicClient,
+    ModelPrice,
+    OpenAIClient,
+    PriceTable,
+    RetryPolicy,
+    model_from_config,
+)
+from ._recording import RecordingModelClient
 from ._policy import CONTINUE, Decision, Limit, Policy, PolicySession, SensorReading
 from ._result import (
     BudgetExceeded,
@@ -64,10 +74,12 @@ from ._tools import Tool, ToolArgumentError, ToolContext, tool
 from ._workspace import WorkspaceEscape, resolve_in_workspace
 
 __all__ = [
+    "AnthropicClient",
     "BudgetExceeded",
     "CONTINUE",
     "CheckFailed",
     "CheckPassed",
+    "CliAgentClient",
     "Clock",
     "Completed",
     "ConfigurationError",
@@ -96,14 +108,19 @@ __all__ = [
     "ModelClient",
     "ModelError",
     "ModelFailed",
+    "ModelPrice",
     "ModelRequest",
     "ModelResponse",
+    "OpenAIClient",
     "Plan",
     "PlanStep",
     "Policy",
     "PolicySession",
+    "PriceTable",
     "ProcessResult",
+    "RecordingModelClient",
     "RejectionLimit",
+    "RetryPolicy",
     "Role",
     "Run",
     "RunHalted",
@@ -136,9 +153,11 @@ __all__ = [
     "WorkspaceEscape",
     "fixture_from_transcript",
     "list_files",
+    "model_from_config",
     "read_file",
     "read_transcript",
     "rejection_feedback",
+    "render_prompt",
     "resolve_in_workspace",
     "run_process",
     "tool",

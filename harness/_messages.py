@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from attrs import field, frozen
@@ -161,13 +162,17 @@ class ModelRequest:
     """What a model client is asked: the conversation so far and the tools on offer.
 
     `messages` is a read-only view of the live transcript, not a copy; a client that keeps it
-    beyond the call must copy it.
+    beyond the call must copy it. `deadline` is when the run (or the session) must end, on the
+    harness's clock, so a client's retries stop in time; `workspace` is the folder the run
+    works in (a command-line agent runs there). Neither is part of `digest`.
     """
 
     messages: Sequence[Message]
     tools: tuple[ToolSpec, ...] = ()
     agent: str = "agent"
     turn: int = 1
+    deadline: float | None = None
+    workspace: Path | None = None
 
     @property
     def system(self) -> str:

@@ -183,7 +183,14 @@ class Session:
             run.turns += 1
             turn = self.turns
             run.emit(TurnStarted(run.elapsed(), self.agent, self.iteration, turn))
-            request = ModelRequest(HistoryView(self._messages), self._specs, self.agent, turn)
+            request = ModelRequest(
+                HistoryView(self._messages),
+                self._specs,
+                self.agent,
+                turn,
+                deadline=self._deadline(),
+                workspace=run.workspace,
+            )
             try:
                 response = await self._model.complete(request)
             except ModelError as exc:
@@ -214,6 +221,15 @@ class Session:
                 return SessionEnd(None, snapshot, claimed=True)
             if decision.rejection is not None and self._stop_on_rejection:
                 return SessionEnd(None, snapshot, rejection=decision.rejection)
+
+    def _deadline(self) -> float | None:
+        """The earlier of the run's deadline and this session's own wall-time limit."""
+        deadline = self._run.deadline
+        wall = self._limit.wall_time if self._limit is not None else None
+        if wall is not None:
+            ends = self.started_at + wall
+            deadline = ends if deadline is None else min(deadline, ends)
+        return deadline
 
     def _account(self, response: ModelResponse) -> None:
         usage = response.usage

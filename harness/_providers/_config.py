@@ -1,0 +1,186 @@
+"""`model_from_config`: a model client from a spec file's table.
+
+::
+
+    [model]
+    type = "fixture"                      # ScriptedModelClient
+    path = "fixtures/run.jsonl"           # relative to the spec file's folder
+
+    [model]
+    type = "openai"                       # or "anthropic"
+    model = "gpt-4.1"
+    base_url = "http://localhost:8000/v1" # optional
+    api_key_env = "OPENAI_API_KEY"        # optional; false for a server that needs no key
+    timeout = 600                         # optional, seconds per HTTP attempt
+    price = { input = 2.0, output = 8.0, cached_input = 0.5 }   # optional, $ per 1M tokens
+    retry = { max_attempts = 4, initial_wait = 1.0 }            # optional
+    options = { temperature = 0.2 }       # optional, passed to the SDK call
+    # anthropic only: max_tokens = 8192
+
+    [model]
+    type = "cli_agent"
+    argv = ["claude", "-p"]
+    prompt = "stdin"                      # or "argument"
+    timeout = 1800
+    pass_env = ["ANTHROPIC_API_KEY"]
+    env = { NO_COLOR = "1" }
+    cwd = "work"                          # optional; default: the run's workspace
+
+Every error names the table and the key at fault.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .._errors import ConfigurationError
+from .._model import ModelClient
+from ._pricing import ModelPrice
+from ._retry import RetryPolicy
+
+_KINDS = ("fixture", "openai", "anthropic", "cli_agent")
+_SDK_KEYS = {"type", "model", "base_url", "api_key_env", "timeout", "price", "retry", "options"}
+_KEYS: dict[str, set[str]] = {
+    "fixture": {"type", "path"},
+    "openai": _SDK_KEYS,
+    "anthropic": _SDK_KEYS | {"max_tokens"},
+    "cli_agent": {"type", "argv", "prompt", "timeout", "pass_env", "env", "cwd", "max_output"},
+}
+
+
+def model_from_config(
+    table: Mapping[str, Any], *, where: str = "model", base: str | Path | None = None
+) -> ModelClient:
+    """Build the client a ``[model]`` table describes; paths are relative to `base`."""
+    if not isinstance(table, Mapping):
+        raise ConfigurationError(f"{where} must be a table (got {type(table).__name__})")
+    kind = table.get("type")
+    if kind not in _KINDS:
+        raise ConfigurationError(f"{where}.type must be one of {', '.join(_KINDS)} (got {kind!r})")
+    unknown = sorted(set(table) - _KEYS[kind])
+    if unknown:
+        raise ConfigurationError(
+            f"{where}.{unknown[0]} is not a setting of a {kind} model "
+            f"(expected some of {sorted(_KEYS[kind])})"
+        )
+    root = Path(base) if base is not None else Path.cwd()
+    try:
+        if kind == "fixture":
+            return _fixture(table, where, root)
+        if kind == "cli_agent":
+            return _cli_agent(table, where, root)
+        return _sdk(kind, table, where)
+    except ConfigurationError as exc:
+        message = str(exc)
+        raise ConfigurationError(
+            message if message.startswith(where) else f"{where}: {message}"
+        ) from None
+
+
+def _fixture(table: Mapping[str, Any], where: str, root: Path) -> ModelClient:
+    from .._scripted import ScriptedModelClient
+
+    path = _text(table, "path", where, required=True)
+    assert path is not None
+    return ScriptedModelClient.from_jsonl(root / path)
+
+
+def _sdk(kind: str, table: Mapping[str, Any], where: str) -> ModelClient:
+    model = _text(table, "model", where, required=True)
+    assert model is not None
+    kwargs: dict[str, Any] = {"base_url": _text(table, "base_url", where)}
+    if "api_key_env" in table:
+        value = table["api_key_env"]
+        if value is False:
+            kwargs["api_key_env"] = None
+        elif isinstance(value, str) and value:
+            kwargs["api_key_env"] = value
+        else:
+            raise ConfigurationError(
+                f"{where}.api_key_env must name an environment variable, or be false "
+                f"(got {value!r})"
+            )
+    if "timeout" in table:
+        kwargs["timeout"] = _number(table, "timeout", where)
+    if "price" in table:
+        kwargs["price"] = ModelPrice.from_config(
+            _table(table, "price", where), where=f"{where}.price"
+        )
+    if "retry" in table:
+        kwargs["retry"] = RetryPolicy.from_config(
+            _table(table, "retry", where), where=f"{where}.retry"
+        )
+    if "options" in table:
+        kwargs["options"] = _table(table, "options", where)
+    if kind == "anthropic":
+        from ._anthropic import AnthropicClient
+
+        if "max_tokens" in table:
+            kwargs["max_tokens"] = table["max_tokens"]
+        return AnthropicClient(model, **kwargs)
+    from ._openai import OpenAIClient
+
+    return OpenAIClient(model, **kwargs)
+
+
+def _cli_agent(table: Mapping[str, Any], where: str, root: Path) -> ModelClient:
+    from .._cli_agent import CliAgentClient
+
+    argv = table.get("argv")
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):
+        raise ConfigurationError(
+            f'{where}.argv must be a non-empty list of strings, e.g. ["claude", "-p"] '
+            f"(got {argv!r})"
+        )
+    kwargs: dict[str, Any] = {}
+    if "prompt" in table:
+        kwargs["prompt"] = table["prompt"]
+    if "timeout" in table:
+        kwargs["timeout"] = _number(table, "timeout", where)
+    if "pass_env" in table:
+        names = table["pass_env"]
+        if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+            raise ConfigurationError(
+                f"{where}.pass_env must be a list of variable names (got {names!r})"
+            )
+        kwargs["pass_env"] = names
+    if "env" in table:
+        env = _table(table, "env", where)
+        bad = [k for k, v in env.items() if not isinstance(v, str)]
+        if bad:
+            raise ConfigurationError(f"{where}.env.{bad[0]} must be a string")
+        kwargs["env"] = env
+    if "cwd" in table:
+        cwd = _text(table, "cwd", where)
+        assert cwd is not None
+        kwargs["cwd"] = root / cwd
+    if "max_output" in table:
+        kwargs["max_output"] = table["max_output"]
+    return CliAgentClient(argv, **kwargs)
+
+
+def _text(table: Mapping[str, Any], key: str, where: str, *, required: bool = False) -> str | None:
+    if key not in table:
+        if required:
+            raise ConfigurationError(f"{where}.{key} is required")
+        return None
+    value = table[key]
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigurationError(f"{where}.{key} must be a non-empty string (got {value!r})")
+    return value
+
+
+def _number(table: Mapping[str, Any], key: str, where: str) -> float:
+    value = table[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigurationError(f"{where}.{key} must be a positive number (got {value!r})")
+    return float(value)
+
+
+def _table(table: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = table[key]
+    if not isinstance(value, dict):
+        raise ConfigurationError(f"{where}.{key} must be a table (got {type(value).__name__})")
+    return value

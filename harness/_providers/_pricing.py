@@ -1,0 +1,133 @@
+"""Prices per model, and the cost of one call.
+
+Prices are US dollars per million tokens. A model that is not in the table has an unknown
+price: its calls report ``cost_usd=None``, never zero, and a cost budget refuses to run with
+it. Extend the table with `PriceTable.with_prices` (or give a client its own `ModelPrice`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from attrs import frozen
+
+from .._errors import ConfigurationError
+
+# A dated snapshot or alias of a listed model: "gpt-4o-2024-08-06", "claude-sonnet-4-20250514".
+_SNAPSHOT = re.compile(r"^-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
+
+
+def _rate(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ConfigurationError(f"{name} must be a number of dollars >= 0 (got {value!r})")
+    return float(value)
+
+
+@frozen
+class ModelPrice:
+    """Dollars per million tokens: fresh input, output, cache reads and cache writes.
+
+    `cached_input` and `cache_write` default to the input price when a provider has no
+    separate rate for them.
+    """
+
+    input: float
+    output: float
+    cached_input: float | None = None
+    cache_write: float | None = None
+
+    def __attrs_post_init__(self) -> None:
+        _rate("'input'", self.input)
+        _rate("'output'", self.output)
+        if self.cached_input is not None:
+            _rate("'cached_input'", self.cached_input)
+        if self.cache_write is not None:
+            _rate("'cache_write'", self.cache_write)
+
+    @classmethod
+    def from_config(cls, table: Mapping[str, object], *, where: str) -> ModelPrice:
+        """Build from a spec table ``{input = 3.0, output = 15.0, cached_input = 0.3}``."""
+        keys = {"input", "output", "cached_input", "cache_write"}
+        unknown = sorted(set(table) - keys)
+        if unknown:
+            raise ConfigurationError(
+                f"{where}.{unknown[0]} is not a price (expected {sorted(keys)})"
+            )
+        for required in ("input", "output"):
+            if required not in table:
+                raise ConfigurationError(f"{where}.{required} is required (dollars per 1M tokens)")
+        return cls(**{key: _rate(f"{where}.{key}", value) for key, value in table.items()})
+
+    def cost(
+        self, *, fresh_input: int, output: int, cache_read: int = 0, cache_write: int = 0
+    ) -> float:
+        """Dollars for one call, given its tokens split by how they are billed."""
+        cached = self.input if self.cached_input is None else self.cached_input
+        write = self.input if self.cache_write is None else self.cache_write
+        total = (
+            fresh_input * self.input
+            + output * self.output
+            + cache_read * cached
+            + cache_write * write
+        )
+        return total / 1_000_000
+
+
+@frozen
+class PriceTable:
+    """Model name to `ModelPrice`; a dated snapshot of a listed model has the same price."""
+
+    prices: Mapping[str, ModelPrice]
+
+    @classmethod
+    def default(cls) -> PriceTable:
+        """The list prices this package ships (see `DEFAULT_PRICES`)."""
+        return cls(DEFAULT_PRICES)
+
+    def with_prices(self, extra: Mapping[str, ModelPrice]) -> PriceTable:
+        """A copy with `extra` added; an entry for a model already listed replaces it."""
+        for name, price in extra.items():
+            if not isinstance(price, ModelPrice):
+                raise ConfigurationError(
+                    f"the price of {name!r} must be a ModelPrice (got {type(price).__name__})"
+                )
+        return PriceTable({**self.prices, **extra})
+
+    def lookup(self, model: str | None) -> ModelPrice | None:
+        """The price of `model`, or None when it is unknown."""
+        if not model:
+            return None
+        exact = self.prices.get(model)
+        if exact is not None:
+            return exact
+        for name in sorted(self.prices, key=len, reverse=True):
+            if model.startswith(name) and _SNAPSHOT.match(model[len(name) :]):
+                return self.prices[name]
+        return None
+
+    def __contains__(self, model: object) -> bool:
+        return isinstance(model, str) and self.lookup(model) is not None
+
+
+DEFAULT_PRICES: Mapping[str, ModelPrice] = {
+    # OpenAI list prices (cached input is the prompt-caching rate).
+    "gpt-4o": ModelPrice(2.50, 10.00, 1.25),
+    "gpt-4o-mini": ModelPrice(0.15, 0.60, 0.075),
+    "gpt-4.1": ModelPrice(2.00, 8.00, 0.50),
+    "gpt-4.1-mini": ModelPrice(0.40, 1.60, 0.10),
+    "gpt-4.1-nano": ModelPrice(0.10, 0.40, 0.025),
+    "gpt-5": ModelPrice(1.25, 10.00, 0.125),
+    "gpt-5-mini": ModelPrice(0.25, 2.00, 0.025),
+    "gpt-5-nano": ModelPrice(0.05, 0.40, 0.005),
+    "o3": ModelPrice(2.00, 8.00, 0.50),
+    "o4-mini": ModelPrice(1.10, 4.40, 0.275),
+    # Anthropic list prices (cache reads 0.1x input, 5-minute cache writes 1.25x input).
+    "claude-opus-4-5": ModelPrice(5.00, 25.00, 0.50, 6.25),
+    "claude-opus-4-1": ModelPrice(15.00, 75.00, 1.50, 18.75),
+    "claude-opus-4": ModelPrice(15.00, 75.00, 1.50, 18.75),
+    "claude-sonnet-4-5": ModelPrice(3.00, 15.00, 0.30, 3.75),
+    "claude-sonnet-4": ModelPrice(3.00, 15.00, 0.30, 3.75),
+    "claude-haiku-4-5": ModelPrice(1.00, 5.00, 0.10, 1.25),
+    "claude-3-5-haiku": ModelPrice(0.80, 4.00, 0.08, 1.00),
+}

@@ -1,0 +1,190 @@
+"""Retrying provider calls: rate limits, 5xx and timeouts, with backoff, jitter and a deadline.
+
+Each wait is the larger of the provider's ``Retry-After`` and exponential backoff with jitter.
+The retries stop after `RetryPolicy.max_attempts` attempts, when the next wait would pass the
+request's deadline, or when a single wait would exceed `RetryPolicy.max_wait`; the last error
+is then raised with a note of why trying stopped. Errors that are not retryable (auth, bad
+request, malformed responses) are raised at once. Sleeping happens on the injected clock, so
+it works on asyncio and trio alike and a `FakeClock` makes the waits instant and exact.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import structlog
+from attrs import frozen
+
+from .._clock import Clock
+from .._errors import ConfigurationError, ModelError
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
+
+T = TypeVar("T")
+
+_log = structlog.get_logger("harness.providers")
+
+
+def _number(name: str, value: object, *, minimum: float, strict: bool = False) -> None:
+    bad = isinstance(value, bool) or not isinstance(value, int | float)
+    if bad or (value <= minimum if strict else value < minimum):  # type: ignore[operator]
+        op = ">" if strict else ">="
+        raise ConfigurationError(f"{name!r} must be a number {op} {minimum:g} (got {value!r})")
+
+
+@frozen
+class RetryPolicy:
+    """How a provider client retries: attempts, backoff, jitter and the longest single wait.
+
+    The n-th retry waits ``min(max_backoff, initial_wait * 2**(n-1) + uniform(0, jitter))``
+    seconds, or the provider's ``Retry-After`` when that is longer.
+    """
+
+    max_attempts: int = 4
+    initial_wait: float = 1.0
+    max_backoff: float = 30.0
+    jitter: float = 1.0
+    max_wait: float = 120.0
+
+    def __attrs_post_init__(self) -> None:
+        if (
+            isinstance(self.max_attempts, bool)
+            or not isinstance(self.max_attempts, int)
+            or self.max_attempts < 1
+        ):
+            raise ConfigurationError(
+                f"'max_attempts' must be a positive int (got {self.max_attempts!r})"
+            )
+        _number("initial_wait", self.initial_wait, minimum=0)
+        _number("max_backoff", self.max_backoff, minimum=0)
+        _number("jitter", self.jitter, minimum=0)
+        _number("max_wait", self.max_wait, minimum=0, strict=True)
+
+    @classmethod
+    def none(cls) -> RetryPolicy:
+        """One attempt, no retries."""
+        return cls(max_attempts=1)
+
+    @classmethod
+    def from_config(cls, table: Mapping[str, Any], *, where: str) -> RetryPolicy:
+        """Build from a spec table ``{max_attempts = 5, initial_wait = 2.0, ...}``."""
+        keys = {"max_attempts", "initial_wait", "max_backoff", "jitter", "max_wait"}
+        unknown = sorted(set(table) - keys)
+        if unknown:
+            raise ConfigurationError(
+                f"{where}.{unknown[0]} is not a retry setting (expected some of {sorted(keys)})"
+            )
+        try:
+            return cls(**table)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{where}: {exc}") from None
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """The wait a response asks for, from ``retry-after-ms`` or ``retry-after``.
+
+    ``Retry-After`` may be seconds or an HTTP date; a date is measured against the response's
+    own ``Date`` header (never this machine's wall clock), and is ignored without one.
+    """
+    lowered = {k.lower(): v for k, v in headers.items()}
+    millis = lowered.get("retry-after-ms")
+    if millis is not None:
+        try:
+            value = float(millis) / 1000
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value) and value >= 0:
+            return value
+    raw = lowered.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if math.isfinite(value):
+        return max(value, 0.0)
+    date = lowered.get("date")
+    if date is None:
+        return None
+    try:
+        until = email.utils.parsedate_to_datetime(raw)
+        now = email.utils.parsedate_to_datetime(date)
+    except (TypeError, ValueError):
+        return None
+    return max((until - now).total_seconds(), 0.0)
+
+
+async def call_with_retry(
+    attempt: Callable[[], Awaitable[T]],
+    *,
+    policy: RetryPolicy,
+    clock: Clock,
+    deadline: float | None,
+    what: str = "model call",
+) -> T:
+    """Await `attempt()` until it succeeds or `policy` says to stop; raise the last error."""
+    from tenacity import AsyncRetrying, retry_if_exception, wait_exponential_jitter
+
+    backoff = wait_exponential_jitter(
+        multiplier=policy.initial_wait, max=policy.max_backoff, jitter=policy.jitter
+    )
+
+    def wait(state: RetryCallState) -> float:
+        error = _error_of(state)
+        asked = error.retry_after if error.retry_after is not None else 0.0
+        return max(asked, float(backoff(state)))
+
+    def why_stop(state: RetryCallState) -> str | None:
+        if state.attempt_number >= policy.max_attempts:
+            return f"gave up after {state.attempt_number} attempt(s)"
+        upcoming = state.upcoming_sleep
+        if upcoming > policy.max_wait:
+            return f"the next wait of {upcoming:g}s is longer than max_wait {policy.max_wait:g}s"
+        if deadline is not None and clock.now() + upcoming >= deadline:
+            return f"the next wait of {upcoming:g}s would pass the run's deadline"
+        return None
+
+    def give_up(state: RetryCallState) -> Any:
+        error = _error_of(state)
+        raise ModelError(
+            f"{error} ({why_stop(state)})",
+            kind=error.kind,
+            retryable=error.retryable,
+            status_code=error.status_code,
+            retry_after=error.retry_after,
+        ) from None
+
+    async def before_sleep(state: RetryCallState) -> None:
+        error = _error_of(state)
+        _log.warning(
+            "model.retry",
+            what=what,
+            attempt=state.attempt_number,
+            wait=state.upcoming_sleep,
+            kind=error.kind,
+            status_code=error.status_code,
+        )
+
+    retrying = AsyncRetrying(
+        sleep=clock.sleep,
+        stop=lambda state: why_stop(state) is not None,
+        wait=wait,
+        retry=retry_if_exception(lambda exc: isinstance(exc, ModelError) and exc.retryable),
+        before_sleep=before_sleep,
+        retry_error_callback=give_up,
+        reraise=True,
+    )
+    result: T = await retrying(attempt)
+    return result
+
+
+def _error_of(state: RetryCallState) -> ModelError:
+    assert state.outcome is not None
+    error = state.outcome.exception()
+    assert isinstance(error, ModelError)
+    return error

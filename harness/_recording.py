@@ -1,0 +1,105 @@
+"""`RecordingModelClient`: wraps any model client and writes every exchange as a fixture line.
+
+A line holds the response (text, tool calls, usage, model, stop reason), the agent that asked,
+the request's digest and the call's latency, in the format `ScriptedModelClient` replays. A
+failed call is recorded as an ``error`` line, and a call cut off by a deadline as a line whose
+``delay`` is the time it ran, so the replay, on the same clock, is cut off at the same point.
+Replaying the file with the same tools, checks and workspace reproduces the run's events.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ._clock import Clock, SystemClock
+from ._errors import ModelError
+from ._messages import ModelRequest, ModelResponse
+from ._model import ModelClient
+
+
+class RecordingModelClient:
+    """A model client that forwards to `inner` and appends each exchange to `path`.
+
+    The file is created (emptied) when the client is made; each line is flushed as soon as
+    the call returns, so a crash loses nothing already answered.
+    """
+
+    def __init__(self, inner: ModelClient, path: str | Path, *, clock: Clock | None = None) -> None:
+        self.inner = inner
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text("", encoding="utf-8")
+        self.lines = 0
+        self._clock: Clock = clock if clock is not None else SystemClock()
+
+    @property
+    def prices_known(self) -> bool:
+        return bool(getattr(self.inner, "prices_known", True))
+
+    def bind_clock(self, clock: Clock) -> None:
+        """Measure latency on the harness's clock, and hand the clock to the inner client."""
+        self._clock = clock
+        bind = getattr(self.inner, "bind_clock", None)
+        if callable(bind):
+            bind(clock)
+
+    def verify_consumed(self) -> None:
+        """Pass the check on to the inner client (a scripted one verifies its script)."""
+        verify = getattr(self.inner, "verify_consumed", None)
+        if callable(verify):
+            verify()
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        head: dict[str, Any] = {"agent": request.agent, "request_digest": request.digest()}
+        started = self._clock.now()
+        try:
+            response = await self.inner.complete(request)
+        except ModelError as exc:
+            error: dict[str, Any] = {"kind": exc.kind, "message": str(exc)}
+            if exc.retryable:
+                error["retryable"] = True
+            self._write({**head, "error": error, "latency": self._since(started)})
+            raise
+        except anyio.get_cancelled_exc_class():
+            ran = self._since(started)
+            self._write(
+                {
+                    **head,
+                    "comment": f"cancelled after {ran:g}s (a deadline or the caller)",
+                    "delay": ran,
+                    "error": {"kind": "timeout", "message": f"the call was cancelled after {ran}s"},
+                    "latency": ran,
+                }
+            )
+            raise
+        self._write({**head, **response_line(response), "latency": self._since(started)})
+        return response
+
+    def _since(self, started: float) -> float:
+        # Not rounded: a replay on the same clock must reach the same deadline exactly.
+        return max(self._clock.now() - started, 0.0)
+
+    def _write(self, line: dict[str, Any]) -> None:
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+        self.lines += 1
+
+    def __repr__(self) -> str:
+        return f"RecordingModelClient({self.inner!r}, {str(self.path)!r}, lines={self.lines})"
+
+
+def response_line(response: ModelResponse) -> dict[str, Any]:
+    """The fixture fields of a response (the keys `ScriptedModelClient` reads back)."""
+    line: dict[str, Any] = {"text": response.text}
+    if response.tool_calls:
+        line["tool_calls"] = [c.to_dict() for c in response.tool_calls]
+    line["usage"] = response.usage.to_dict()
+    if response.model is not None:
+        line["model"] = response.model
+    if response.stop_reason is not None:
+        line["stop_reason"] = response.stop_reason
+    return line
