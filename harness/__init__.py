@@ -45,6 +45,7 @@ from ._messages import (
 )
 from ._model import ModelClient
 from ._plan import Plan, PlanStep, update_plan
+from ._policy import CONTINUE, Decision, Limit, Policy, PolicySession, SensorReading
 from ._process import ProcessResult, run_process
 from ._providers import (
     AnthropicClient,
@@ -55,7 +56,6 @@ from ._providers import (
     model_from_config,
 )
 from ._recording import RecordingModelClient
-from ._policy import CONTINUE, Decision, Limit, Policy, PolicySession, SensorReading
 from ._result import (
     BudgetExceeded,
     Completed,

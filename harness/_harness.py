@@ -124,13 +124,14 @@ class Harness:
                 exc.result = self._finish(run, ModelFailed("fixture", str(exc)))
                 raise
             result = self._finish(run, reason)
-            verify = getattr(self.model, "verify_consumed", None)
-            if callable(verify):
-                try:
-                    verify()
-                except FixtureError as exc:
-                    exc.result = result
-                    raise
+            for model in (self.model, *run.extra_models):
+                verify = getattr(model, "verify_consumed", None)
+                if callable(verify):
+                    try:
+                        verify()
+                    except FixtureError as exc:
+                        exc.result = result
+                        raise
             return result
         finally:
             if transcript is not None:

@@ -61,6 +61,7 @@ class Run:
     check_reasons: list[str] = field(factory=list)
     store: SessionStore = field(factory=SessionStore)
     sessions: list[Session] = field(factory=list)
+    extra_models: list[ModelClient] = field(factory=list)
 
     @property
     def requires_known_cost(self) -> bool:
@@ -108,6 +109,8 @@ class Run:
 
         Emits `iteration.started`; the run's iteration count is the number of sessions.
         """
+        if model is not None:
+            self.use_model(model)
         self.iterations += 1
         initial = (
             list(messages)
@@ -131,6 +134,16 @@ class Run:
         if carry is not None:
             session.inject("previous_iteration", carry)
         return session
+
+    def use_model(self, model: ModelClient) -> None:
+        """Take on a model besides the run's own (an evaluator, say): it reads the run's clock,
+        and a scripted one is checked for unused lines when the run ends."""
+        if model is self.model or any(m is model for m in self.extra_models):
+            return
+        self.extra_models.append(model)
+        bind_clock = getattr(model, "bind_clock", None)
+        if callable(bind_clock):
+            bind_clock(self.clock)
 
     def bare_snapshot(self) -> SessionStateSnapshot:
         """A snapshot with no session yet (for the check before the first turn)."""

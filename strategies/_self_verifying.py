@@ -91,9 +91,7 @@ class SelfVerifying:
             object.__setattr__(self, "_tools", as_tools(self.evaluator_tools))
 
     async def run(self, run: Run) -> HaltReason:
-        bind_clock = getattr(self.evaluator, "bind_clock", None)
-        if callable(bind_clock):
-            bind_clock(run.clock)
+        run.use_model(self.evaluator)
         builder = run.new_session(agent="builder")
         last_reason = ""
         for round_ in range(1, self.max_rounds + 1):
