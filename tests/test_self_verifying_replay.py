@@ -1,0 +1,256 @@
+"""SelfVerifying: the builder works until the check passes, then an evaluator with its own model
+and read-only tools judges; only a clear `VERDICT: PASS` completes, anything else goes back to the
+builder, and the rounds are capped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import (
+    BudgetExceeded,
+    Completed,
+    ConfigurationError,
+    FakeClock,
+    FixtureUnconsumed,
+    Harness,
+    IterationStarted,
+    ListSink,
+    ScriptedModelClient,
+    SessionStateSnapshot,
+    VerdictReached,
+    tool,
+    workspace_tools,
+)
+from strategies import SelfVerifyExhausted, SelfVerifying, Verdict, parse_verdict
+from termination import Budget, TerminationPolicy
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "loop"
+
+
+class HelloExists:
+    """Complete when hello.py exists in the workspace."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def check(self, state: SessionStateSnapshot) -> str | None:
+        self.calls += 1
+        assert state.workspace is not None
+        return None if (state.workspace / "hello.py").exists() else "hello.py does not exist"
+
+    def description(self) -> str:
+        return "hello.py exists."
+
+
+def build(
+    builder: ScriptedModelClient,
+    evaluator: ScriptedModelClient,
+    workspace: Path,
+    *,
+    sink: ListSink | None = None,
+    check: Any = None,
+    budget: Budget | None = None,
+    **strategy: Any,
+) -> Harness:
+    return Harness(
+        model=builder,
+        policy=TerminationPolicy(
+            budget=budget or Budget(), completion_check=check or HelloExists()
+        ),
+        strategy=SelfVerifying(evaluator=evaluator, **strategy),
+        tools=workspace_tools(),
+        workspace=workspace,
+        clock=FakeClock(),
+        sinks=[sink] if sink is not None else [],
+    )
+
+
+@pytest.mark.anyio
+async def test_a_failed_verdict_goes_back_to_the_builder_until_a_clear_pass(
+    tmp_path: Path,
+) -> None:
+    """Round 1's FAIL reasons reach the builder's next turn as evaluator feedback; round 2's
+    PASS completes the run. The evaluator is never offered write_file."""
+    builder = ScriptedModelClient.from_jsonl(FIXTURES / "self_verifying_builder.jsonl")
+    evaluator = ScriptedModelClient.from_jsonl(FIXTURES / "self_verifying_evaluator.jsonl")
+    sink = ListSink()
+    check = HelloExists()
+    result = await build(builder, evaluator, tmp_path, sink=sink, check=check).run(
+        "Write hello.py that prints 'hello'."
+    )
+    assert result.halt_reason == Completed()
+    assert result.verified
+    assert (tmp_path / "hello.py").read_text() == "print('hello')\n"
+    verdicts = [
+        (e.round, e.passed, e.reasons) for e in sink.events if isinstance(e, VerdictReached)
+    ]
+    assert verdicts == [
+        (1, False, "hello.py prints 'hi' but the task asks for 'hello'."),
+        (2, True, "It prints exactly 'hello'."),
+    ]
+    started = [(e.agent, e.iteration) for e in sink.events if isinstance(e, IterationStarted)]
+    assert started == [("builder", 1), ("evaluator", 2), ("evaluator", 3)]
+    assert result.iterations == 3
+    assert [s.agent for s in result.sessions] == ["builder", "evaluator", "evaluator"]
+    assert check.calls == 2
+    assert result.turns == 8
+
+
+@pytest.mark.anyio
+async def test_max_rounds_halts_with_self_verify_exhausted(tmp_path: Path) -> None:
+    """When the evaluator fails every round, the run halts with SelfVerifyExhausted naming the
+    rounds and the last reasons, unverified."""
+    builder = ScriptedModelClient.from_responses(
+        [
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "hello.py", "content": "x"}}
+                ]
+            },
+            {"text": "done"},
+            {"text": "still done", "expect": {"last_feedback_source": "evaluator"}},
+        ]
+    )
+    evaluator = ScriptedModelClient.from_responses(
+        [
+            {"text": "Wrong output.\nVERDICT: FAIL"},
+            {"text": "Still wrong: it prints x.\nVERDICT: FAIL"},
+        ]
+    )
+    result = await build(builder, evaluator, tmp_path, max_rounds=2).run("hello")
+    assert result.halt_reason == SelfVerifyExhausted(2, "Still wrong: it prints x.")
+    assert not result.verified
+    assert result.halt_reason.describe() == (
+        "the evaluator failed the work in all 2 rounds: Still wrong: it prints x."
+    )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Looks good to me.",
+        "VERDICT: PASS\nVERDICT: FAIL",
+        "VERDICT: PASS\nVERDICT: PASS",
+        "The verdict: pass, I think",
+        "",
+    ],
+)
+async def test_anything_but_a_clear_pass_is_a_fail(tmp_path: Path, answer: str) -> None:
+    """An answer without exactly one clear PASS line is a FAIL."""
+    (tmp_path / "hello.py").write_text("print('hello')\n")
+    builder = ScriptedModelClient.from_responses([{"text": "done"}])
+    evaluator = ScriptedModelClient.from_responses([{"text": answer}])
+    sink = ListSink()
+    result = await build(builder, evaluator, tmp_path, sink=sink, max_rounds=1).run("hello")
+    assert isinstance(result.halt_reason, SelfVerifyExhausted)
+    assert [e.passed for e in sink.events if isinstance(e, VerdictReached)] == [False]
+
+
+@pytest.mark.anyio
+async def test_explicit_evaluator_tools_replace_the_read_only_default(tmp_path: Path) -> None:
+    """`evaluator_tools` is exactly what the evaluator is offered."""
+
+    @tool(read_only=True)
+    def run_tests() -> str:
+        """Run the tests."""
+        return "1 passed"
+
+    (tmp_path / "hello.py").write_text("print('hello')\n")
+    builder = ScriptedModelClient.from_responses([{"text": "done"}])
+    evaluator = ScriptedModelClient.from_responses(
+        [{"text": "VERDICT: PASS", "expect": {"tools": ["run_tests"]}}]
+    )
+    result = await build(builder, evaluator, tmp_path, evaluator_tools=[run_tests]).run("hello")
+    assert result.verified
+
+
+@pytest.mark.anyio
+async def test_an_evaluator_out_of_budget_is_a_fail_not_a_pass(tmp_path: Path) -> None:
+    """An evaluator that runs out of its own budget before a verdict counts as FAIL."""
+    (tmp_path / "hello.py").write_text("print('hello')\n")
+    builder = ScriptedModelClient.from_responses([{"text": "done"}])
+    evaluator = ScriptedModelClient.from_responses(
+        [{"tool_calls": [{"name": "read_file", "arguments": {"path": "hello.py"}}]}]
+    )
+    result = await build(
+        builder, evaluator, tmp_path, evaluator_budget=Budget(max_turns=1), max_rounds=1
+    ).run("hello")
+    assert result.halt_reason == SelfVerifyExhausted(
+        1,
+        "the evaluator ran out of its budget (budget exceeded (session): max_turns used 1 of 1)",
+    )
+
+
+@pytest.mark.anyio
+async def test_the_run_budget_bounds_builder_and_evaluator_together(tmp_path: Path) -> None:
+    """The run's own budget counts the evaluator's turns too and halts the run unverified."""
+    builder = ScriptedModelClient.from_responses(
+        [
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "hello.py", "content": "x"}}
+                ]
+            },
+            {"text": "done"},
+        ]
+    )
+    evaluator = ScriptedModelClient.from_responses(
+        [{"tool_calls": [{"name": "read_file", "arguments": {"path": "hello.py"}}]}]
+    )
+    result = await build(builder, evaluator, tmp_path, budget=Budget(max_turns=3)).run("hello")
+    assert result.halt_reason == BudgetExceeded("max_turns", 3, 3)
+    assert not result.verified
+
+
+@pytest.mark.anyio
+async def test_an_unused_evaluator_line_fails_the_replay(tmp_path: Path) -> None:
+    """The evaluator's script fails closed like the builder's: a line left over is an error."""
+    (tmp_path / "hello.py").write_text("print('hello')\n")
+    builder = ScriptedModelClient.from_responses([{"text": "done"}])
+    evaluator = ScriptedModelClient.from_responses(
+        [{"text": "VERDICT: PASS"}, {"text": "never asked"}], name="evaluator.jsonl"
+    )
+    with pytest.raises(FixtureUnconsumed, match=r"evaluator\.jsonl:2"):
+        await build(builder, evaluator, tmp_path).run("hello")
+
+
+def test_bad_self_verifying_settings_are_configuration_errors() -> None:
+    """max_rounds must be a positive int and the evaluator a model client."""
+    evaluator = ScriptedModelClient.from_responses([])
+    with pytest.raises(ConfigurationError, match=r"'max_rounds' must be a positive int \(got 0\)"):
+        SelfVerifying(evaluator=evaluator, max_rounds=0)
+    with pytest.raises(ConfigurationError, match="'evaluator' must be a ModelClient"):
+        SelfVerifying(evaluator="gpt")  # type: ignore[arg-type]
+
+
+NO_CLEAR = "the evaluator gave no clear verdict (no `VERDICT: PASS` line): "
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("All good.\nVERDICT: PASS", Verdict(True, "All good.")),
+        ("verdict: pass", Verdict(True, "")),
+        ("**Verdict:** `PASS`.", Verdict(True, "")),
+        ("Broken import.\nVERDICT: FAIL", Verdict(False, "Broken import.")),
+        ("VERDICT: FAIL", Verdict(False, "the evaluator failed the work without saying why")),
+        ("x\nVERDICT: PASS\nVERDICT: FAIL", Verdict(False, "x")),
+        (
+            "x\nVERDICT: PASS\nVERDICT: PASS",
+            Verdict(False, "the evaluator gave more than one verdict line: x"),
+        ),
+        ("Looks fine", Verdict(False, NO_CLEAR + "Looks fine")),
+        ("The VERDICT: PASS is obvious", Verdict(False, NO_CLEAR + "The VERDICT: PASS is obvious")),
+        ("VERDICT: PASSED", Verdict(False, NO_CLEAR + "VERDICT: PASSED")),
+        ("", Verdict(False, "the evaluator gave no answer")),
+        (None, Verdict(False, "the evaluator gave no answer")),
+        ("  \n ", Verdict(False, "the evaluator gave no answer")),
+    ],
+)
+def test_parse_verdict(text: str | None, expected: Verdict) -> None:
+    """Only exactly one clear PASS line (and no FAIL line) is a pass; the rest is the reasons."""
+    assert parse_verdict(text) == expected
