@@ -209,12 +209,16 @@ class EventStream:
         self._result: RunResult | None = None
         self._error: Exception | None = None
 
-    def __aiter__(self) -> AsyncIterator[Event]:
-        return self._iterate()
+    # An iterator object, not an async generator: a caller that breaks out of `async for` leaves
+    # no unfinished generator behind (trio warns about those when they are collected).
+    def __aiter__(self) -> EventStream:
+        return self
 
-    async def _iterate(self) -> AsyncIterator[Event]:
-        async for event in self._receive:
-            yield event
+    async def __anext__(self) -> Event:
+        try:
+            return await self._receive.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
 
     @property
     def result(self) -> RunResult:
