@@ -25,8 +25,8 @@ from ._retry import RetryPolicy
 class AnthropicClient(ProviderClient):
     """A `ModelClient` for Anthropic's Messages API.
 
-    `max_tokens` caps each reply (the API requires it). `options` are passed to
-    ``messages.create`` as they are (``temperature``, ``metadata``, ...).
+    `max_tokens` caps each reply (the API requires it). `options` are extra fields of the
+    request body, sent as they are (``temperature``, ``metadata``, ...).
     """
 
     provider = "anthropic"
@@ -69,7 +69,7 @@ class AnthropicClient(ProviderClient):
         return client
 
     async def _send(self, client: Any, request: ModelRequest) -> Any:
-        kwargs: dict[str, Any] = dict(self.options)
+        kwargs: dict[str, Any] = {"extra_body": dict(self.options)} if self.options else {}
         if request.system:
             kwargs["system"] = request.system
         if request.tools:

@@ -14,7 +14,7 @@
     timeout = 600                         # optional, seconds per HTTP attempt
     price = { input = 2.0, output = 8.0, cached_input = 0.5 }   # optional, $ per 1M tokens
     retry = { max_attempts = 4, initial_wait = 1.0 }            # optional
-    options = { temperature = 0.2 }       # optional, passed to the SDK call
+    options = { temperature = 0.2 }       # optional, extra fields of the request body
     # anthropic only: max_tokens = 8192
 
     [model]
@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .._errors import ConfigurationError
+from .._errors import ConfigurationError, FixtureError
 from .._model import ModelClient
 from ._pricing import ModelPrice
 from ._retry import RetryPolicy
@@ -84,7 +84,10 @@ def _fixture(table: Mapping[str, Any], where: str, root: Path) -> ModelClient:
 
     path = _text(table, "path", where, required=True)
     assert path is not None
-    return ScriptedModelClient.from_jsonl(root / path)
+    try:
+        return ScriptedModelClient.from_jsonl(root / path)
+    except FixtureError as exc:
+        raise ConfigurationError(f"{where}.path: {exc}") from None
 
 
 def _sdk(kind: str, table: Mapping[str, Any], where: str) -> ModelClient:

@@ -31,8 +31,9 @@ class OpenAIClient(ProviderClient):
 
     `base_url` points at any compatible server (``http://localhost:11434/v1`` for Ollama);
     `api_key_env` names the environment variable holding the key, or None for a server that
-    needs none. `options` are passed to ``chat.completions.create`` as they are
-    (``temperature``, ``max_tokens``, ...). `price` overrides the price table for this model.
+    needs none. `options` are extra fields of the request body, sent as they are
+    (``temperature``, ``max_tokens``, a server's own settings, ...). `price` overrides the
+    price table for this model.
     """
 
     provider = "openai"
@@ -71,7 +72,7 @@ class OpenAIClient(ProviderClient):
         return client
 
     async def _send(self, client: Any, request: ModelRequest) -> Any:
-        kwargs: dict[str, Any] = dict(self.options)
+        kwargs: dict[str, Any] = {"extra_body": dict(self.options)} if self.options else {}
         if request.tools:
             kwargs["tools"] = tools_to_openai(request.tools)
         raw = await client.chat.completions.with_raw_response.create(
