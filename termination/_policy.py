@@ -1,4 +1,5 @@
-"""`TerminationPolicy`: budgets first, then sensors, then (only on a claim of done) the check."""
+"""`TerminationPolicy`: budgets, then sensors, then (only on a claim of done) the check, then
+feedback providers when the session goes on."""
 
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ from harness import (
 )
 
 from ._budget import Budget
-from ._sensors import BindsPerSession, Sensor
+from ._feedback import FeedbackProviderConfig
+from ._feedback_runner import FeedbackRunner, FeedbackStatistics
+from ._sensors import BindsPerSession, ReadsVerdicts, Sensor, StartsSession
 
 
 def _sensors(value: Sequence[Sensor]) -> tuple[Sensor, ...]:
@@ -32,6 +35,21 @@ def _sensors(value: Sequence[Sensor]) -> tuple[Sensor, ...]:
     for item in items:
         if not isinstance(item, Sensor):
             raise ConfigurationError(f"'sensors' must hold Sensor objects (got {item!r})")
+    return items
+
+
+def _feedback(value: Sequence[Any]) -> tuple[FeedbackProviderConfig, ...]:
+    if isinstance(value, FeedbackProviderConfig):
+        value = (value,)
+    items = tuple(FeedbackProviderConfig.of(item) for item in value)
+    seen: set[str] = set()
+    for item in items:
+        name = item.provider.name
+        if name in seen:
+            raise ConfigurationError(
+                f"'feedback' has two providers named {name!r}; give one another name"
+            )
+        seen.add(name)
     return items
 
 
@@ -60,7 +78,14 @@ class TerminationPolicy:
     sensor (a halt stops, a warning becomes feedback), then, only when the agent claims done,
     the completion check (None completes the run; a reason goes into the next turn). The
     check fails closed: an exception or `check_timeout` is a reason, never a pass. After
-    `max_rejections` rejected claims the run halts with `RejectionLimit`.
+    `max_rejections` rejected claims the run halts with `RejectionLimit`; otherwise sensors
+    that read verdicts (`ReadsVerdicts`) are read again with the new rejection.
+
+    Feedback providers come last and only when the session goes on (no halt, and no claim of
+    done the check accepted or that ends the session): guidance for a turn that halts would
+    never be read, and would use up its trigger for nothing. Every provider whose trigger
+    fired runs, in declared order; each message is cut to `feedback_max_chars`. The next
+    request carries sensor warnings, then provider feedback, then the check's reason.
     """
 
     budget: Budget = field(factory=Budget)
@@ -69,10 +94,15 @@ class TerminationPolicy:
     check_timeout: float | None = 600.0
     max_rejections: int | None = 10
     check_before_first_turn: bool = False
+    feedback: tuple[FeedbackProviderConfig, ...] = field(default=(), converter=_feedback)
+    feedback_max_chars: int = 2000
 
     def __attrs_post_init__(self) -> None:
         _positive("check_timeout", self.check_timeout)
         _positive("max_rejections", self.max_rejections, integer=True)
+        size = self.feedback_max_chars
+        if isinstance(size, bool) or not isinstance(size, int) or size < 200:
+            raise ConfigurationError(f"'feedback_max_chars' must be an int >= 200 (got {size!r})")
         if not isinstance(self.budget, Budget):
             raise ConfigurationError(f"'budget' must be a Budget (got {self.budget!r})")
 
@@ -96,7 +126,9 @@ class TerminationPolicy:
 
 
 class _PolicySession:
-    __slots__ = ("_check", "_clock", "_limit", "_policy", "_sensors")
+    """The policy's state for one session: bound sensors, feedback triggers and history."""
+
+    __slots__ = ("_check", "_clock", "_feedback", "_limit", "_policy", "_sensors", "_started")
 
     def __init__(self, policy: TerminationPolicy, clock: Clock, limit: Limit | None) -> None:
         self._policy = policy
@@ -106,8 +138,34 @@ class _PolicySession:
         self._sensors: tuple[Sensor, ...] = tuple(
             s.bind() if isinstance(s, BindsPerSession) else s for s in policy.sensors
         )
+        self._feedback = FeedbackRunner(
+            policy.feedback,
+            budget=policy.budget,
+            clock=clock,
+            limit=limit,
+            max_chars=policy.feedback_max_chars,
+        )
+        self._started = False
+
+    def _start(self, snapshot: SessionStateSnapshot) -> None:
+        """Before the session's first model call: baselines for sensors and triggers."""
+        self._started = True
+        for sensor in self._sensors:
+            if isinstance(sensor, StartsSession):
+                sensor.start(snapshot)
+        self._feedback.start(snapshot)
+
+    def statistics(self) -> FeedbackStatistics:
+        """The feedback this session's providers gave, oldest first, and their counts."""
+        return self._feedback.statistics()
+
+    def __repr__(self) -> str:
+        names = ", ".join(s.name for s in self._sensors)
+        return f"PolicySession(sensors=[{names}], {self._feedback!r})"
 
     def before_call(self, snapshot: SessionStateSnapshot) -> HaltReason | None:
+        if not self._started:
+            self._start(snapshot)
         halt = self._policy.budget.exceeded(snapshot, scope="run")
         if halt is None and self._limit is not None:
             halt = self._limit.exceeded(snapshot, scope="session")
@@ -125,19 +183,13 @@ class _PolicySession:
             return Decision(halt=halt)
         readings: list[SensorReading] = []
         feedback: list[Message] = []
-        for sensor in self._sensors:
-            reading = sensor.read(snapshot)
-            if reading.status == "ok":
-                continue
-            reading = evolve(reading, sensor=sensor.name)
-            readings.append(reading)
-            if reading.status == "halt":
-                return Decision(
-                    halt=SensorTripped(sensor.name, reading.message), readings=tuple(readings)
-                )
-            feedback.append(Message.feedback(f"sensor:{sensor.name}", reading.message))
+        tripped = _read(self._sensors, snapshot, readings, feedback)
+        if tripped is not None:
+            return Decision(halt=tripped, readings=tuple(readings))
         if not run_check:
-            if not readings:
+            if not snapshot.claims_done:
+                feedback.extend(self._feedback.run(snapshot))
+            if not readings and not feedback:
                 return CONTINUE
             return Decision(readings=tuple(readings), feedback=tuple(feedback))
         reason = await self.check(snapshot)
@@ -148,6 +200,10 @@ class _PolicySession:
         rejections = len(snapshot.check_reasons) + 1
         cap = self._policy.max_rejections
         halt = RejectionLimit(rejections, reason) if cap is not None and rejections >= cap else None
+        if halt is None:
+            halt = self._read_verdicts(snapshot, reason, readings, feedback)
+        if halt is None:
+            feedback.extend(self._feedback.run(snapshot))
         return Decision(
             halt=halt,
             readings=tuple(readings),
@@ -155,6 +211,20 @@ class _PolicySession:
             checked=True,
             rejection=reason,
         )
+
+    def _read_verdicts(
+        self,
+        snapshot: SessionStateSnapshot,
+        reason: str,
+        readings: list[SensorReading],
+        feedback: list[Message],
+    ) -> HaltReason | None:
+        """Read the sensors that watch the check, with this rejection already recorded."""
+        watchers = [s for s in self._sensors if isinstance(s, ReadsVerdicts)]
+        if not watchers:
+            return None
+        after = evolve(snapshot, check_reasons=(*snapshot.check_reasons, reason))
+        return _read(watchers, after, readings, feedback, verdict=True)
 
     async def check(self, snapshot: SessionStateSnapshot) -> str | None:
         timeout = self._policy.check_timeout
@@ -169,6 +239,27 @@ class _PolicySession:
         if scope.cancelled_caught:
             return f"the completion check {name} did not finish within {timeout:g}s"
         return _validated(reason, name)
+
+
+def _read(
+    sensors: Sequence[Any],
+    snapshot: SessionStateSnapshot,
+    readings: list[SensorReading],
+    feedback: list[Message],
+    *,
+    verdict: bool = False,
+) -> HaltReason | None:
+    """Read `sensors` in order, collecting warnings; the first halt stops and is returned."""
+    for sensor in sensors:
+        reading = sensor.read_verdict(snapshot) if verdict else sensor.read(snapshot)
+        if reading.status == "ok":
+            continue
+        reading = evolve(reading, sensor=sensor.name)
+        readings.append(reading)
+        if reading.status == "halt":
+            return SensorTripped(sensor.name, reading.message)
+        feedback.append(Message.feedback(f"sensor:{sensor.name}", reading.message))
+    return None
 
 
 def _validated(reason: Any, name: str) -> str | None:

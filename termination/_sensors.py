@@ -1,19 +1,29 @@
 """Sensors: cheap readings of a session after every turn that catch a run going nowhere.
 
 A sensor returns ``ok``, ``warn`` (feedback injected into the next turn) or ``halt`` (the run
-stops with `SensorTripped`). A sensor that needs memory of earlier turns implements `bind()`
-to hand each session a fresh instance.
+stops with `SensorTripped` naming the sensor). Every built-in sensor takes a `limit`, an
+optional lower `warn_at`, and an `action` saying what reaching the limit does (``"halt"``,
+the default, or ``"warn"`` for a sensor that only ever advises).
+
+Optional hooks a sensor may implement, each found by its method:
+
+- `BindsPerSession.bind()` hands each session a fresh instance (for memory of earlier turns);
+- `StartsSession.start(snapshot)` sees the session before its first model call (a baseline);
+- `ReadsVerdicts.read_verdict(snapshot)` is read again right after the completion check
+  rejects a claim, with that rejection already at the end of `snapshot.check_reasons`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Literal, Protocol, runtime_checkable
 
 from attrs import frozen
 
 from harness import ConfigurationError, SensorReading, SessionStateSnapshot
 
 Action = Literal["warn", "halt"]
+_ACTIONS = ("warn", "halt")
 
 
 @runtime_checkable
@@ -33,13 +43,65 @@ class BindsPerSession(Protocol):
     def bind(self) -> Sensor: ...
 
 
-def _threshold(name: str, limit: int, warn_at: int | None) -> None:
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 2:
-        raise ConfigurationError(f"{name}: 'limit' must be an int >= 2 (got {limit!r})")
-    if warn_at is not None and (not isinstance(warn_at, int) or not 1 <= warn_at < limit):
+@runtime_checkable
+class StartsSession(Protocol):
+    """A sensor or feedback provider that records a baseline before the first model call."""
+
+    def start(self, snapshot: SessionStateSnapshot) -> None: ...
+
+
+@runtime_checkable
+class ReadsVerdicts(Protocol):
+    """A sensor read again right after the completion check rejects a claim of done.
+
+    The snapshot's `check_reasons` already ends with that rejection, so a sensor on the
+    check's history trips on the turn of the rejection rather than one model call later.
+    """
+
+    def read_verdict(self, snapshot: SessionStateSnapshot) -> SensorReading: ...
+
+
+def check_action(owner: str, action: object) -> None:
+    """Raise `ConfigurationError` unless `action` is ``"warn"`` or ``"halt"``."""
+    if action not in _ACTIONS:
+        raise ConfigurationError(f"{owner}: 'action' must be 'warn' or 'halt' (got {action!r})")
+
+
+def check_name(owner: str, name: object) -> None:
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigurationError(f"{owner}: 'name' must be a non-empty string (got {name!r})")
+
+
+def _threshold(name: str, limit: int, warn_at: int | None, *, minimum: int = 2) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < minimum:
+        raise ConfigurationError(f"{name}: 'limit' must be an int >= {minimum} (got {limit!r})")
+    if warn_at is not None and (
+        isinstance(warn_at, bool) or not isinstance(warn_at, int) or not 1 <= warn_at < limit
+    ):
         raise ConfigurationError(
             f"{name}: 'warn_at' must be an int from 1 to limit-1 = {limit - 1} (got {warn_at!r})"
         )
+
+
+def graded(
+    value: float,
+    *,
+    limit: float,
+    warn_at: float | None,
+    action: Action,
+    halt: Callable[[], str],
+    warn: Callable[[], str],
+) -> SensorReading:
+    """The reading for `value`: at `limit` the `action`, at `warn_at` a warning, else ok.
+
+    `halt` words the report for the person reading the result; `warn` speaks to the agent.
+    Both are only called when needed, so an ok reading builds no strings.
+    """
+    if value >= limit:
+        return SensorReading.halt(halt()) if action == "halt" else SensorReading.warn(warn())
+    if warn_at is not None and value >= warn_at:
+        return SensorReading.warn(warn())
+    return SensorReading.ok()
 
 
 @frozen
@@ -52,9 +114,12 @@ class RepeatedToolCallSensor:
     limit: int = 4
     warn_at: int | None = None
     name: str = "repeated_tool_call"
+    action: Action = "halt"
 
     def __attrs_post_init__(self) -> None:
         _threshold("RepeatedToolCallSensor", self.limit, self.warn_at)
+        check_action("RepeatedToolCallSensor", self.action)
+        check_name("RepeatedToolCallSensor", self.name)
 
     def read(self, snapshot: SessionStateSnapshot) -> SensorReading:
         outcomes = snapshot.tool_outcomes
@@ -67,16 +132,19 @@ class RepeatedToolCallSensor:
             if call.name != last.name or call.arguments != last.arguments:
                 break
             run += 1
-        if run >= self.limit:
-            return SensorReading.halt(
+        return graded(
+            run,
+            limit=self.limit,
+            warn_at=self.warn_at,
+            action=self.action,
+            halt=lambda: (
                 f"the agent called {last.name} with the same arguments {run} times in a row"
-            )
-        if self.warn_at is not None and run >= self.warn_at:
-            return SensorReading.warn(
+            ),
+            warn=lambda: (
                 f"You have called {last.name} with the same arguments {run} times in a row; "
                 "the result will not change. Try something different."
-            )
-        return SensorReading.ok()
+            ),
+        )
 
 
 @frozen
@@ -86,9 +154,12 @@ class ConsecutiveToolErrorsSensor:
     limit: int = 5
     warn_at: int | None = None
     name: str = "consecutive_tool_errors"
+    action: Action = "halt"
 
     def __attrs_post_init__(self) -> None:
         _threshold("ConsecutiveToolErrorsSensor", self.limit, self.warn_at)
+        check_action("ConsecutiveToolErrorsSensor", self.action)
+        check_name("ConsecutiveToolErrorsSensor", self.name)
 
     def read(self, snapshot: SessionStateSnapshot) -> SensorReading:
         outcomes = snapshot.tool_outcomes
@@ -99,42 +170,17 @@ class ConsecutiveToolErrorsSensor:
             if not outcome.is_error:
                 break
             run += 1
-        if run >= self.limit:
-            last = outcomes[-1]
-            return SensorReading.halt(
+        last = outcomes[-1]
+        return graded(
+            run,
+            limit=self.limit,
+            warn_at=self.warn_at,
+            action=self.action,
+            halt=lambda: (
                 f"{run} tool calls in a row failed; the last, {last.call.name}, said: "
                 f"{last.content[:200]}"
-            )
-        if self.warn_at is not None and run >= self.warn_at:
-            return SensorReading.warn(
+            ),
+            warn=lambda: (
                 f"Your last {run} tool calls failed. Read the errors and change your approach."
-            )
-        return SensorReading.ok()
-
-
-def sensor_from_config(table: dict[str, Any], *, where: str) -> Sensor:
-    """Build a sensor from a config table with a ``type`` key."""
-    kinds: dict[str, Any] = {
-        "repeated_tool_call": RepeatedToolCallSensor,
-        "consecutive_tool_errors": ConsecutiveToolErrorsSensor,
-    }
-    kinds.update(_EXTRA_SENSORS)
-    args = dict(table)
-    kind = args.pop("type", None)
-    if kind not in kinds:
-        raise ConfigurationError(f"{where}.type must be one of {sorted(kinds)} (got {kind!r})")
-    try:
-        sensor: Sensor = kinds[kind](**args)
-    except TypeError as exc:
-        raise ConfigurationError(f"{where}: {exc}") from None
-    except ConfigurationError as exc:
-        raise ConfigurationError(f"{where}: {exc}") from None
-    return sensor
-
-
-_EXTRA_SENSORS: dict[str, Any] = {}
-
-
-def register_sensor(kind: str, factory: Any) -> None:
-    """Make a sensor type available to config files under ``type = kind``."""
-    _EXTRA_SENSORS[kind] = factory
+            ),
+        )

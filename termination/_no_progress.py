@@ -1,0 +1,107 @@
+"""`NoProgressSensor`: the workspace's files and the agent's plan stayed the same for N turns."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from attrs import field, frozen
+
+from harness import ConfigurationError, Plan, SensorReading, SessionStateSnapshot
+
+from ._fingerprint import DEFAULT_IGNORE, WorkspaceScanner
+from ._sensors import Action, _threshold, check_action, check_name, graded
+
+
+def _names(value: Iterable[str] | str) -> tuple[str, ...]:
+    if isinstance(value, str) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigurationError(
+            f"NoProgressSensor: 'ignore' must be a list of file or folder names (got {value!r})"
+        )
+    return tuple(value)
+
+
+@frozen
+class NoProgressSensor:
+    """Trips when neither the workspace's file contents nor the plan changed for `limit` turns.
+
+    The workspace is compared by stat first and hashed only where a stat moved (see
+    `WorkspaceScanner`), so a turn costs a walk of the tree, not a read of it; rewriting a
+    file with the same bytes is not progress. Files and folders named in `ignore` (``.git``
+    and tool caches by default) are skipped. The plan is the latest `harness.Plan` in the
+    session store. Per-session memory: the policy binds a fresh instance to every session,
+    and the baseline is taken before the session's first model call.
+    """
+
+    limit: int = 8
+    warn_at: int | None = None
+    name: str = "no_progress"
+    action: Action = "halt"
+    ignore: tuple[str, ...] = field(default=DEFAULT_IGNORE, converter=_names)
+
+    def __attrs_post_init__(self) -> None:
+        _threshold("NoProgressSensor", self.limit, self.warn_at, minimum=1)
+        check_action("NoProgressSensor", self.action)
+        check_name("NoProgressSensor", self.name)
+
+    def bind(self) -> _BoundNoProgress:
+        return _BoundNoProgress(self)
+
+    def read(self, snapshot: SessionStateSnapshot) -> SensorReading:
+        raise ConfigurationError(
+            "NoProgressSensor keeps per-session memory: read the instance bind() returns "
+            "(TerminationPolicy does this for you)"
+        )
+
+
+class _BoundNoProgress:
+    __slots__ = ("_config", "_plan", "_scanner", "_started", "_still")
+
+    def __init__(self, config: NoProgressSensor) -> None:
+        self._config = config
+        self._scanner: WorkspaceScanner | None = None
+        self._plan: Any = None
+        self._still = 0
+        self._started = False
+
+    @property
+    def name(self) -> str:
+        return self._config.name
+
+    def start(self, snapshot: SessionStateSnapshot) -> None:
+        self._changed(snapshot)
+        self._started = True
+
+    def read(self, snapshot: SessionStateSnapshot) -> SensorReading:
+        if not self._started:  # used without start(): this first turn only sets the baseline
+            self.start(snapshot)
+            return SensorReading.ok()
+        self._still = 0 if self._changed(snapshot) else self._still + 1
+        still = self._still
+        config = self._config
+        return graded(
+            still,
+            limit=config.limit,
+            warn_at=config.warn_at,
+            action=config.action,
+            halt=lambda: f"the workspace and the plan have not changed for {still} turns",
+            warn=lambda: (
+                f"Nothing in the workspace or your plan has changed for {still} turns. "
+                "Make a concrete change toward the task, or rethink your approach."
+            ),
+        )
+
+    def _changed(self, snapshot: SessionStateSnapshot) -> bool:
+        changed = False
+        if snapshot.workspace is not None:
+            if self._scanner is None:
+                self._scanner = WorkspaceScanner(snapshot.workspace, ignore=self._config.ignore)
+            changed = self._scanner.scan()
+        plan = snapshot.latest(Plan)
+        if plan != self._plan:
+            changed = changed or self._started
+            self._plan = plan
+        return changed
+
+    def __repr__(self) -> str:
+        return f"NoProgressSensor(bound, still_turns={self._still}, limit={self._config.limit})"
