@@ -351,26 +351,61 @@ def _check_expectations(line: ScriptLine, request: ModelRequest) -> None:
 
 
 def fixture_from_transcript(path: str | Path, *, agent: str | None = None) -> list[dict[str, Any]]:
-    """Turn a JSONL transcript into fixture lines, one per model response (of `agent`, if given).
+    """Turn a JSONL transcript into fixture lines, one per model call (of `agent`, if given).
 
-    Replaying them with the same tools, checks and workspace reproduces the run's events.
+    A call's time on the run's clock becomes the line's ``delay``. A call that never returned
+    becomes an ``error`` line: the provider's error if that is what halted the run, otherwise
+    a line cut off after the time the call ran (a deadline stopped it), so the replay is cut
+    off at the same point. Replaying the lines with the same tools, checks, workspace and a
+    `FakeClock` reproduces the run's events, their times included.
     """
     from ._events import read_transcript
 
     lines: list[dict[str, Any]] = []
+    pending: dict[str, Any] | None = None  # a turn.started whose call has not returned yet
     for row in read_transcript(path):
-        if row["event"] != "turn.finished":
-            continue
-        if agent is not None and row.get("agent") != agent:
-            continue
-        response = dict(row["response"])
-        line: dict[str, Any] = {"text": response.get("text", "")}
-        for key in ("tool_calls", "usage", "model", "stop_reason"):
-            if key in response:
-                line[key] = response[key]
-        line["agent"] = row.get("agent")
-        lines.append(line)
+        if pending is not None:
+            # Nothing else happens in a run while a model call is in flight: the next event
+            # either is the call's turn.finished or comes after the call was stopped.
+            latency = row["at"] - pending["at"]
+            if row["event"] == "turn.finished":
+                line = _line_from_response(row["response"])
+                if latency > 0:
+                    line["delay"] = latency
+            else:
+                line = _line_cut_off(latency, row)
+            line["agent"] = pending.get("agent")
+            lines.append(line)
+            pending = None
+        if row["event"] == "turn.started" and (agent is None or row.get("agent") == agent):
+            pending = row
     return lines
+
+
+def _line_from_response(response: Mapping[str, Any]) -> dict[str, Any]:
+    line: dict[str, Any] = {"text": response.get("text", "")}
+    for key in ("tool_calls", "usage", "model", "stop_reason"):
+        if key in response:
+            line[key] = response[key]
+    return line
+
+
+def _line_cut_off(latency: float, next_row: Mapping[str, Any]) -> dict[str, Any]:
+    reason = next_row.get("reason") if next_row["event"] == "run.halted" else None
+    if isinstance(reason, dict) and reason.get("type") == "ModelFailed":
+        kind = reason.get("kind")
+        return {
+            "delay": latency,
+            "error": {
+                "kind": kind if kind in _ERROR_KINDS else "other",
+                "message": str(reason.get("message", "")),
+            },
+        }
+    return {
+        "comment": f"cut off after {latency:g}s: the call never returned",
+        "delay": latency,
+        "error": {"kind": "timeout", "message": f"the call was cut off after {latency:g}s"},
+    }
 
 
 def write_fixture(lines: Iterable[Mapping[str, Any]], path: str | Path) -> Path:
