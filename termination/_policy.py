@@ -85,7 +85,9 @@ class TerminationPolicy:
     done the check accepted or that ends the session): guidance for a turn that halts would
     never be read, and would use up its trigger for nothing. Every provider whose trigger
     fired runs, in declared order; each message is cut to `feedback_max_chars`. The next
-    request carries sensor warnings, then provider feedback, then the check's reason.
+    request carries sensor warnings, then provider feedback, then the check's reason. The
+    feedback given in a session, whole and with its severity, is the policy session's
+    `statistics().feedback`; each delivered message is also a ``feedback.injected`` event.
     """
 
     budget: Budget = field(factory=Budget)

@@ -29,6 +29,7 @@ from termination import (
     TerminationPolicy,
     ToolUsageFeedback,
     feedback_from_config,
+    register_feedback,
 )
 from termination._feedback_runner import bound
 
@@ -93,6 +94,15 @@ class Quiet:
 
     def provide(self, context: FeedbackContext) -> Feedback:
         return Feedback(self.name, "hello")
+
+
+class Named(Quiet):
+    def __init__(self, name: str, text: str) -> None:
+        self.name = name
+        self.text = text
+
+    def provide(self, context: FeedbackContext) -> Feedback:
+        return Feedback(self.name, self.text)
 
 
 def test_render_has_the_seed_layout() -> None:
@@ -310,3 +320,25 @@ def test_feedback_config_errors_name_the_key(table: dict[str, Any], message: str
     pattern = message.replace("[", r"\[").replace("]", r"\]")
     with pytest.raises(ConfigurationError, match=pattern):
         feedback_from_config(table, where="spec: feedback[0]")
+
+
+def test_registered_providers_are_available_to_config_tables() -> None:
+    """register_feedback adds a type; its settings are checked against its signature."""
+
+    def greeter(greeting: str = "hi") -> Named:
+        return Named("Greeter", greeting)
+
+    register_feedback("greeter", greeter)
+    try:
+        config = feedback_from_config(
+            {"type": "greeter", "greeting": "hello", "trigger": {"every_n_calls": 1}}, where="f"
+        )
+        assert config.provider.provide(context(snap())).summary == "hello"
+        with pytest.raises(ConfigurationError, match=r"f.greting is not a setting of"):
+            feedback_from_config(
+                {"type": "greeter", "greting": "x", "trigger": {"every_n_calls": 1}}, where="f"
+            )
+    finally:
+        from termination._config import _PROVIDERS
+
+        del _PROVIDERS["greeter"]

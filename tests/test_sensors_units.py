@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from harness import (
     ConfigurationError,
@@ -96,6 +98,21 @@ def test_longest_cycle_finds_the_period_and_repeats() -> None:
     assert cycle("c", "a", "b", "c", "a", "b", "c") == (3, 2)
     assert cycle("a", "b", "c", "d") == (1, 1)
     assert cycle() == (1, 0)
+
+
+@given(
+    base=st.lists(st.sampled_from("abcd"), min_size=1, max_size=3),
+    repeats=st.integers(min_value=1, max_value=5),
+    prefix=st.lists(st.sampled_from("abcdxy"), max_size=4),
+)
+def test_a_repeated_pattern_is_never_undercounted(
+    base: list[str], repeats: int, prefix: list[str]
+) -> None:
+    """Any pattern of up to 3 calls repeated r times at the end is seen at least r times."""
+    names = [*prefix, *(base * repeats)]
+    period, found = cycle(*names)
+    assert found >= repeats
+    assert 1 <= period <= 3
 
 
 def test_longest_cycle_compares_arguments_not_only_names() -> None:
