@@ -9,7 +9,7 @@ harness's clock and within the request's deadline.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import os
 from abc import ABC, abstractmethod
@@ -52,7 +52,9 @@ class ProviderClient(ABC):
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigurationError(f"'model' must be a non-empty string (got {model!r})")
-        if importlib.util.find_spec(self.sdk_module) is None:
+        from importlib.util import find_spec
+
+        if find_spec(self.sdk_module) is None:
             raise ConfigurationError(
                 f"the {self.provider} client needs the {self.sdk_module!r} package; "
                 f"install the extra: pip install 'completion-harness[{self.extra}]'"

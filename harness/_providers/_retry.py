@@ -10,7 +10,6 @@ it works on asyncio and trio alike and a `FakeClock` makes the waits instant and
 
 from __future__ import annotations
 
-import email.utils
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -111,6 +110,8 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     date = lowered.get("date")
     if date is None:
         return None
+    import email.utils
+
     try:
         until = email.utils.parsedate_to_datetime(raw)
         now = email.utils.parsedate_to_datetime(date)
