@@ -17,7 +17,16 @@ import structlog
 from _backends import Sleep
 
 from checks import AlwaysComplete
-from harness import Harness, ListSink, ModelRequest, ModelResponse, ToolCall, Usage, tool
+from harness import (
+    Harness,
+    ListSink,
+    ModelRequest,
+    ModelResponse,
+    Tool,
+    ToolCall,
+    Usage,
+    tool,
+)
 from termination import Budget, ConsecutiveToolErrorsSensor, RepeatedToolCallSensor
 from termination import TerminationPolicy as Policy
 
@@ -38,9 +47,15 @@ def configure_logging() -> None:
     )
 
 
-@tool
-async def add(a: int, b: int) -> int:
+@tool(inline=True)
+def add(a: int, b: int) -> int:
     """Add two integers."""
+    return a + b
+
+
+@tool(name="add")
+async def async_add(a: int, b: int) -> int:
+    """Add two integers (as a coroutine, which runs under a per-call deadline scope)."""
     return a + b
 
 
@@ -87,10 +102,10 @@ def default_policy(turns: int) -> Policy:
 
 
 async def harness_session(
-    script: Sequence[ModelResponse], policy: Policy, sleep: Sleep, delay: float
+    script: Sequence[ModelResponse], policy: Policy, sleep: Sleep, delay: float, tool: Tool = add
 ) -> int:
     """Run one session through the harness; return the number of turns it took."""
-    harness = Harness(model=BenchModel(script, sleep, delay), policy=policy, tools=[add])
+    harness = Harness(model=BenchModel(script, sleep, delay), policy=policy, tools=[tool])
     sink = ListSink()
     result = await harness.run(TASK, sinks=[sink])
     if not result.verified or not sink.events:

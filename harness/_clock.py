@@ -9,7 +9,7 @@ exactly, with no real waiting.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Protocol, cast, runtime_checkable
@@ -116,6 +116,21 @@ class FakeClock:
                 yield scope
             finally:
                 self._scopes.remove(entry)
+
+
+def time_reader(clock: Clock) -> Callable[[], float]:
+    """A function that reads `clock`, resolved once for the event loop running now.
+
+    For a `SystemClock` this is the running backend's own time function, which is what
+    `anyio.current_time` finds on every call; a run reads time several times a turn and never
+    changes event loop, so it looks the backend up once. Any other clock is read as it is.
+    """
+    if type(clock) is SystemClock:
+        try:
+            return anyio.lowlevel.current_token().backend_class.current_time
+        except anyio.NoEventLoopError:
+            pass
+    return clock.now
 
 
 def remaining(clock: Clock, deadline: float | None) -> float:

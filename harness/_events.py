@@ -7,6 +7,7 @@ iterates, and a JSONL transcript. `at` is seconds since the run started, on the 
 from __future__ import annotations
 
 import json
+from logging import DEBUG
 from pathlib import Path
 from typing import IO, Any, ClassVar, Protocol, runtime_checkable
 
@@ -160,28 +161,22 @@ class EventSink(Protocol):
 class StructlogSink:
     """Logs each event under its name, with every field as a key and `run_id` bound once."""
 
-    __slots__ = ("_log",)
+    __slots__ = ("_enabled_for", "_log")
 
     def __init__(self, run_id: str, logger: Any = None) -> None:
         base = logger if logger is not None else structlog.get_logger("harness")
         self._log = base.bind(run_id=run_id)
+        # Looked up once: the per-turn events are debug events, and below that level each
+        # one should cost a comparison, not a lookup, a dict and a call that does nothing.
+        self._enabled_for: Any = getattr(self._log, "is_enabled_for", None)
 
     def emit(self, event: Event) -> None:
-        method = getattr(self._log, event.level)
-        if event.level == "debug" and not _debug_enabled(self._log):
+        level = event.level
+        if level == "debug" and self._enabled_for is not None and not self._enabled_for(DEBUG):
             return
         data = event.to_dict()
         del data["event"]
-        method(event.name, **data)
-
-
-def _debug_enabled(log: Any) -> bool:
-    is_enabled = getattr(log, "is_enabled_for", None)
-    if is_enabled is None:
-        return True
-    import logging
-
-    return bool(is_enabled(logging.DEBUG))
+        getattr(self._log, level)(event.name, **data)
 
 
 class JsonlTranscript:

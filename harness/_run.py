@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from attrs import define, field
 
-from ._clock import Clock
+from ._clock import Clock, time_reader
 from ._events import CheckFailed, CheckPassed, Event, EventSink, IterationStarted
 from ._messages import Message, Usage
 from ._model import ModelClient
@@ -62,13 +62,18 @@ class Run:
     store: SessionStore = field(factory=SessionStore)
     sessions: list[Session] = field(factory=list)
     extra_models: list[ModelClient] = field(factory=list)
+    now: Callable[[], float] = field(init=False, repr=False)
+    """Reads `clock` (see `time_reader`); create the run inside the loop that drives it."""
+
+    def __attrs_post_init__(self) -> None:
+        self.now = time_reader(self.clock)
 
     @property
     def requires_known_cost(self) -> bool:
         return self.policy.requires_known_cost
 
     def elapsed(self) -> float:
-        return self.clock.now() - self.started_at
+        return self.now() - self.started_at
 
     def emit(self, event: Event) -> None:
         for sink in self.sinks:
@@ -147,7 +152,7 @@ class Run:
 
     def bare_snapshot(self) -> SessionStateSnapshot:
         """A snapshot with no session yet (for the check before the first turn)."""
-        now = self.clock.now()
+        now = self.now()
         return SessionStateSnapshot(
             run_id=self.run_id,
             task=self.task,

@@ -95,7 +95,7 @@ class Session:
         self.turns = 0
         self.tool_calls = 0
         self.usage = Usage()
-        self.started_at = run.clock.now()
+        self.started_at = run.now()
 
     @property
     def messages(self) -> Sequence[Message]:
@@ -121,7 +121,7 @@ class Session:
             run_tool_calls=run.tool_calls,
             run_usage=run.usage,
             started_at=run.started_at,
-            now=run.clock.now(),
+            now=run.now(),
             deadline=run.deadline,
             claims_done=claims_done,
             final_text=final_text,
@@ -169,7 +169,7 @@ class Session:
         with self._run.clock.deadline_scope(self.started_at + wall):
             return await self._turns()
         # Only reached when the session's own deadline cancelled the scope.
-        used = self._run.clock.now() - self.started_at
+        used = self._run.now() - self.started_at
         return SessionEnd(BudgetExceeded("max_wall_time", used, wall, "session"), self.snapshot())
 
     async def _turns(self) -> SessionEnd:
@@ -320,7 +320,11 @@ class Session:
             else None
         )
         try:
-            with run.clock.deadline_scope(run.clock.now() + timeout) as scope:
+            if tool.inline and not tool.is_async:
+                # It runs on the loop with no checkpoint, so no deadline could interrupt it;
+                # a cancel scope would cost more than most such calls and change nothing.
+                return await tool.invoke(call.arguments, context), False
+            with run.clock.deadline_scope(run.now() + timeout) as scope:
                 content = await tool.invoke(call.arguments, context)
         except Exception as exc:
             return f"error: {type(exc).__name__}: {exc}", True

@@ -135,10 +135,16 @@ def render_result(result: object) -> str:
         return result
     if result is None:
         return "ok"
+    if type(result) is int:
+        return int.__repr__(result)  # what JSON writes for an int, without building an encoder
     try:
-        return json.dumps(result, ensure_ascii=False, default=str)
+        return _ENCODER.encode(result)
     except (TypeError, ValueError):
         return repr(result)
+
+
+# `json.dumps` with options builds a new encoder on every call; this is that encoder, once.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
 @overload
@@ -200,8 +206,14 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 
 
 def _matches(value: object, expected: str | list[str]) -> bool:
-    kinds = [expected] if isinstance(expected, str) else expected
-    for kind in kinds:
+    if isinstance(expected, str):  # the common case, without building a list
+        allowed = _JSON_TYPES.get(expected)
+        if allowed is None:
+            return True
+        if isinstance(value, bool) and expected in ("integer", "number"):
+            return False
+        return isinstance(value, allowed)
+    for kind in expected:
         allowed = _JSON_TYPES.get(kind)
         if allowed is None:
             return True
