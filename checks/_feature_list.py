@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import json
+from collections import OrderedDict, deque
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from attrs import field, frozen
+from attrs import Factory, define, field, frozen
 
-from harness import SessionStateSnapshot, WorkspaceEscape, resolve_in_workspace
+from harness import ConfigurationError, SessionStateSnapshot, WorkspaceEscape, resolve_in_workspace
+
+from ._compose import Combinable
 
 _SHOW = 5
+DEFAULT_MAX_RUNS = 64
+
+Baseline = dict[str, dict[str, Any]]
 
 
 @frozen
@@ -75,17 +81,70 @@ def _key(entry: Mapping[str, Any], index: int) -> str:
     return f"entry {index}"
 
 
+@define
+class _Baselines:
+    """The lists as each run found them, for the newest `limit` runs only.
+
+    One check object may serve many runs (a service running the same spec over and over), so
+    the baselines cannot grow with them. A run pushed out by `limit` newer runs is remembered
+    (in a bounded list) as evicted, so its checks fail closed instead of skipping the guard.
+    """
+
+    limit: int
+    _runs: OrderedDict[str, Baseline | None] = field(factory=OrderedDict)
+    _evicted: deque[str] = field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._evicted = deque(maxlen=16 * self.limit)
+
+    def remember(self, run_id: str, baseline: Baseline | None) -> None:
+        self._runs[run_id] = baseline
+        self._runs.move_to_end(run_id)
+        while len(self._runs) > self.limit:
+            old, _ = self._runs.popitem(last=False)
+            self._evicted.append(old)
+
+    def lookup(self, run_id: str) -> Baseline | None:
+        """The run's baseline (None when it had no list to guard or was never prepared)."""
+        if run_id in self._runs:
+            self._runs.move_to_end(run_id)
+            return self._runs[run_id]
+        if run_id in self._evicted:
+            raise FeatureListError(
+                f"the feature list as this run found it was discarded: more than {self.limit} "
+                "newer runs share this FeatureListCheck (raise max_runs or give each run its own)"
+            )
+        return None
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+
+def _max_runs(instance: object, attribute: object, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(f"'max_runs' must be a positive int (got {value!r})")
+
+
 @frozen
-class FeatureListCheck:
+class FeatureListCheck(Combinable):
     """Complete when every feature in the list has ``"passes": true``.
 
     Accepts the long-running-agent schema (a JSON array of objects with ``category``,
     ``description``, ``steps`` and ``passes``), entries keyed by ``name`` or ``id``, and an
-    object holding a ``features`` array. The path may not leave the workspace.
+    object holding a ``features`` array. The path may not leave the workspace. `prepare`
+    records the list as the run found it; from then on a feature removed, or changed in
+    anything but ``passes``, is "not complete". Baselines are kept for the newest `max_runs`
+    runs that share this check.
     """
 
     path: str = "feature_list.json"
-    _baselines: dict[str, dict[str, Mapping[str, Any]]] = field(factory=dict, eq=False, repr=False)
+    max_runs: int = field(default=DEFAULT_MAX_RUNS, validator=_max_runs)
+    _baselines: _Baselines = field(
+        init=False,
+        eq=False,
+        repr=False,
+        default=Factory(lambda self: _Baselines(self.max_runs), takes_self=True),
+    )
 
     def description(self) -> str:
         return (
@@ -106,15 +165,17 @@ class FeatureListCheck:
         try:
             features = load_features(self._resolve(state), label=self.path)
         except FeatureListError:
+            self._baselines.remember(state.run_id, None)  # nothing to guard yet
             return
-        self._baselines[state.run_id] = {f.key: _without_passes(f.raw) for f in features}
+        self._baselines.remember(state.run_id, {f.key: _without_passes(f.raw) for f in features})
 
     async def check(self, state: SessionStateSnapshot) -> str | None:
         try:
             features = load_features(self._resolve(state), label=self.path)
+            baseline = self._baselines.lookup(state.run_id)
         except FeatureListError as exc:
             return str(exc)
-        tampered = self._tampering(state.run_id, features)
+        tampered = self._tampering(baseline, features)
         if tampered:
             return tampered
         if not features:
@@ -122,15 +183,14 @@ class FeatureListCheck:
         failing = [f.key for f in features if not f.passes]
         if not failing:
             return None
-        shown = ", ".join(failing[:_SHOW])
+        shown = ", ".join(_short(k) for k in failing[:_SHOW])
         more = f" and {len(failing) - _SHOW} more" if len(failing) > _SHOW else ""
         return (
             f"{len(failing)} of {len(features)} features in {self.path} do not pass yet: "
             f"{shown}{more}"
         )
 
-    def _tampering(self, run_id: str, features: list[Feature]) -> str | None:
-        baseline = self._baselines.get(run_id)
+    def _tampering(self, baseline: Baseline | None, features: list[Feature]) -> str | None:
         if baseline is None:
             return None
         now = {f.key: _without_passes(f.raw) for f in features}
@@ -138,15 +198,21 @@ class FeatureListCheck:
         if removed:
             return (
                 f"{self.path} no longer lists {len(removed)} feature(s) it had when the run "
-                f"started: {', '.join(removed[:_SHOW])}; restore them, features may not be removed"
+                f"started: {', '.join(_short(k) for k in removed[:_SHOW])}; "
+                "restore them, features may not be removed"
             )
         edited = [k for k, v in baseline.items() if now[k] != v]
         if edited:
             return (
                 f"{self.path} changed more than 'passes' in {len(edited)} feature(s): "
-                f"{', '.join(edited[:_SHOW])}; restore their text, only 'passes' may change"
+                f"{', '.join(_short(k) for k in edited[:_SHOW])}; "
+                "restore their text, only 'passes' may change"
             )
         return None
+
+
+def _short(key: str, limit: int = 80) -> str:
+    return key if len(key) <= limit else key[: limit - 3] + "..."
 
 
 def _without_passes(raw: Mapping[str, Any]) -> dict[str, Any]:

@@ -26,22 +26,3 @@ class PreparesForRun(Protocol):
     """A check that records a baseline when the run starts (before any agent action)."""
 
     async def prepare(self, state: SessionStateSnapshot) -> None: ...
-
-
-class AlwaysComplete:
-    """Done whenever the agent says so: the model's own judgement is the check."""
-
-    async def check(self, state: SessionStateSnapshot) -> str | None:
-        return None
-
-    def description(self) -> str:
-        return "The task is done when you say it is."
-
-    def __repr__(self) -> str:
-        return "AlwaysComplete()"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, AlwaysComplete)
-
-    def __hash__(self) -> int:
-        return hash(AlwaysComplete)

@@ -1,0 +1,142 @@
+"""`CommandCheck`: a verify command must exit 0, run through a sandbox with a timeout.
+
+`run_in_workspace` is shared with `TestSuiteCheck`: it resolves the working folder inside the
+workspace (never outside it), runs the command and returns the `ProcessResult`, or a reason
+when the command could not even be run. Nothing here raises for the agent's doing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from attrs import field, frozen
+
+from harness import (
+    ConfigurationError,
+    ProcessResult,
+    SessionStateSnapshot,
+    WorkspaceEscape,
+    resolve_in_workspace,
+)
+
+from ._compose import Combinable
+from ._sandbox import LocalSandbox, SandboxProvider
+
+TAIL_CHARS = 1500
+
+
+def command_text(command: str | Sequence[str]) -> str:
+    return command if isinstance(command, str) else " ".join(command)
+
+
+def convert_command(value: object) -> str | tuple[str, ...]:
+    if isinstance(value, str):
+        if not value.strip():
+            raise ConfigurationError("'command' must not be empty")
+        return value
+    if isinstance(value, Sequence) and value and all(isinstance(v, str) for v in value):
+        return tuple(str(v) for v in value)
+    raise ConfigurationError(
+        f"'command' must be a shell string or a non-empty list of strings (got {value!r})"
+    )
+
+
+def validate_timeout(instance: object, attribute: Any, value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ConfigurationError(
+            f"{attribute.name!r} must be a positive number of seconds (got {value!r})"
+        )
+
+
+def validate_sandbox(instance: object, attribute: Any, value: object) -> None:
+    if not isinstance(value, SandboxProvider):
+        raise ConfigurationError(f"'sandbox' must be a SandboxProvider (got {value!r})")
+
+
+async def run_in_workspace(
+    state: SessionStateSnapshot,
+    command: str | Sequence[str],
+    *,
+    working_dir: str,
+    timeout: float | None,  # noqa: ASYNC109 - handed to the sandbox, which owns the deadline
+    sandbox: SandboxProvider,
+    env: Mapping[str, str],
+) -> ProcessResult | str:
+    """The command's result, or why it could not run (no workspace, a folder outside it)."""
+    if state.workspace is None:
+        return f"`{command_text(command)}` cannot run: the run has no workspace"
+    try:
+        cwd = resolve_in_workspace(state.workspace, working_dir)
+    except WorkspaceEscape as exc:
+        return f"`{command_text(command)}` cannot run: {exc}"
+    return await sandbox.run(
+        command, cwd=cwd, timeout=timeout, env=dict(env), workspace=state.workspace
+    )
+
+
+def tail(text: str, limit: int = TAIL_CHARS) -> str:
+    """The end of `text`, cut at a line start, at most `limit` characters."""
+    text = text.rstrip()
+    if len(text) <= limit:
+        return text
+    cut = text[-limit:]
+    newline = cut.find("\n")
+    return "..." + (cut[newline:] if 0 <= newline < limit // 2 else cut)
+
+
+def failure_headline(
+    command: str | Sequence[str], result: ProcessResult, timeout: float | None
+) -> str:
+    """One line saying how the command failed: timed out, killed, or its exit code."""
+    shown = command_text(command)
+    if result.timed_out:
+        return f"`{shown}` did not finish within {timeout:g}s and was stopped"
+    if result.exit_code < 0:
+        return f"`{shown}` was killed by signal {-result.exit_code}"
+    return f"`{shown}` exited with code {result.exit_code}"
+
+
+def with_output(headline: str, result: ProcessResult) -> str:
+    output = tail(result.output_tail)
+    if not output:
+        return f"{headline} (no output)"
+    return f"{headline}; the end of its output:\n{output}"
+
+
+@frozen
+class CommandCheck(Combinable):
+    """Complete when `command` exits 0 in `working_dir` (inside the workspace) within `timeout`.
+
+    `what` says in words what the command verifies; it becomes the description the agent
+    reads up front.
+    """
+
+    command: str | tuple[str, ...] = field(converter=convert_command)
+    working_dir: str = "."
+    timeout: float | None = field(default=120.0, validator=validate_timeout)
+    sandbox: SandboxProvider = field(factory=LocalSandbox, validator=validate_sandbox)
+    what: str | None = None
+    env: Mapping[str, str] = field(factory=dict, converter=dict, hash=False)
+
+    def description(self) -> str:
+        where = "" if self.working_dir in (".", "") else f" in {self.working_dir}"
+        run = f"`{command_text(self.command)}`{where} exits with code 0"
+        return f"{self.what}: {run}." if self.what else f"The command {run}."
+
+    async def check(self, state: SessionStateSnapshot) -> str | None:
+        result = await run_in_workspace(
+            state,
+            self.command,
+            working_dir=self.working_dir,
+            timeout=self.timeout,
+            sandbox=self.sandbox,
+            env=self.env,
+        )
+        if isinstance(result, str):
+            return result
+        if result.ok:
+            return None
+        return with_output(failure_headline(self.command, result, self.timeout), result)

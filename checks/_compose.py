@@ -1,0 +1,158 @@
+"""Composition: `AllOf` and `AnyOf` are values, and `a & b`, `a | b` build them.
+
+`AllOf` asks its checks in order and stops at the first reason, so cheap checks go first;
+`AnyOf` stops at the first pass and otherwise joins every reason. A check that raises counts
+as "not complete" with the error as its reason (fail closed), so one broken alternative
+cannot sink an `AnyOf` whose other alternative holds, nor let an `AllOf` pass. Nested
+combinations of the same kind flatten: ``(a & b) & c == AllOf.of(a, b, c)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from attrs import field, frozen
+
+from harness import ConfigurationError, SessionStateSnapshot
+
+from ._protocol import CompletionCheck, PreparesForRun
+
+
+def as_check(value: object) -> CompletionCheck:
+    """`value` if it satisfies the `CompletionCheck` protocol, else a `ConfigurationError`."""
+    if not isinstance(value, CompletionCheck):
+        raise ConfigurationError(
+            f"a completion check needs async check(state) and description() (got {value!r})"
+        )
+    return value
+
+
+def check_name(check: CompletionCheck) -> str:
+    return type(check).__name__
+
+
+async def run_check(check: CompletionCheck, state: SessionStateSnapshot) -> str | None:
+    """The check's verdict; an exception is a reason naming the check (fail closed)."""
+    try:
+        reason: object = await check.check(state)
+    except Exception as exc:
+        return f"the completion check {check_name(check)} failed with {type(exc).__name__}: {exc}"
+    if reason is not None and not isinstance(reason, str):
+        return f"the completion check {check_name(check)} returned {reason!r}, not None or a str"
+    if reason is not None and not reason.strip():
+        return f"the completion check {check_name(check)} rejected the claim without a reason"
+    return reason
+
+
+class Combinable:
+    """Gives a check the ``&`` (all of) and ``|`` (any of) operators."""
+
+    __slots__ = ()
+
+    def __and__(self, other: object) -> AllOf:
+        return AllOf.of(as_check(self), as_check(other))
+
+    def __rand__(self, other: object) -> AllOf:
+        return AllOf.of(as_check(other), as_check(self))
+
+    def __or__(self, other: object) -> AnyOf:
+        return AnyOf.of(as_check(self), as_check(other))
+
+    def __ror__(self, other: object) -> AnyOf:
+        return AnyOf.of(as_check(other), as_check(self))
+
+
+def _bullets(title: str, checks: Iterable[CompletionCheck]) -> str:
+    lines = [title]
+    for check in checks:
+        first, *rest = check.description().splitlines() or [""]
+        lines.append(f"- {first}")
+        lines.extend(f"  {line}" for line in rest)
+    return "\n".join(lines)
+
+
+async def _prepare_all(checks: Iterable[CompletionCheck], state: SessionStateSnapshot) -> None:
+    for check in checks:
+        if isinstance(check, PreparesForRun):
+            await check.prepare(state)
+
+
+def _flatten(value: object, kind: type[AllOf | AnyOf]) -> tuple[CompletionCheck, ...]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ConfigurationError(f"{kind.__name__} takes a sequence of checks (got {value!r})")
+    flat: list[CompletionCheck] = []
+    for item in value:
+        check = as_check(item)
+        flat.extend(check.checks if isinstance(check, kind) else (check,))
+    if not flat:
+        raise ConfigurationError(f"{kind.__name__} needs at least one check (got none)")
+    return tuple(flat)
+
+
+def _all_of(value: object) -> tuple[CompletionCheck, ...]:
+    return _flatten(value, AllOf)
+
+
+def _any_of(value: object) -> tuple[CompletionCheck, ...]:
+    return _flatten(value, AnyOf)
+
+
+@frozen
+class AllOf(Combinable):
+    """Complete when every check is; the first reason (in order) is the verdict."""
+
+    checks: tuple[CompletionCheck, ...] = field(converter=_all_of)
+
+    @classmethod
+    def of(cls, *checks: CompletionCheck) -> AllOf:
+        return cls(checks)
+
+    async def prepare(self, state: SessionStateSnapshot) -> None:
+        await _prepare_all(self.checks, state)
+
+    async def check(self, state: SessionStateSnapshot) -> str | None:
+        for check in self.checks:
+            reason = await run_check(check, state)
+            if reason is not None:
+                return reason
+        return None
+
+    def description(self) -> str:
+        if len(self.checks) == 1:
+            return self.checks[0].description()
+        return _bullets("All of these must hold:", self.checks)
+
+
+@frozen
+class AnyOf(Combinable):
+    """Complete when at least one check is; otherwise every check's reason, numbered."""
+
+    checks: tuple[CompletionCheck, ...] = field(converter=_any_of)
+
+    @classmethod
+    def of(cls, *checks: CompletionCheck) -> AnyOf:
+        return cls(checks)
+
+    async def prepare(self, state: SessionStateSnapshot) -> None:
+        await _prepare_all(self.checks, state)
+
+    async def check(self, state: SessionStateSnapshot) -> str | None:
+        reasons: list[str] = []
+        for check in self.checks:
+            reason = await run_check(check, state)
+            if reason is None:
+                return None
+            reasons.append(reason)
+        if len(reasons) == 1:
+            return reasons[0]
+        lines = [f"none of the {len(reasons)} alternatives holds:"]
+        for number, reason in enumerate(reasons, 1):
+            first, *rest = reason.splitlines() or [""]
+            lines.append(f"{number}. {first}")
+            lines.extend(f"   {line}" for line in rest)
+        return "\n".join(lines)
+
+    def description(self) -> str:
+        if len(self.checks) == 1:
+            return self.checks[0].description()
+        return _bullets("At least one of these must hold:", self.checks)

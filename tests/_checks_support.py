@@ -1,0 +1,50 @@
+"""Helpers for the completion-check tests: snapshots of a workspace and a session."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from harness import Clock, Message, SessionStateSnapshot, SessionStore, Usage
+
+
+def snapshot(
+    workspace: Path | None = None,
+    *,
+    run_id: str = "run-1",
+    task: str = "Do the task.",
+    final_text: str | None = None,
+    messages: Sequence[Message] = (),
+    store: Sequence[object] = (),
+) -> SessionStateSnapshot:
+    """A snapshot of a session that claims done with `final_text`, holding `store` values."""
+    values = SessionStore()
+    values.seed(*store)
+    return SessionStateSnapshot(
+        run_id=run_id,
+        task=task,
+        agent="agent",
+        iteration=1,
+        workspace=workspace,
+        messages=tuple(messages),
+        tool_outcomes=(),
+        check_reasons=(),
+        turns=1,
+        tool_calls=0,
+        usage=Usage(),
+        run_turns=1,
+        run_tool_calls=0,
+        run_usage=Usage(),
+        started_at=0.0,
+        now=0.0,
+        deadline=None,
+        claims_done=final_text is not None,
+        final_text=final_text,
+        store=values.frozen(),
+    )
+
+
+def as_clock(fake: Any) -> Clock:
+    """A `FakeClock` typed as a `Clock` (its deadline scope is a generator context manager)."""
+    return cast(Clock, fake)
