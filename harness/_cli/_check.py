@@ -1,0 +1,53 @@
+"""`harness check SPEC.toml`: run only the spec's checks; exit 0 only when all pass."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from harness import ConfigurationError
+
+from ._checking import Verdict, run_checks
+from ._spec import load_spec
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("check", help="run the spec's completion checks against a workspace")
+    parser.add_argument("spec", type=Path, help="the run spec (TOML)")
+    parser.add_argument("--workspace", type=Path, help="check this folder instead of the spec's")
+    parser.add_argument(
+        "--answer", help="the agent's final answer, for checks that read it (signal, judge)"
+    )
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    try:
+        spec = load_spec(args.spec)
+    except ConfigurationError as exc:
+        print(f"harness: {exc}", file=sys.stderr)
+        return 2
+    workspace = args.workspace if args.workspace is not None else spec.workspace
+    if workspace is None and spec.workspace_template is not None:
+        workspace = spec.workspace_template
+    if workspace is not None and not workspace.is_dir():
+        print(f"harness: workspace {str(workspace)!r} is not a folder", file=sys.stderr)
+        return 2
+
+    async def go() -> list[Verdict]:
+        return await run_checks(spec, workspace, final_text=args.answer)
+
+    verdicts = anyio.run(go)
+    for verdict in verdicts:
+        mark = "PASS" if verdict.passed else "FAIL"
+        print(f"{mark}  {verdict.description}")
+        if verdict.reason is not None:
+            for line in verdict.reason.splitlines():
+                print(f"      {line}")
+    failed = sum(not v.passed for v in verdicts)
+    print(f"{len(verdicts) - failed} passed, {failed} failed")
+    return 0 if failed == 0 else 1

@@ -1,0 +1,129 @@
+"""`harness run SPEC.toml`: run a spec, show progress, exit 0 only when the work is verified."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import structlog
+
+from harness import ConfigurationError, EventSink, FixtureError, Harness, RunResult
+
+from ._progress import ProgressPrinter
+from ._spec import load_spec
+
+EXIT_VERIFIED = 0
+EXIT_UNVERIFIED = 1
+EXIT_ERROR = 2
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("run", help="run a spec until the work is verified or a limit halts it")
+    parser.add_argument("spec", type=Path, help="the run spec (TOML)")
+    parser.add_argument("--workspace", type=Path, help="work in this folder instead")
+    parser.add_argument("--transcript", type=Path, help="write the JSONL transcript here")
+    parser.add_argument("--record", type=Path, help="record every model exchange as a fixture")
+    parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the outcome")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every event")
+    parser.set_defaults(handler=handle)
+
+
+class _Stderr:
+    """Whatever `sys.stderr` is at the moment of writing (tests swap it)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+@contextmanager
+def logging_to_stderr(verbose: bool) -> Iterator[None]:
+    """Structured logs go to stderr for the command's duration: warnings by default, every
+    event with --verbose. The caller's structlog configuration is restored afterwards."""
+    saved = structlog.get_config()
+    level = logging.DEBUG if verbose else logging.WARNING
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=_Stderr()),  # type: ignore[arg-type]
+        cache_logger_on_first_use=False,
+    )
+    try:
+        yield
+    finally:
+        structlog.configure(**saved)
+
+
+def handle(args: argparse.Namespace) -> int:
+    with logging_to_stderr(args.verbose):
+        return _handle(args)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    try:
+        spec = load_spec(args.spec)
+        if args.workspace is not None and not args.workspace.is_dir():
+            print(f"harness: --workspace {str(args.workspace)!r} is not a folder", file=sys.stderr)
+            return EXIT_ERROR
+        workspace = spec.prepare_workspace(args.workspace)
+        model = spec.build_model()
+        if args.record is not None:
+            from harness import RecordingModelClient
+
+            model = RecordingModelClient(model, args.record)
+        transcript = args.transcript or spec.transcript
+        sinks: list[EventSink] = [] if args.quiet else [ProgressPrinter()]
+        harness = Harness(
+            model=model,
+            policy=spec.policy,
+            tools=spec.tools,
+            strategy=spec.build_strategy(),
+            workspace=workspace,
+            system_prompt=spec.system_prompt,
+            sinks=sinks,
+            transcript=transcript,
+            tool_timeout=spec.tool_timeout,
+            done_tool=spec.done_tool,
+            context_window=spec.context_window,
+        )
+    except (ConfigurationError, FixtureError) as exc:
+        print(f"harness: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+    async def go() -> RunResult:
+        return await harness.run(spec.prompt)
+
+    try:
+        result = anyio.run(go, backend=args.backend)
+    except FixtureError as exc:
+        print(f"harness: {exc}", file=sys.stderr)
+        if exc.result is not None:
+            _report(exc.result, workspace, transcript)
+        return EXIT_ERROR
+    except ConfigurationError as exc:
+        print(f"harness: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    _report(result, workspace, transcript)
+    return EXIT_VERIFIED if result.verified else EXIT_UNVERIFIED
+
+
+def _report(result: RunResult, workspace: Path | None, transcript: Path | None) -> None:
+    status = "VERIFIED COMPLETE" if result.verified else "NOT VERIFIED"
+    cost = "unknown" if result.usage.cost_usd is None else f"${result.usage.cost_usd:.4f}"
+    print(f"{status}: {result.halt_reason.describe()}")
+    print(
+        f"  turns={result.turns} tool_calls={result.tool_calls} iterations={result.iterations} "
+        f"tokens={result.usage.total_tokens} cost={cost} elapsed={result.elapsed:.2f}s"
+    )
+    if workspace is not None:
+        print(f"  workspace: {workspace}")
+    if transcript is not None:
+        print(f"  transcript: {transcript}")

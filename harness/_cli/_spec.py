@@ -1,0 +1,325 @@
+"""Run specs: a TOML file naming the prompt, workspace, model, strategy, budget and checks.
+
+Every error names the spec file and the key at fault. Paths in a spec are relative to the
+spec file's folder.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import tempfile
+import tomllib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from checks import AllOf, CompletionCheck, check_from_config
+from harness import (
+    ConfigurationError,
+    ModelClient,
+    Strategy,
+    Tool,
+    list_files,
+    read_file,
+    update_plan,
+    write_file,
+)
+from harness._providers import model_from_config
+from strategies import Loop, SelfVerifying
+from strategies._ralph import ralph_from_config
+from termination import Budget, TerminationPolicy, feedback_from_config, sensor_from_config
+
+BUILTIN_TOOLS: dict[str, Tool] = {
+    t.name: t for t in (read_file, list_files, write_file, update_plan)
+}
+
+_TOP_KEYS = {
+    "prompt",
+    "prompt_file",
+    "workspace",
+    "workspace_template",
+    "transcript",
+    "system_prompt",
+    "tools",
+    "done_tool",
+    "tool_timeout",
+    "context_window",
+    "model",
+    "budget",
+    "strategy",
+    "checks",
+    "sensors",
+    "feedback",
+    "policy",
+}
+_POLICY_KEYS = {"max_rejections", "check_timeout", "check_before_first_turn"}
+
+
+class SpecError(ConfigurationError):
+    """A run spec is missing, malformed, or names something that cannot work."""
+
+
+@frozen
+class Spec:
+    """A loaded spec: everything needed to build a `Harness` and run it."""
+
+    path: Path
+    prompt: str
+    workspace: Path | None
+    workspace_template: Path | None
+    transcript: Path | None
+    system_prompt: str | None
+    tools: tuple[Tool, ...]
+    done_tool: bool
+    tool_timeout: float
+    context_window: int | None
+    model: Mapping[str, Any]
+    strategy: Mapping[str, Any]
+    policy: TerminationPolicy
+    checks: tuple[CompletionCheck, ...]
+
+    def build_model(
+        self, table: Mapping[str, Any] | None = None, *, where: str = "model"
+    ) -> ModelClient:
+        return model_from_config(
+            dict(table or self.model), where=f"{self.path}: {where}", base=self.path.parent
+        )
+
+    def build_strategy(self) -> Strategy:
+        table = dict(self.strategy)
+        kind = table.pop("type", "loop")
+        where = f"{self.path}: strategy"
+        if kind == "loop":
+            if table:
+                raise SpecError(f"{where}.{sorted(table)[0]} is not a setting of the plain loop")
+            return Loop()
+        if kind == "ralph":
+            return ralph_from_config(table, where=where)
+        if kind == "self_verifying":
+            evaluator = table.pop("evaluator", None)
+            if not isinstance(evaluator, dict):
+                raise SpecError(f"{where}.evaluator must be a model table (type = ...)")
+            budget = table.pop("evaluator_budget", None)
+            prompt = table.pop("evaluator_prompt", None)
+            rounds = table.pop("max_rounds", 3)
+            if table:
+                raise SpecError(f"{where}.{sorted(table)[0]} is not a SelfVerifying setting")
+            kwargs: dict[str, Any] = {
+                "evaluator": self.build_model(evaluator, where="strategy.evaluator"),
+                "max_rounds": rounds,
+            }
+            if budget is not None:
+                kwargs["evaluator_budget"] = Budget.from_config(
+                    _table(budget, f"{where}.evaluator_budget"), where=f"{where}.evaluator_budget"
+                )
+            if prompt is not None:
+                kwargs["evaluator_prompt"] = _string(prompt, f"{where}.evaluator_prompt")
+            try:
+                return SelfVerifying(**kwargs)
+            except ConfigurationError as exc:
+                raise SpecError(f"{where}: {exc}") from None
+        raise SpecError(f"{where}.type must be one of loop, ralph, self_verifying (got {kind!r})")
+
+    def prepare_workspace(self, override: Path | None = None) -> Path | None:
+        """The folder the run works in: the override, the spec's, or a fresh copy of a template."""
+        if override is not None:
+            return override
+        if self.workspace_template is not None:
+            target = Path(tempfile.mkdtemp(prefix="harness-ws-"))
+            shutil.copytree(self.workspace_template, target, dirs_exist_ok=True)
+            return target
+        return self.workspace
+
+
+def load_spec(path: str | Path, *, model_factory: Callable[..., ModelClient] | None = None) -> Spec:
+    """Read and validate a spec file."""
+    file = Path(path)
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError(f"{file}: no such spec file") from None
+    except OSError as exc:
+        raise SpecError(f"{file}: cannot read the spec: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{file}: not valid TOML: {exc}") from None
+    where = str(file)
+    unknown = sorted(set(data) - _TOP_KEYS)
+    if unknown:
+        raise SpecError(
+            f"{where}: unknown key {unknown[0]!r} (expected some of {sorted(_TOP_KEYS)})"
+        )
+    base = file.parent
+    prompt = _prompt(data, base, where)
+    workspace = _path(data.get("workspace"), base, f"{where}: workspace", must_be_dir=True)
+    template = _path(
+        data.get("workspace_template"), base, f"{where}: workspace_template", must_be_dir=True
+    )
+    if workspace is not None and template is not None:
+        raise SpecError(f"{where}: give 'workspace' or 'workspace_template', not both")
+    transcript = data.get("transcript")
+    transcript_path = (
+        base / _string(transcript, f"{where}: transcript") if transcript is not None else None
+    )
+    model = data.get("model")
+    if not isinstance(model, dict):
+        raise SpecError(f'{where}: a [model] table is required (e.g. type = "fixture", path = ...)')
+    strategy = data.get("strategy", {"type": "loop"})
+    if not isinstance(strategy, dict):
+        raise SpecError(f"{where}: strategy must be a table")
+    try:
+        policy, checks = _policy(data, where, model_factory, base)
+    except ConfigurationError as exc:
+        raise SpecError(str(exc)) from None
+    tool_timeout = data.get("tool_timeout", 120.0)
+    if (
+        isinstance(tool_timeout, bool)
+        or not isinstance(tool_timeout, int | float)
+        or tool_timeout <= 0
+    ):
+        raise SpecError(f"{where}: tool_timeout must be a positive number (got {tool_timeout!r})")
+    context_window = data.get("context_window")
+    if context_window is not None and (
+        isinstance(context_window, bool)
+        or not isinstance(context_window, int)
+        or context_window <= 0
+    ):
+        raise SpecError(f"{where}: context_window must be a positive int (got {context_window!r})")
+    done_tool = data.get("done_tool", False)
+    if not isinstance(done_tool, bool):
+        raise SpecError(f"{where}: done_tool must be true or false (got {done_tool!r})")
+    system_prompt = data.get("system_prompt")
+    return Spec(
+        path=file,
+        prompt=prompt,
+        workspace=workspace,
+        workspace_template=template,
+        transcript=transcript_path,
+        system_prompt=_string(system_prompt, f"{where}: system_prompt")
+        if system_prompt is not None
+        else None,
+        tools=_tools(data.get("tools", ["read_file", "list_files", "write_file"]), where),
+        done_tool=done_tool,
+        tool_timeout=float(tool_timeout),
+        context_window=context_window,
+        model=model,
+        strategy=strategy,
+        policy=policy,
+        checks=checks,
+    )
+
+
+def _prompt(data: Mapping[str, Any], base: Path, where: str) -> str:
+    if "prompt" in data and "prompt_file" in data:
+        raise SpecError(f"{where}: give 'prompt' or 'prompt_file', not both")
+    if "prompt" in data:
+        return _string(data["prompt"], f"{where}: prompt")
+    if "prompt_file" in data:
+        file = base / _string(data["prompt_file"], f"{where}: prompt_file")
+        try:
+            return file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SpecError(
+                f"{where}: prompt_file {str(file)!r} cannot be read: {exc.strerror}"
+            ) from None
+    raise SpecError(f"{where}: 'prompt' (or 'prompt_file') is required")
+
+
+def _policy(
+    data: Mapping[str, Any],
+    where: str,
+    model_factory: Callable[..., ModelClient] | None,
+    base: Path,
+) -> tuple[TerminationPolicy, tuple[CompletionCheck, ...]]:
+    budget = Budget.from_config(
+        _table(data.get("budget", {}), f"{where}: budget"), where=f"{where}: budget"
+    )
+    check_tables = data.get("checks", [])
+    if not isinstance(check_tables, list) or not check_tables:
+        raise SpecError(f"{where}: at least one [[checks]] table is required (type = ...)")
+    factory = model_factory or (
+        lambda table, where: model_from_config(dict(table), where=where, base=base)
+    )
+    built: list[CompletionCheck] = [
+        check_from_config(
+            _table(t, f"{where}: checks[{i}]"), where=f"{where}: checks[{i}]", model_factory=factory
+        )
+        for i, t in enumerate(check_tables)
+    ]
+    check: CompletionCheck = built[0] if len(built) == 1 else AllOf(tuple(built))
+    sensors = [
+        sensor_from_config(_table(t, f"{where}: sensors[{i}]"), where=f"{where}: sensors[{i}]")
+        for i, t in enumerate(_list(data.get("sensors", []), f"{where}: sensors"))
+    ]
+    feedback = [
+        feedback_from_config(_table(t, f"{where}: feedback[{i}]"), where=f"{where}: feedback[{i}]")
+        for i, t in enumerate(_list(data.get("feedback", []), f"{where}: feedback"))
+    ]
+    options = _table(data.get("policy", {}), f"{where}: policy")
+    unknown = sorted(set(options) - _POLICY_KEYS)
+    if unknown:
+        raise SpecError(
+            f"{where}: policy.{unknown[0]} is not a policy setting "
+            f"(expected some of {sorted(_POLICY_KEYS)})"
+        )
+    try:
+        policy = TerminationPolicy(
+            budget=budget, sensors=sensors, feedback=feedback, completion_check=check, **options
+        )
+    except (ConfigurationError, TypeError) as exc:
+        raise SpecError(f"{where}: policy: {exc}") from None
+    return policy, tuple(built)
+
+
+def _tools(names: object, where: str) -> tuple[Tool, ...]:
+    items = _list(names, f"{where}: tools")
+    tools: list[Tool] = []
+    for i, name in enumerate(items):
+        if not isinstance(name, str):
+            raise SpecError(
+                f"{where}: tools[{i}] must be a tool name or 'module:function' (got {name!r})"
+            )
+        if name in BUILTIN_TOOLS:
+            tools.append(BUILTIN_TOOLS[name])
+            continue
+        if ":" not in name:
+            raise SpecError(
+                f"{where}: tools[{i}] {name!r} is not a built-in tool ({sorted(BUILTIN_TOOLS)}) "
+                "nor a 'module:function' import path"
+            )
+        module_name, _, attr = name.partition(":")
+        try:
+            target = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise SpecError(f"{where}: tools[{i}] {name!r} cannot be imported: {exc}") from None
+        tools.append(target if isinstance(target, Tool) else Tool.from_function(target))
+    return tuple(tools)
+
+
+def _path(value: object, base: Path, where: str, *, must_be_dir: bool) -> Path | None:
+    if value is None:
+        return None
+    path = (base / _string(value, where)).resolve()
+    if must_be_dir and not path.is_dir():
+        raise SpecError(f"{where}: {str(path)!r} is not an existing folder")
+    return path
+
+
+def _string(value: object, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise SpecError(f"{where} must be a non-empty string (got {value!r})")
+    return value
+
+
+def _table(value: object, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise SpecError(f"{where} must be a table (got {type(value).__name__})")
+    return value
+
+
+def _list(value: object, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise SpecError(f"{where} must be a list (got {type(value).__name__})")
+    return value

@@ -1,0 +1,141 @@
+"""`harness run` and `harness check`: exit codes, progress, transcripts and spec errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness._cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ROOT / "fixtures" / "demo"
+
+
+def _events(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_demo_runs_to_a_verified_finish(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], backend: str
+) -> None:
+    """The demo claims done early, is told what is missing, finishes, and exits 0."""
+    transcript = tmp_path / "demo.jsonl"
+    before = (DEMO / "workspace" / "feature_list.json").read_text()
+    code = main(
+        ["run", str(DEMO / "ralph.toml"), "--transcript", str(transcript), "--backend", backend]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert out.startswith("VERIFIED COMPLETE: completed")
+    assert "check failed: 2 of 3 features in feature_list.json do not pass yet" in err
+    names = [e["event"] for e in _events(transcript)]
+    assert names.count("iteration.started") == 2
+    assert names.index("check.failed") < names.index("check.passed")
+    assert names[-1] == "run.halted"
+    assert (DEMO / "workspace" / "feature_list.json").read_text() == before
+
+
+def _spec(tmp_path: Path, body: str, fixture: str) -> Path:
+    (tmp_path / "ws").mkdir(exist_ok=True)
+    (tmp_path / "script.jsonl").write_text(fixture)
+    spec = tmp_path / "spec.toml"
+    spec.write_text(body)
+    return spec
+
+
+BASE = """
+prompt = "make done.txt"
+workspace = "ws"
+[model]
+type = "fixture"
+path = "script.jsonl"
+[strategy]
+type = "ralph"
+max_iterations = 1
+[[checks]]
+type = "files"
+paths = ["done.txt"]
+"""
+
+
+def test_unverified_run_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run that halts without the check passing exits 1 and says why."""
+    spec = _spec(tmp_path, BASE, '{"text": "done"}\n')
+    assert main(["run", str(spec), "-q"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("NOT VERIFIED: ralph ran 1 iterations")
+    assert "done.txt" in out
+
+
+def test_check_command_gates_on_every_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`harness check` prints each verdict and exits 0 only when all pass."""
+    spec = _spec(tmp_path, BASE, "")
+    assert main(["check", str(spec)]) == 1
+    assert "FAIL" in capsys.readouterr().out
+    (tmp_path / "ws" / "done.txt").write_text("yes")
+    assert main(["check", str(spec)]) == 0
+    assert "1 passed, 0 failed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("body", "fixture", "fragment"),
+    [
+        (BASE + "bogus = 1\n", "", "unknown key 'bogus'"),
+        (
+            BASE.replace('prompt = "make done.txt"', ""),
+            "",
+            "'prompt' (or 'prompt_file') is required",
+        ),
+        (
+            BASE.replace('workspace = "ws"', 'workspace = "nowhere"'),
+            "",
+            "is not an existing folder",
+        ),
+        (BASE + "[budget]\nmax_turns = 0\n", "", "max_turns"),
+        (BASE, '{"text": 3}\n', "script.jsonl:1 field 'text'"),
+        (BASE, "{not json\n", "script.jsonl:1: not valid JSON"),
+        (BASE.replace('type = "ralph"', 'type = "sideways"'), "", "strategy.type"),
+    ],
+)
+def test_spec_errors_name_the_file_and_key(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    body: str,
+    fixture: str,
+    fragment: str,
+) -> None:
+    """A bad spec or fixture exits 2 with a message naming where the problem is."""
+    spec = _spec(tmp_path, body, fixture)
+    assert main(["run", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert fragment in err
+
+
+def test_missing_spec_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A spec path that does not exist is a clear error, not a traceback."""
+    assert main(["run", str(tmp_path / "nope.toml")]) == 2
+    assert "no such spec file" in capsys.readouterr().err
+
+
+def test_leftover_fixture_lines_fail_after_keeping_the_transcript(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A script with unused lines is an error naming the line, and the transcript is kept."""
+    fixture = (DEMO / "ralph.jsonl").read_text() + '{"text": "one too many"}\n'
+    spec = _spec(tmp_path, BASE, fixture)
+    transcript = tmp_path / "t.jsonl"
+    spec.write_text(
+        BASE.replace('workspace = "ws"', f'workspace_template = "{DEMO / "workspace"}"')
+        .replace('type = "files"\npaths = ["done.txt"]', 'type = "feature_list"')
+        .replace("max_iterations = 1", "max_iterations = 3")
+    )
+    assert main(["run", str(spec), "--transcript", str(transcript), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "script.jsonl:9" in err
+    assert "unused" in err
+    assert _events(transcript)[-1]["event"] == "run.halted"
