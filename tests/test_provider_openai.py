@@ -145,6 +145,15 @@ async def test_arguments_that_are_not_json_reach_the_tool_as_raw_text(
     assert response.tool_calls == (ToolCall("c1", "write", {"_invalid_json": "{oops"}),)
 
 
+async def test_a_refusal_is_the_answer_text(provider: FakeProvider) -> None:
+    """A message with no content but a refusal answers with the refusal."""
+    body = openai_body(None)
+    body["choices"][0]["message"]["refusal"] = "I cannot help with that."
+    provider.script(Reply(body))
+    response = await make(provider).complete(request())
+    assert response.text == "I cannot help with that."
+
+
 async def test_an_unknown_model_reports_an_unknown_cost_and_refuses_a_cost_budget(
     provider: FakeProvider, tmp_path: Path
 ) -> None:

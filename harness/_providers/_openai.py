@@ -136,7 +136,8 @@ def parse_openai(body: Any, client: ProviderClient) -> ModelResponse:
         raise malformed(provider, "'choices[0].message' is missing")
     text = message.get("content")
     if text is None:
-        text = ""
+        refusal = message.get("refusal")
+        text = refusal if isinstance(refusal, str) else ""
     if not isinstance(text, str):
         raise malformed(provider, f"'message.content' must be text (got {type(text).__name__})")
     calls = _parse_calls(message.get("tool_calls"), provider)
