@@ -103,7 +103,7 @@ def with_output(headline: str, result: ProcessResult) -> str:
     output = tail(result.output_tail)
     if not output:
         return f"{headline} (no output)"
-    return f"{headline}; the end of its output:\n{output}"
+    return f"{headline}\nthe end of its output:\n{output}"
 
 
 @frozen

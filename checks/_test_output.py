@@ -14,7 +14,9 @@ from pathlib import Path
 
 _PYTEST_SUMMARY = re.compile(r"^(?:FAILED|ERROR) (?P<id>.+?)(?: - .*)?$")
 _PYTEST_VERBOSE = re.compile(r"^(?P<id>\S+::\S+(?:\[.*?\])?) (?:FAILED|ERROR)(?:\s+\[\s*\d+%\])?$")
-_PYTEST_COUNTS = re.compile(r"^=+ (?P<counts>.*\b(?:passed|failed|error|errors|skipped)\b.*) =+$")
+_PYTEST_COUNTS = re.compile(
+    r"^=*\s*(?P<counts>\d+ \w+(?:, \d+ \w+)* in \d+(?:\.\d+)?s(?: \([^)]*\))?)\s*=*$"
+)
 _UNITTEST = re.compile(r"^(?:FAIL|ERROR): (?P<name>\S+) \((?P<where>[^)]*)\)")
 _GO = re.compile(r"^\s*--- FAIL: (?P<name>\S+)")
 
