@@ -254,3 +254,27 @@ NO_CLEAR = "the evaluator gave no clear verdict (no `VERDICT: PASS` line): "
 def test_parse_verdict(text: str | None, expected: Verdict) -> None:
     """Only exactly one clear PASS line (and no FAIL line) is a pass; the rest is the reasons."""
     assert parse_verdict(text) == expected
+
+
+@pytest.mark.anyio
+async def test_a_builder_that_never_passes_the_check_never_meets_the_evaluator(
+    tmp_path: Path,
+) -> None:
+    """The evaluator only judges work the check has passed: a builder stopped by its budget
+    halts the run with that budget, and the evaluator is never asked."""
+    builder = ScriptedModelClient.from_responses([{"text": "done"}, {"text": "done"}])
+    evaluator = ScriptedModelClient.from_responses([])
+    result = await build(builder, evaluator, tmp_path, budget=Budget(max_turns=2)).run("hello")
+    assert result.halt_reason == BudgetExceeded("max_turns", 2, 2)
+    assert evaluator.requests == []
+    assert [s.agent for s in result.sessions] == ["builder"]
+
+
+@pytest.mark.anyio
+async def test_evaluator_lines_a_run_never_reached_fail_the_replay(tmp_path: Path) -> None:
+    """An evaluator script the run never got to is a divergence too, reported on its first line."""
+    builder = ScriptedModelClient.from_responses([{"text": "done"}])
+    evaluator = ScriptedModelClient.from_responses([{"text": "VERDICT: PASS"}], name="eval")
+    harness = build(builder, evaluator, tmp_path, budget=Budget(max_turns=1))
+    with pytest.raises(FixtureUnconsumed, match="eval:1: the run ended with 1 script line"):
+        await harness.run("hello")
