@@ -237,3 +237,40 @@ async def test_max_blocks_must_be_positive(setup: Path) -> None:
         await claude_stop(
             payload(setup), load_spec(setup / "spec.toml"), state_dir=setup, max_blocks=0
         )
+
+
+@pytest.mark.parametrize(
+    ("transcript", "passes"),
+    [
+        (
+            'not json\n{"message": {"role": "assistant", "content": "All set.\\nDONE"}}\n'
+            '{"type": "summary"}\n{"message": {"role": "user", "content": "thanks"}}\n',
+            True,
+        ),
+        (
+            '{"message": {"role": "assistant", "content": [{"type": "text", "text": "DONE"}]}}\n'
+            '{"message": {"role": "assistant", "content": [{"type": "tool_use", "id": "t"}]}}\n',
+            True,
+        ),
+        ('{"message": {"role": "assistant", "content": "no signal here"}}\n', False),
+        (None, False),
+    ],
+)
+@pytest.mark.anyio
+async def test_the_last_answer_is_read_from_whatever_the_transcript_holds(
+    setup: Path, transcript: str | None, passes: bool
+) -> None:
+    """Skips lines that are not answers; a missing transcript means no answer (not done)."""
+    (setup / "workspace" / "report.md").write_text("# Report\n")
+    path = setup / "transcript.jsonl"
+    if transcript is None:
+        path.unlink()
+    else:
+        path.write_text(transcript)
+    spec = load_spec(setup / "spec.toml")
+    decision = await claude_stop(payload(setup), spec, state_dir=setup / "state")
+    assert decision.block is not passes
+    bare = payload(setup)
+    del bare["transcript_path"]
+    unanswered = await claude_stop(bare, spec, state_dir=setup / "state")
+    assert unanswered.block

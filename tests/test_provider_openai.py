@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,15 @@ pytestmark = pytest.mark.anyio
 def provider() -> Iterator[FakeProvider]:
     with fake_provider() as server:
         yield server
+
+
+@pytest.fixture
+def unused_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
 
 
 @pytest.fixture(autouse=True)
@@ -232,6 +242,42 @@ async def test_auth_and_bad_request_errors_are_not_retried(
     assert KEY not in str(caught.value)
     assert "[redacted]" in str(caught.value)
     assert len(provider.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "retryable"),
+    [
+        (408, "timeout", True),
+        (409, "other", True),
+        (413, "bad_request", False),
+        (418, "other", False),
+        (502, "server", True),
+    ],
+)
+async def test_each_status_is_classified(
+    provider: FakeProvider, status: int, kind: str, retryable: bool
+) -> None:
+    """Every HTTP error status maps to one kind, retried only when trying again can help."""
+    provider.script(Reply({"error": {"message": "no"}}, status))
+    client = make(provider, retry=RetryPolicy.none())
+    with pytest.raises(ModelError) as caught:
+        await client.complete(request())
+    assert (caught.value.kind, caught.value.retryable) == (kind, retryable)
+
+
+async def test_a_refused_connection_is_retried_then_reported(unused_port: int) -> None:
+    """Nothing listening is a retryable 'connection' error."""
+    clock = FakeClock()
+    client = OpenAIClient(
+        "gpt-4o",
+        base_url=f"http://127.0.0.1:{unused_port}/v1",
+        retry=RetryPolicy(max_attempts=2, jitter=0.0),
+        clock=clock,
+    )
+    with pytest.raises(ModelError, match=r"gave up after 2") as caught:
+        await client.complete(request())
+    assert (caught.value.kind, caught.value.retryable) == ("connection", True)
+    assert clock.now() == 1.0
 
 
 async def test_a_response_that_is_not_json_is_malformed_and_not_retried(
