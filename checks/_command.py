@@ -42,6 +42,14 @@ def convert_command(value: object) -> str | tuple[str, ...]:
     )
 
 
+def convert_env(value: Mapping[str, str]) -> dict[str, str]:
+    env = dict(value)
+    for key, item in env.items():
+        if not isinstance(key, str) or not isinstance(item, str):
+            raise ConfigurationError(f"'env' must map names to strings (got {key!r}: {item!r})")
+    return env
+
+
 def validate_timeout(instance: object, attribute: Any, value: object) -> None:
     if value is None:
         return
@@ -119,7 +127,7 @@ class CommandCheck(Combinable):
     timeout: float | None = field(default=120.0, validator=validate_timeout)
     sandbox: SandboxProvider = field(factory=LocalSandbox, validator=validate_sandbox)
     what: str | None = None
-    env: Mapping[str, str] = field(factory=dict, converter=dict, hash=False)
+    env: Mapping[str, str] = field(factory=dict, converter=convert_env, hash=False)
 
     def description(self) -> str:
         where = "" if self.working_dir in (".", "") else f" in {self.working_dir}"

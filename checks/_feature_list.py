@@ -120,9 +120,10 @@ class _Baselines:
         return len(self._runs)
 
 
-def _max_runs(instance: object, attribute: object, value: object) -> None:
+def _max_runs(value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigurationError(f"'max_runs' must be a positive int (got {value!r})")
+    return value
 
 
 @frozen
@@ -138,7 +139,7 @@ class FeatureListCheck(Combinable):
     """
 
     path: str = "feature_list.json"
-    max_runs: int = field(default=DEFAULT_MAX_RUNS, validator=_max_runs)
+    max_runs: int = field(default=DEFAULT_MAX_RUNS, converter=_max_runs)
     _baselines: _Baselines = field(
         init=False,
         eq=False,

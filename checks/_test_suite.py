@@ -13,6 +13,7 @@ from harness import ProcessResult, SessionStateSnapshot, WorkspaceEscape, resolv
 from ._command import (
     command_text,
     convert_command,
+    convert_env,
     failure_headline,
     run_in_workspace,
     validate_sandbox,
@@ -44,7 +45,7 @@ class TestSuiteCheck(Combinable):
     timeout: float | None = field(default=600.0, validator=validate_timeout)
     sandbox: SandboxProvider = field(factory=LocalSandbox, validator=validate_sandbox)
     junit_xml: str | None = None
-    env: Mapping[str, str] = field(factory=dict, converter=dict, hash=False)
+    env: Mapping[str, str] = field(factory=dict, converter=convert_env, hash=False)
 
     def description(self) -> str:
         where = "" if self.working_dir in (".", "") else f" (in {self.working_dir})"
