@@ -130,13 +130,25 @@ class TerminationPolicy:
 class _PolicySession:
     """The policy's state for one session: bound sensors, feedback triggers and history."""
 
-    __slots__ = ("_check", "_clock", "_feedback", "_limit", "_policy", "_sensors", "_started")
+    __slots__ = (
+        "_check",
+        "_clock",
+        "_feedback",
+        "_limit",
+        "_policy",
+        "_rejections",
+        "_sensors",
+        "_started",
+    )
 
     def __init__(self, policy: TerminationPolicy, clock: Clock, limit: Limit | None) -> None:
         self._policy = policy
         self._clock = clock
         self._limit = limit
         self._check = policy.completion_check
+        # Rejected claims of done, counted here: the run's check_reasons also hold checks that
+        # judged no claim (the look before the first turn, Ralph's check between iterations).
+        self._rejections = 0
         self._sensors: tuple[Sensor, ...] = tuple(
             s.bind() if isinstance(s, BindsPerSession) else s for s in policy.sensors
         )
@@ -199,7 +211,8 @@ class _PolicySession:
             return Decision(
                 halt=Completed(), readings=tuple(readings), feedback=tuple(feedback), checked=True
             )
-        rejections = len(snapshot.check_reasons) + 1
+        self._rejections += 1
+        rejections = self._rejections
         cap = self._policy.max_rejections
         halt = RejectionLimit(rejections, reason) if cap is not None and rejections >= cap else None
         if halt is None:

@@ -389,3 +389,25 @@ async def test_work_not_yet_done_runs_normally_after_the_early_check(tmp_path: P
     assert result.halt_reason == Completed()
     assert check.calls == 2
     assert len(model.requests) == 2
+
+
+async def test_a_failed_early_check_is_not_counted_as_a_rejected_claim() -> None:
+    """The look before the first turn is not a claim of done, so it does not use up one of
+    max_rejections: with max_rejections=2 the agent still gets a second claim."""
+    check = Scripted(["nothing done yet", "half done", None])
+    model = ScriptedModelClient.from_responses(
+        [
+            {"text": "done", "expect": {"last_feedback_source": None}},
+            {"text": "done now", "expect": {"last_feedback_source": "completion_check"}},
+        ]
+    )
+    harness = Harness(
+        model=model,
+        policy=TerminationPolicy(
+            completion_check=check, check_before_first_turn=True, max_rejections=2
+        ),
+        clock=FakeClock(),
+    )
+    result = await harness.run("work")
+    assert result.halt_reason == Completed()
+    assert check.calls == 3
