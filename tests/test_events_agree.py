@@ -18,6 +18,7 @@ from harness import (
     Event,
     FakeClock,
     FeedbackInjected,
+    FixtureExhausted,
     Harness,
     IterationStarted,
     ListSink,
@@ -213,3 +214,30 @@ async def test_a_debug_filtering_logger_drops_only_debug_events(tmp_path: Path) 
     expected = [e.name for e in sink.events if e.level != "debug"]
     assert [call.kwargs["event"] for call in captured] == expected
     assert {call.method_name for call in captured} == {"info", "warning"}
+
+
+async def test_a_broken_fixture_still_ends_the_stream_with_run_halted(tmp_path: Path) -> None:
+    """When the script runs out mid-run, the stream still ends with `run.halted` (a fixture
+    failure) and leaving the block raises the FixtureError."""
+    model = ScriptedModelClient.from_responses([{"tool_calls": [{"name": "list_files"}]}])
+    harness = Harness(
+        model=model,
+        policy=TerminationPolicy(),
+        tools=workspace_tools(),
+        workspace=tmp_path,
+        clock=FakeClock(),
+        transcript=tmp_path / "run.jsonl",
+    )
+    names: list[str] = []
+
+    async def consume() -> None:
+        async with harness.stream("list") as events:
+            async for event in events:
+                names.append(event.name)
+
+    with pytest.raises(FixtureExhausted):
+        await consume()
+    assert names[-1] == "run.halted"
+    last = read_transcript(tmp_path / "run.jsonl")[-1]
+    assert last["reason"]["type"] == "ModelFailed"
+    assert last["reason"]["kind"] == "fixture"
