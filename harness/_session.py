@@ -23,7 +23,7 @@ from ._events import (
 )
 from ._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 from ._model import ModelClient
-from ._policy import Decision, Limit, PolicySession
+from ._policy import CONTINUE, Decision, Limit, PolicySession
 from ._result import BudgetExceeded, HaltReason, ModelFailed
 from ._state import HistoryView, SessionStateSnapshot, ToolOutcome
 from ._tools import Tool, ToolContext
@@ -105,29 +105,31 @@ class Session:
         self, *, claims_done: bool = False, final_text: str | None = None
     ) -> SessionStateSnapshot:
         run = self._run
+        # Positional, in field order: the loop takes three snapshots a turn, and matching 22
+        # keywords costs more than building the snapshot. tests/test_hot_path.py pins the order.
         return SessionStateSnapshot(
-            run_id=run.run_id,
-            task=run.task,
-            agent=self.agent,
-            iteration=self.iteration,
-            workspace=run.workspace,
-            messages=HistoryView(self._messages),
-            tool_outcomes=HistoryView(self._outcomes),
-            check_reasons=HistoryView(run.check_reasons),
-            turns=self.turns,
-            tool_calls=self.tool_calls,
-            usage=self.usage,
-            run_turns=run.turns,
-            run_tool_calls=run.tool_calls,
-            run_usage=run.usage,
-            started_at=run.started_at,
-            now=run.now(),
-            deadline=run.deadline,
-            claims_done=claims_done,
-            final_text=final_text,
-            store=run.store.frozen(),
-            context_window=run.context_window,
-            session_started_at=self.started_at,
+            run.run_id,
+            run.task,
+            self.agent,
+            self.iteration,
+            run.workspace,
+            HistoryView(self._messages),
+            HistoryView(self._outcomes),
+            HistoryView(run.check_reasons),
+            self.turns,
+            self.tool_calls,
+            self.usage,
+            run.turns,
+            run.tool_calls,
+            run.usage,
+            run.started_at,
+            run.now(),
+            run.deadline,
+            claims_done,
+            final_text,
+            run.store.frozen(),
+            run.context_window,
+            self.started_at,
         )
 
     def inject(self, source: str, text: str) -> None:
@@ -214,7 +216,8 @@ class Session:
             )
             run_check = claims_done and self._on_claim == "check"
             decision = await policy.after_turn(snapshot, run_check=run_check)
-            self._apply(decision)
+            if decision is not CONTINUE:  # CONTINUE carries nothing to emit or inject
+                self._apply(decision)
             if decision.halt is not None:
                 return SessionEnd(decision.halt, snapshot)
             if claims_done and self._on_claim == "return":
@@ -323,7 +326,7 @@ class Session:
             if tool.inline and not tool.is_async:
                 # It runs on the loop with no checkpoint, so no deadline could interrupt it;
                 # a cancel scope would cost more than most such calls and change nothing.
-                return await tool.invoke(call.arguments, context), False
+                return tool.call_inline(call.arguments, context), False
             with run.clock.deadline_scope(run.now() + timeout) as scope:
                 content = await tool.invoke(call.arguments, context)
         except Exception as exc:

@@ -112,21 +112,29 @@ class Tool:
 
     async def invoke(self, arguments: Mapping[str, Any], context: ToolContext | None) -> str:
         """Validate, call, and render the result as text. Exceptions propagate."""
+        if self.inline and not self.is_async:
+            return self.call_inline(arguments, context)
+        kwargs = self._kwargs(arguments, context)
+        if self.is_async:
+            result = await self.fn(**kwargs)
+        else:
+            result = await anyio.to_thread.run_sync(
+                lambda: self.fn(**kwargs), abandon_on_cancel=True
+            )
+        return render_result(result)
+
+    def call_inline(self, arguments: Mapping[str, Any], context: ToolContext | None) -> str:
+        """`invoke` for a sync tool declared ``inline=True``: it runs right here, on the loop."""
+        return render_result(self.fn(**self._kwargs(arguments, context)))
+
+    def _kwargs(self, arguments: Mapping[str, Any], context: ToolContext | None) -> dict[str, Any]:
         self.validate(arguments)
         kwargs = dict(arguments)
         if self.context_param is not None:
             if context is None:
                 raise RuntimeError(f"tool {self.name!r} needs a ToolContext")
             kwargs[self.context_param] = context
-        if self.is_async:
-            result = await self.fn(**kwargs)
-        elif self.inline:
-            result = self.fn(**kwargs)
-        else:
-            result = await anyio.to_thread.run_sync(
-                lambda: self.fn(**kwargs), abandon_on_cancel=True
-            )
-        return render_result(result)
+        return kwargs
 
 
 def render_result(result: object) -> str:

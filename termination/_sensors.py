@@ -122,16 +122,18 @@ class RepeatedToolCallSensor:
         check_name("RepeatedToolCallSensor", self.name)
 
     def read(self, snapshot: SessionStateSnapshot) -> SensorReading:
-        outcomes = snapshot.tool_outcomes
-        if not outcomes or outcomes[-1].turn != snapshot.turns:
+        recent = snapshot.tool_outcomes[-self.limit :]  # read after every turn: touch no more
+        if not recent or recent[-1].turn != snapshot.turns:
             return SensorReading.ok()
-        last = outcomes[-1].call
+        last = recent[-1].call
         run = 0
-        for outcome in reversed(outcomes[-self.limit :]):
+        for outcome in reversed(recent):
             call = outcome.call
             if call.name != last.name or call.arguments != last.arguments:
                 break
             run += 1
+        if run < self.limit and (self.warn_at is None or run < self.warn_at):
+            return SensorReading.ok()  # the usual case, without building the two messages
         return graded(
             run,
             limit=self.limit,
@@ -162,15 +164,17 @@ class ConsecutiveToolErrorsSensor:
         check_name("ConsecutiveToolErrorsSensor", self.name)
 
     def read(self, snapshot: SessionStateSnapshot) -> SensorReading:
-        outcomes = snapshot.tool_outcomes
-        if not outcomes or outcomes[-1].turn != snapshot.turns:
+        recent = snapshot.tool_outcomes[-self.limit :]  # read after every turn: touch no more
+        if not recent or recent[-1].turn != snapshot.turns:
             return SensorReading.ok()
         run = 0
-        for outcome in reversed(outcomes[-self.limit :]):
+        for outcome in reversed(recent):
             if not outcome.is_error:
                 break
             run += 1
-        last = outcomes[-1]
+        if run < self.limit and (self.warn_at is None or run < self.warn_at):
+            return SensorReading.ok()  # the usual case, without building the two messages
+        last = recent[-1]
         return graded(
             run,
             limit=self.limit,

@@ -1,0 +1,201 @@
+"""The turn loop's hot path: the shortcuts it takes for speed change nothing a caller can see."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from attrs import fields
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness import (
+    Event,
+    FakeClock,
+    Harness,
+    ListSink,
+    ScriptedModelClient,
+    SessionStore,
+    StructlogSink,
+    SystemClock,
+    ToolCalled,
+    TurnStarted,
+    Usage,
+    tool,
+)
+from harness._clock import time_reader
+from harness._run import Run
+from harness._tools import render_result
+from termination import TerminationPolicy
+
+
+def _run(clock: FakeClock) -> Run:
+    store = SessionStore()
+    store.put("a note")
+    return Run(
+        run_id="run-1",
+        task="the task",
+        model=ScriptedModelClient([]),
+        tools={},
+        policy=TerminationPolicy(),
+        clock=clock,
+        sinks=[],
+        workspace=Path("/work/space"),
+        context_window=8_000,
+        started_at=1.0,
+        deadline=500.0,
+        turns=11,
+        tool_calls=12,
+        usage=Usage(1, 2),
+        check_reasons=["not yet"],
+        store=store,
+    )
+
+
+def test_a_snapshot_puts_every_value_in_its_own_field() -> None:
+    """The loop builds snapshots positionally; each field still holds the value it names."""
+    clock = FakeClock(start=3.0)
+    run = _run(clock)
+    session = run.new_session(agent="builder")
+    clock.advance(4.0)
+    session.turns, session.tool_calls, session.usage = 5, 6, Usage(3, 4)
+    snapshot = session.snapshot(claims_done=True, final_text="all done")
+    expected: dict[str, Any] = {
+        "run_id": "run-1",
+        "task": "the task",
+        "agent": "builder",
+        "iteration": 1,
+        "workspace": Path("/work/space"),
+        "turns": 5,
+        "tool_calls": 6,
+        "usage": Usage(3, 4),
+        "run_turns": 11,
+        "run_tool_calls": 12,
+        "run_usage": Usage(1, 2),
+        "started_at": 1.0,
+        "now": 7.0,
+        "deadline": 500.0,
+        "claims_done": True,
+        "final_text": "all done",
+        "store": {str: ("a note",)},
+        "context_window": 8_000,
+        "session_started_at": 3.0,
+    }
+    views = {"messages", "tool_outcomes", "check_reasons"}
+    assert {f.name for f in fields(type(snapshot))} == set(expected) | views
+    assert {name: getattr(snapshot, name) for name in expected} == expected
+    assert list(snapshot.messages) == list(session.messages)
+    assert list(snapshot.check_reasons) == ["not yet"]
+    assert list(snapshot.tool_outcomes) == []
+
+
+def test_a_snapshot_holds_views_of_the_history_not_copies() -> None:
+    """Taking a snapshot copies nothing: its histories are windows on the session's lists."""
+    run = _run(FakeClock())
+    session = run.new_session()
+    before = session.snapshot()
+    session.inject("test", "more")
+    after = session.snapshot()
+    assert len(after.messages) == len(before.messages) + 1
+    assert before.messages._items is after.messages._items  # type: ignore[attr-defined]
+
+
+@pytest.mark.anyio
+async def test_the_run_reads_the_event_loop_clock_directly() -> None:
+    """A run on the system clock reads the loop's own time; any other clock is read as is."""
+    read = time_reader(SystemClock())
+    first = anyio.current_time()
+    assert first <= read() <= anyio.current_time()
+    fake = FakeClock(start=9.0)
+    assert time_reader(fake)() == 9.0
+    fake.advance(1.0)
+    assert time_reader(fake)() == 10.0
+
+
+def test_outside_an_event_loop_the_system_clock_is_read_as_it_is() -> None:
+    """Without a running loop there is no backend to resolve, so the clock's own method is used."""
+    clock = SystemClock()
+    assert time_reader(clock) == clock.now
+
+
+@pytest.mark.anyio
+async def test_an_inline_tool_that_overruns_its_timeout_still_returns_its_result() -> None:
+    """An inline sync tool has no checkpoint a deadline could cut; its result is kept."""
+    clock = FakeClock()
+
+    @tool(inline=True, timeout=1.0)
+    def slow() -> str:
+        """Take longer than the timeout, without yielding."""
+        clock.advance(5.0)
+        return "finished"
+
+    sink = ListSink()
+    model = ScriptedModelClient.from_responses(
+        [{"tool_calls": [{"name": "slow", "arguments": {}}]}, {"text": "done"}]
+    )
+    harness = Harness(
+        model=model, policy=TerminationPolicy(), tools=[slow], clock=clock, sinks=[sink]
+    )
+    result = await harness.run("overrun")
+    assert result.verified
+    (called,) = sink.of_type(ToolCalled)
+    assert isinstance(called, ToolCalled)
+    assert (called.content, called.is_error) == ("finished", False)
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(_json)
+def test_a_tool_result_renders_exactly_as_json_dumps_would(value: object) -> None:
+    """The cached encoder and the int shortcut write what `json.dumps` with these options did."""
+    if isinstance(value, str):
+        expected = value
+    elif value is None:
+        expected = "ok"
+    else:
+        expected = json.dumps(value, ensure_ascii=False, default=str)
+    assert render_result(value) == expected
+
+
+class _Logger:
+    """A structlog-like logger whose level can change while a run goes on."""
+
+    def __init__(self) -> None:
+        self.level = logging.INFO
+        self.lines: list[tuple[str, str, dict[str, Any]]] = []
+
+    def bind(self, **_: Any) -> _Logger:
+        return self
+
+    def is_enabled_for(self, level: int) -> bool:
+        return level >= self.level
+
+    def debug(self, name: str, **fields: Any) -> None:
+        self.lines.append(("debug", name, fields))
+
+    def info(self, name: str, **fields: Any) -> None:
+        self.lines.append(("info", name, fields))
+
+
+def test_the_structlog_sink_asks_the_logger_for_every_debug_event() -> None:
+    """Debug events below the logger's level are dropped, and a level lowered mid-run is
+    honoured from the next event on."""
+    logger = _Logger()
+    sink = StructlogSink("run-1", logger)
+    event: Event = TurnStarted(0.5, "builder", 1, 2)
+    sink.emit(event)
+    assert logger.lines == []
+    logger.level = logging.DEBUG
+    sink.emit(event)
+    assert logger.lines == [
+        ("debug", "turn.started", {"at": 0.5, "agent": "builder", "iteration": 1, "turn": 2})
+    ]
