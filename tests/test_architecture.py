@@ -27,7 +27,7 @@ def _imported_packages(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("package", LAYERS)
 def test_imports_point_one_way(package: str) -> None:
-    """A package imports only the layers below it: strategies -> termination -> checks -> harness."""
+    """A package imports only lower layers: strategies -> termination -> checks -> harness."""
     allowed_above = set(LAYERS[LAYERS.index(package) + 1 :])
     offenders = []
     for path in sorted((ROOT / package).rglob("*.py")):
