@@ -161,7 +161,10 @@ def load_spec(path: str | Path, *, model_factory: Callable[..., ModelClient] | N
         raise SpecError(f"{where}: give 'workspace' or 'workspace_template', not both")
     transcript = data.get("transcript")
     transcript_path = (
-        base / _string(transcript, f"{where}: transcript") if transcript is not None else None
+        (base / _string(transcript, f"{where}: transcript")).resolve()
+        if transcript is not None
+        else None
+    )
     )
     model = data.get("model")
     if not isinstance(model, dict):
