@@ -165,7 +165,6 @@ def load_spec(path: str | Path, *, model_factory: Callable[..., ModelClient] | N
         if transcript is not None
         else None
     )
-    )
     model = data.get("model")
     if not isinstance(model, dict):
         raise SpecError(f'{where}: a [model] table is required (e.g. type = "fixture", path = ...)')
