@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -13,10 +14,9 @@ from attrs import field, frozen
 Role = Literal["system", "user", "assistant", "tool"]
 
 FEEDBACK_TAG = "harness-feedback"
-_OPEN = f"<{FEEDBACK_TAG}"
-_ESCAPED = f"&lt;{FEEDBACK_TAG}"
-_CLOSE = f"</{FEEDBACK_TAG}"
-_CLOSE_ESCAPED = f"&lt;/{FEEDBACK_TAG}"
+
+
+_TAG = re.compile(rf"<\s*/?\s*{FEEDBACK_TAG}", re.IGNORECASE)
 
 
 def neutralize(text: str) -> str:
@@ -25,9 +25,9 @@ def neutralize(text: str) -> str:
     Closing tags are defused too: otherwise a check's reason quoting agent-controlled text could
     end its feedback block early and leave words outside it that read as the user's.
     """
-    if FEEDBACK_TAG not in text:
+    if FEEDBACK_TAG not in text.lower():
         return text
-    return text.replace(_OPEN, _ESCAPED).replace(_CLOSE, _CLOSE_ESCAPED)
+    return _TAG.sub(lambda m: "&lt;" + m.group(0)[1:], text)
 
 
 @frozen
