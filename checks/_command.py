@@ -24,6 +24,13 @@ from ._compose import Combinable
 from ._sandbox import LocalSandbox, SandboxProvider
 
 TAIL_CHARS = 1500
+# Python caches bytecode keyed by a source file's mtime in whole seconds and its size, so a fix
+# written in the same second as the last run (a - b -> a + b) could be judged by stale bytecode.
+# Commands therefore neither read nor write bytecode caches unless the check's env says otherwise.
+FRESH_BYTECODE = {
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONPYCACHEPREFIX": "/nonexistent/harness-check-pycache",
+}
 
 
 def command_text(command: str | Sequence[str]) -> str:
@@ -81,7 +88,7 @@ async def run_in_workspace(
     except WorkspaceEscape as exc:
         return f"`{command_text(command)}` cannot run: {exc}"
     return await sandbox.run(
-        command, cwd=cwd, timeout=timeout, env=dict(env), workspace=state.workspace
+        command, cwd=cwd, timeout=timeout, env={**FRESH_BYTECODE, **env}, workspace=state.workspace
     )
 
 

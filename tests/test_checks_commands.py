@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import py_compile
 import sys
 import textwrap
 from pathlib import Path
@@ -225,3 +227,17 @@ def test_failing_tests_from_several_runners() -> None:
         "TestParse/empty",
         "TestParse",
     ]
+
+
+async def test_suite_never_judges_stale_bytecode(tmp_path: Path) -> None:
+    """A fix of the same size and mtime as the cached bytecode is still what gets tested."""
+    workspace = _project(
+        tmp_path / "ws", "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    )
+    source = workspace / "calc.py"
+    source.write_text("def add(a, b):\n    return a - b\n")
+    py_compile.compile(str(source), cfile=importlib.util.cache_from_source(str(source)))
+    stamp = source.stat()
+    source.write_text("def add(a, b):\n    return a + b\n")
+    os.utime(source, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    assert await TestSuiteCheck(PYTEST).check(snapshot(workspace)) is None
