@@ -28,8 +28,8 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"event": self.name}
-        for f in fields(type(self)):
-            data[f.name] = _plain(getattr(self, f.name))
+        for name in _field_names(type(self)):
+            data[name] = _plain(getattr(self, name))
         return data
 
     def replay_key(self) -> dict[str, Any]:
@@ -39,7 +39,22 @@ class Event:
         return data
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(kind: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(kind)
+    if names is None:
+        names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(kind))
+    return names
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _plain(value: object) -> object:
+    if type(value) in _SCALARS:  # most fields: skip the attribute lookup below
+        return value
     if hasattr(value, "to_dict"):
         return value.to_dict()
     if isinstance(value, tuple | list):

@@ -200,8 +200,9 @@ class _PolicySession:
         tripped = _read(self._sensors, snapshot, readings, feedback)
         if tripped is not None:
             return Decision(halt=tripped, readings=tuple(readings))
+        has_providers = bool(self._policy.feedback)  # without any, asking costs a clock read
         if not run_check:
-            if not snapshot.claims_done:
+            if not snapshot.claims_done and has_providers:
                 feedback.extend(self._feedback.run(snapshot))
             if not readings and not feedback:
                 return CONTINUE
@@ -217,7 +218,7 @@ class _PolicySession:
         halt = RejectionLimit(rejections, reason) if cap is not None and rejections >= cap else None
         if halt is None:
             halt = self._read_verdicts(snapshot, reason, readings, feedback)
-        if halt is None:
+        if halt is None and has_providers:
             feedback.extend(self._feedback.run(snapshot))
         return Decision(
             halt=halt,
