@@ -98,6 +98,11 @@ class TerminationPolicy:
     check_before_first_turn: bool = False
     feedback: tuple[FeedbackProviderConfig, ...] = field(default=(), converter=_feedback)
     feedback_max_chars: int = 2000
+    # Which optional hooks the sensors and the check implement, asked once here: on Python
+    # 3.11 each protocol check costs ~10 µs, and every run and session would ask again.
+    _binds: tuple[bool, ...] = field(init=False, repr=False, eq=False)
+    _starts: tuple[bool, ...] = field(init=False, repr=False, eq=False)
+    _prepares: bool = field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         _positive("check_timeout", self.check_timeout)
@@ -107,6 +112,11 @@ class TerminationPolicy:
             raise ConfigurationError(f"'feedback_max_chars' must be an int >= 200 (got {size!r})")
         if not isinstance(self.budget, Budget):
             raise ConfigurationError(f"'budget' must be a Budget (got {self.budget!r})")
+        binds = tuple(isinstance(s, BindsPerSession) for s in self.sensors)
+        starts = tuple(isinstance(s, StartsSession) for s in self.sensors)
+        object.__setattr__(self, "_binds", binds)
+        object.__setattr__(self, "_starts", starts)
+        object.__setattr__(self, "_prepares", isinstance(self.completion_check, PreparesForRun))
 
     @property
     def wall_time(self) -> float | None:
@@ -120,8 +130,8 @@ class TerminationPolicy:
         return self.completion_check.description()
 
     async def start_run(self, snapshot: SessionStateSnapshot) -> None:
-        if isinstance(self.completion_check, PreparesForRun):
-            await self.completion_check.prepare(snapshot)
+        if self._prepares:
+            await self.completion_check.prepare(snapshot)  # type: ignore[attr-defined]
 
     def start_session(self, *, clock: Clock, limit: Limit | None = None) -> _PolicySession:
         return _PolicySession(self, clock, limit)
@@ -139,6 +149,7 @@ class _PolicySession:
         "_rejections",
         "_sensors",
         "_started",
+        "_starting",
     )
 
     def __init__(self, policy: TerminationPolicy, clock: Clock, limit: Limit | None) -> None:
@@ -150,7 +161,16 @@ class _PolicySession:
         # judged no claim (the look before the first turn, Ralph's check between iterations).
         self._rejections = 0
         self._sensors: tuple[Sensor, ...] = tuple(
-            s.bind() if isinstance(s, BindsPerSession) else s for s in policy.sensors
+            s.bind() if binds else s  # type: ignore[attr-defined]
+            for s, binds in zip(policy.sensors, policy._binds, strict=True)
+        )
+        # The sensors with a baseline to record: a bound sensor is a new object, asked here.
+        self._starting: tuple[Any, ...] = tuple(
+            sensor
+            for sensor, binds, starts in zip(
+                self._sensors, policy._binds, policy._starts, strict=True
+            )
+            if (isinstance(sensor, StartsSession) if binds else starts)
         )
         self._feedback = FeedbackRunner(
             policy.feedback,
@@ -164,9 +184,8 @@ class _PolicySession:
     def _start(self, snapshot: SessionStateSnapshot) -> None:
         """Before the session's first model call: baselines for sensors and triggers."""
         self._started = True
-        for sensor in self._sensors:
-            if isinstance(sensor, StartsSession):
-                sensor.start(snapshot)
+        for sensor in self._starting:
+            sensor.start(snapshot)
         self._feedback.start(snapshot)
 
     def statistics(self) -> FeedbackStatistics:
