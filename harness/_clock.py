@@ -67,6 +67,9 @@ class SystemClock:
         return "SystemClock()"
 
 
+_UNWIND_ROUNDS = 32
+
+
 @define
 class FakeClock:
     """A manual clock: time moves only when something sleeps on it or calls `advance`.
@@ -78,6 +81,7 @@ class FakeClock:
     start: float = 0.0
     _now: float = field(init=False)
     _scopes: list[tuple[float, anyio.CancelScope]] = field(init=False, factory=list)
+    _sleepers: list[float] = field(init=False, factory=list)
 
     def __attrs_post_init__(self) -> None:
         self._now = self.start
@@ -95,10 +99,33 @@ class FakeClock:
                 scope.cancel()
 
     async def sleep(self, seconds: float) -> None:
+        """Wait `seconds` of fake time; concurrent sleeps overlap as on a real clock.
+
+        Each sleeper yields once so that tasks started together can register their own
+        sleeps; then the earliest sleeper moves time to its wake-up (or to the first deadline
+        before it, cancelling that scope), and later sleepers wait their turn. Three tools
+        sleeping 10, 20 and 30 seconds at once finish at 30, not 60.
+        """
         target = self._now + max(seconds, 0.0)
-        pending = [d for d, _ in self._scopes if self._now < d < target]
-        self.advance((min(pending) if pending else target) - self._now)
-        await anyio.lowlevel.checkpoint()
+        self._sleepers.append(target)
+        unwinding = 0
+        try:
+            while True:
+                await anyio.lowlevel.checkpoint()
+                if self._now >= target:
+                    return
+                if target > min(self._sleepers):
+                    continue
+                # Let tasks whose deadline has passed leave their scopes first, so they see
+                # the time they were cancelled at (bounded, in case one ignores the cancel).
+                if unwinding < _UNWIND_ROUNDS and any(d <= self._now for d, _ in self._scopes):
+                    unwinding += 1
+                    continue
+                unwinding = 0
+                pending = [d for d, _ in self._scopes if self._now < d < target]
+                self.advance((min(pending) if pending else target) - self._now)
+        finally:
+            self._sleepers.remove(target)
 
     def deadline_scope(self, deadline: float) -> DeadlineScope:
         # A generator context manager's __exit__ returns a bool at run time; typeshed widens it

@@ -259,3 +259,43 @@ async def test_the_wall_time_budget_counts_from_the_run_start_not_clock_zero() -
     result = await harness.run("wait")
     assert result.halt_reason == BudgetExceeded("max_wall_time", 75, 75)
     assert clock.now() == 1_000_075.0
+
+
+@pytest.mark.anyio
+async def test_concurrent_fake_sleeps_overlap_like_real_time() -> None:
+    """Three tasks sleeping 10, 20 and 30 s at once wake at 10, 20 and 30, not one after another."""
+    clock = FakeClock()
+    woke: dict[float, float] = {}
+
+    async def nap(seconds: float) -> None:
+        await clock.sleep(seconds)
+        woke[seconds] = clock.now()
+
+    async with anyio.create_task_group() as group:
+        for seconds in (30.0, 10.0, 20.0):
+            group.start_soon(nap, seconds)
+    assert woke == {10.0: 10.0, 20.0: 20.0, 30.0: 30.0}
+    assert clock.now() == 30.0
+
+
+@pytest.mark.anyio
+async def test_a_deadline_cuts_only_the_sleeper_it_scopes() -> None:
+    """A deadline between two concurrent sleeps cancels the scoped one; the other wakes on time."""
+    clock = FakeClock()
+    cut: list[float] = []
+    woke: list[float] = []
+
+    async def scoped() -> None:
+        with clock.deadline_scope(15.0):
+            await clock.sleep(100.0)
+        cut.append(clock.now())
+
+    async def plain() -> None:
+        await clock.sleep(20.0)
+        woke.append(clock.now())
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(scoped)
+        group.start_soon(plain)
+    assert cut == [15.0]
+    assert woke == [20.0]
