@@ -139,3 +139,53 @@ def test_leftover_fixture_lines_fail_after_keeping_the_transcript(
     assert "script.jsonl:9" in err
     assert "unused" in err
     assert _events(transcript)[-1]["event"] == "run.halted"
+
+
+SELF_VERIFYING = """
+prompt = "make done.txt"
+workspace = "ws"
+[model]
+type = "fixture"
+path = "{builder}"
+[strategy]
+type = "self_verifying"
+max_rounds = 2
+[strategy.evaluator]
+type = "fixture"
+path = "{evaluator}"
+[[checks]]
+type = "files"
+paths = ["done.txt"]
+"""
+
+
+def test_record_captures_the_evaluator_beside_the_builder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--record writes the evaluator's calls to NAME.evaluator.jsonl; both replay the run."""
+    (tmp_path / "ws").mkdir()
+    write = {"name": "write_file", "arguments": {"path": "done.txt", "content": "x"}}
+    builder = [{"tool_calls": [write]}, {"text": "done"}, {"text": "fixed it"}]
+    evaluator = [{"text": "too thin\nVERDICT: FAIL"}, {"text": "VERDICT: PASS"}]
+    (tmp_path / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in builder))
+    (tmp_path / "e.jsonl").write_text("".join(json.dumps(r) + "\n" for r in evaluator))
+    first = tmp_path / "first.toml"
+    first.write_text(SELF_VERIFYING.format(builder="b.jsonl", evaluator="e.jsonl"))
+    record = tmp_path / "rec.jsonl"
+    t1, t2 = tmp_path / "t1.jsonl", tmp_path / "t2.jsonl"
+    assert main(["run", str(first), "-q", "--record", str(record), "--transcript", str(t1)]) == 0
+    assert len(record.read_text().splitlines()) == 3
+    assert len((tmp_path / "rec.evaluator.jsonl").read_text().splitlines()) == 2
+    replay = tmp_path / "replay.toml"
+    replay.write_text(SELF_VERIFYING.format(builder="rec.jsonl", evaluator="rec.evaluator.jsonl"))
+    (tmp_path / "ws" / "done.txt").unlink()
+    assert main(["run", str(replay), "-q", "--transcript", str(t2)]) == 0
+
+    def keys(path: Path) -> list[dict[str, object]]:
+        rows = _events(path)
+        for row in rows:
+            row.pop("at", None)
+            row.pop("run_id", None)
+        return rows
+
+    assert keys(t1) == keys(t2)

@@ -13,7 +13,15 @@ from typing import Any
 import anyio
 import structlog
 
-from harness import ConfigurationError, EventSink, FixtureError, Harness, RunResult
+from harness import (
+    ConfigurationError,
+    EventSink,
+    FixtureError,
+    Harness,
+    ModelClient,
+    RecordingModelClient,
+    RunResult,
+)
 
 from ._progress import ProgressPrinter
 from ._spec import load_spec
@@ -75,17 +83,23 @@ def _handle(args: argparse.Namespace) -> int:
             return EXIT_ERROR
         workspace = spec.prepare_workspace(args.workspace)
         model = spec.build_model()
+        wrap = None
         if args.record is not None:
-            from harness import RecordingModelClient
+            record: Path = args.record
+            model = RecordingModelClient(model, record)
 
-            model = RecordingModelClient(model, args.record)
+            def wrap(client: ModelClient, role: str) -> ModelClient:
+                # Each extra model gets its own fixture beside the builder's: run.jsonl ->
+                # run.evaluator.jsonl, so a SelfVerifying run replays with both scripts.
+                return RecordingModelClient(client, record.with_suffix(f".{role}{record.suffix}"))
+
         transcript = args.transcript or spec.transcript
         sinks: list[EventSink] = [] if args.quiet else [ProgressPrinter()]
         harness = Harness(
             model=model,
             policy=spec.policy,
             tools=spec.tools,
-            strategy=spec.build_strategy(),
+            strategy=spec.build_strategy(wrap_model=wrap),
             workspace=workspace,
             system_prompt=spec.system_prompt,
             sinks=sinks,

@@ -88,7 +88,10 @@ class Spec:
             dict(table or self.model), where=f"{self.path}: {where}", base=self.path.parent
         )
 
-    def build_strategy(self) -> Strategy:
+    def build_strategy(
+        self, *, wrap_model: Callable[[ModelClient, str], ModelClient] | None = None
+    ) -> Strategy:
+        """The spec's strategy; `wrap_model(client, role)` may wrap any extra model it uses."""
         table = dict(self.strategy)
         kind = table.pop("type", "loop")
         where = f"{self.path}: strategy"
@@ -107,10 +110,10 @@ class Spec:
             rounds = table.pop("max_rounds", 3)
             if table:
                 raise SpecError(f"{where}.{sorted(table)[0]} is not a SelfVerifying setting")
-            kwargs: dict[str, Any] = {
-                "evaluator": self.build_model(evaluator, where="strategy.evaluator"),
-                "max_rounds": rounds,
-            }
+            evaluator_model = self.build_model(evaluator, where="strategy.evaluator")
+            if wrap_model is not None:
+                evaluator_model = wrap_model(evaluator_model, "evaluator")
+            kwargs: dict[str, Any] = {"evaluator": evaluator_model, "max_rounds": rounds}
             if budget is not None:
                 kwargs["evaluator_budget"] = Budget.from_config(
                     _table(budget, f"{where}.evaluator_budget"), where=f"{where}.evaluator_budget"
