@@ -70,21 +70,19 @@ def harness_script(turns: int) -> tuple[ModelResponse, ...]:
 
 
 class BenchModel:
-    """A model client that answers from a script after the backend's own sleep."""
+    """A model client that answers turn k with the script's k-th response, after the backend's
+    own sleep; it keeps no state, so one client (and one `Harness`) serves every session."""
 
-    __slots__ = ("_delay", "_next", "_responses", "_sleep")
+    __slots__ = ("_delay", "_responses", "_sleep")
 
     def __init__(self, responses: Sequence[ModelResponse], sleep: Sleep, delay: float) -> None:
         self._responses = responses
         self._sleep = sleep
         self._delay = delay
-        self._next = 0
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         await self._sleep(self._delay)
-        response = self._responses[self._next]
-        self._next += 1
-        return response
+        return self._responses[request.turn - 1]
 
 
 def default_policy(turns: int) -> Policy:
@@ -101,11 +99,14 @@ def default_policy(turns: int) -> Policy:
     )
 
 
-async def harness_session(
-    script: Sequence[ModelResponse], policy: Policy, sleep: Sleep, delay: float, tool: Tool = add
-) -> int:
-    """Run one session through the harness; return the number of turns it took."""
-    harness = Harness(model=BenchModel(script, sleep, delay), policy=policy, tools=[tool])
+def bench_harness(turns: int, sleep: Sleep, delay: float, tool: Tool = add) -> Harness:
+    """The harness every session of `turns` turns runs through, built once like an agent."""
+    model = BenchModel(harness_script(turns), sleep, delay)
+    return Harness(model=model, policy=default_policy(turns), tools=[tool])
+
+
+async def harness_session(harness: Harness) -> int:
+    """Run one session through `harness`; return the number of turns it took."""
     sink = ListSink()
     result = await harness.run(TASK, sinks=[sink])
     if not result.verified or not sink.events:

@@ -96,6 +96,7 @@ class Session:
         self.tool_calls = 0
         self.usage = Usage()
         self.started_at = run.now()
+        self._request_deadline = self._deadline()  # fixed for the session: asked once
 
     @property
     def messages(self) -> Sequence[Message]:
@@ -190,7 +191,7 @@ class Session:
                 self._specs,
                 self.agent,
                 turn,
-                deadline=self._deadline(),
+                deadline=self._request_deadline,
                 workspace=run.workspace,
             )
             try:
