@@ -6,20 +6,67 @@ Checks combine with ``&`` (`AllOf`) and ``|`` (`AnyOf`) and build from TOML tabl
 `check_from_config`. Commands run through a `SandboxProvider`.
 """
 
+import importlib
+import typing
+
 from ._always import AlwaysComplete
-from ._command import CommandCheck
 from ._compose import AllOf, AnyOf, Combinable
-from ._config import CHECK_TYPES, check_from_config
-from ._feature_list import Feature, FeatureListCheck, FeatureListError, load_features
-from ._files import FilesCheck
-from ._judge import JUDGE_SYSTEM, QuestionAnsweredCheck, parse_verdict
-from ._plan_check import PlanCheck
 from ._protocol import CompletionCheck, PreparesForRun
-from ._sandbox import BubblewrapSandbox, LocalSandbox, SandboxProvider, sandbox_by_name
-from ._signal import DEFAULT_SIGNAL, SignalCheck
-from ._sql import SqlResult, SqlResultCheck, sqlite_query_tool
-from ._test_output import failing_tests
-from ._test_suite import TestSuiteCheck
+
+if typing.TYPE_CHECKING:
+    from ._command import CommandCheck
+    from ._config import CHECK_TYPES, check_from_config
+    from ._feature_list import Feature, FeatureListCheck, FeatureListError, load_features
+    from ._files import FilesCheck
+    from ._judge import JUDGE_SYSTEM, QuestionAnsweredCheck, parse_verdict
+    from ._plan_check import PlanCheck
+    from ._sandbox import BubblewrapSandbox, LocalSandbox, SandboxProvider, sandbox_by_name
+    from ._signal import DEFAULT_SIGNAL, SignalCheck
+    from ._sql import SqlResult, SqlResultCheck, sqlite_query_tool
+    from ._test_output import failing_tests
+    from ._test_suite import TestSuiteCheck
+
+# Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
+# them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
+_LAZY = {
+    "CommandCheck": "._command",
+    "CHECK_TYPES": "._config",
+    "check_from_config": "._config",
+    "Feature": "._feature_list",
+    "FeatureListCheck": "._feature_list",
+    "FeatureListError": "._feature_list",
+    "load_features": "._feature_list",
+    "FilesCheck": "._files",
+    "JUDGE_SYSTEM": "._judge",
+    "QuestionAnsweredCheck": "._judge",
+    "parse_verdict": "._judge",
+    "PlanCheck": "._plan_check",
+    "BubblewrapSandbox": "._sandbox",
+    "LocalSandbox": "._sandbox",
+    "SandboxProvider": "._sandbox",
+    "sandbox_by_name": "._sandbox",
+    "DEFAULT_SIGNAL": "._signal",
+    "SignalCheck": "._signal",
+    "SqlResult": "._sql",
+    "SqlResultCheck": "._sql",
+    "sqlite_query_tool": "._sql",
+    "failing_tests": "._test_output",
+    "TestSuiteCheck": "._test_suite",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
 
 __all__ = [
     "AllOf",

@@ -1,8 +1,9 @@
 """The harness: the turn loop, its data types, events, fixtures, and the protocols the
 `checks`, `termination` and `strategies` packages implement."""
 
-from ._builtin_tools import list_files, read_file, workspace_tools, write_file
-from ._cli_agent import CliAgentClient, render_prompt
+import importlib
+import typing
+
 from ._clock import Clock, FakeClock, SystemClock
 from ._errors import (
     ConfigurationError,
@@ -44,18 +45,7 @@ from ._messages import (
     Usage,
 )
 from ._model import ModelClient
-from ._plan import Plan, PlanStep, update_plan
 from ._policy import CONTINUE, Decision, Limit, Policy, PolicySession, SensorReading
-from ._process import ProcessResult, run_process
-from ._providers import (
-    AnthropicClient,
-    ModelPrice,
-    OpenAIClient,
-    PriceTable,
-    RetryPolicy,
-    model_from_config,
-)
-from ._recording import RecordingModelClient
 from ._result import (
     BudgetExceeded,
     Completed,
@@ -72,6 +62,58 @@ from ._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
 from ._tools import Tool, ToolArgumentError, ToolContext, tool
 from ._workspace import WorkspaceEscape, resolve_in_workspace
+
+if typing.TYPE_CHECKING:
+    from ._builtin_tools import list_files, read_file, workspace_tools, write_file
+    from ._cli_agent import CliAgentClient, render_prompt
+    from ._plan import Plan, PlanStep, update_plan
+    from ._process import ProcessResult, run_process
+    from ._providers import (
+        AnthropicClient,
+        ModelPrice,
+        OpenAIClient,
+        PriceTable,
+        RetryPolicy,
+        model_from_config,
+    )
+    from ._recording import RecordingModelClient
+
+# Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
+# them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
+_LAZY = {
+    "list_files": "._builtin_tools",
+    "read_file": "._builtin_tools",
+    "workspace_tools": "._builtin_tools",
+    "write_file": "._builtin_tools",
+    "CliAgentClient": "._cli_agent",
+    "render_prompt": "._cli_agent",
+    "Plan": "._plan",
+    "PlanStep": "._plan",
+    "update_plan": "._plan",
+    "ProcessResult": "._process",
+    "run_process": "._process",
+    "AnthropicClient": "._providers",
+    "ModelPrice": "._providers",
+    "OpenAIClient": "._providers",
+    "PriceTable": "._providers",
+    "RetryPolicy": "._providers",
+    "model_from_config": "._providers",
+    "RecordingModelClient": "._recording",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
 
 __all__ = [
     "AnthropicClient",

@@ -1,10 +1,10 @@
 """Termination: budgets, sensors, feedback providers, and the policy that decides when a run
 stops."""
 
+import importlib
+import typing
+
 from ._budget import Budget
-from ._check_churn import CheckChurnSensor
-from ._config import feedback_from_config, register_feedback, register_sensor, sensor_from_config
-from ._context_pressure import ContextPressureSensor
 from ._feedback import (
     Feedback,
     FeedbackContext,
@@ -16,10 +16,7 @@ from ._feedback import (
     Severity,
 )
 from ._feedback_runner import FeedbackStatistics
-from ._no_progress import NoProgressSensor
-from ._oscillation import OscillationSensor
 from ._policy import TerminationPolicy
-from ._providers import BudgetFeedback, DeadlineFeedback, PlanProgressFeedback, ToolUsageFeedback
 from ._sensors import (
     Action,
     BindsPerSession,
@@ -29,6 +26,55 @@ from ._sensors import (
     Sensor,
     StartsSession,
 )
+
+if typing.TYPE_CHECKING:
+    from ._check_churn import CheckChurnSensor
+    from ._config import (
+        feedback_from_config,
+        register_feedback,
+        register_sensor,
+        sensor_from_config,
+    )
+    from ._context_pressure import ContextPressureSensor
+    from ._no_progress import NoProgressSensor
+    from ._oscillation import OscillationSensor
+    from ._providers import (
+        BudgetFeedback,
+        DeadlineFeedback,
+        PlanProgressFeedback,
+        ToolUsageFeedback,
+    )
+
+# Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
+# them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
+_LAZY = {
+    "CheckChurnSensor": "._check_churn",
+    "feedback_from_config": "._config",
+    "register_feedback": "._config",
+    "register_sensor": "._config",
+    "sensor_from_config": "._config",
+    "ContextPressureSensor": "._context_pressure",
+    "NoProgressSensor": "._no_progress",
+    "OscillationSensor": "._oscillation",
+    "BudgetFeedback": "._providers",
+    "DeadlineFeedback": "._providers",
+    "PlanProgressFeedback": "._providers",
+    "ToolUsageFeedback": "._providers",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
 
 __all__ = [
     "Action",
