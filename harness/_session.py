@@ -103,8 +103,9 @@ class Session:
         return HistoryView(self._messages)
 
     def snapshot(
-        self, *, claims_done: bool = False, final_text: str | None = None
+        self, *, claims_done: bool = False, final_text: str | None = None, now: float | None = None
     ) -> SessionStateSnapshot:
+        """The session as it is; `now` is a clock reading taken since the last await, if any."""
         run = self._run
         # Positional, in field order: the loop takes three snapshots a turn, and matching 22
         # keywords costs more than building the snapshot. tests/test_hot_path.py pins the order.
@@ -124,7 +125,7 @@ class Session:
             run.tool_calls,
             run.usage,
             run.started_at,
-            run.now(),
+            run.now() if now is None else now,
             run.deadline,
             claims_done,
             final_text,
@@ -178,14 +179,17 @@ class Session:
     async def _turns(self) -> SessionEnd:
         run = self._run
         policy = self._policy
+        # The clock is read once after each await (the model call, the tools) and that reading
+        # serves every snapshot and event up to the next one: nothing in between can wait.
         while True:
-            halt = policy.before_call(self.snapshot())
+            before = self.snapshot()
+            halt = policy.before_call(before)
             if halt is not None:
                 return SessionEnd(halt, self.snapshot())
             self.turns += 1
             run.turns += 1
             turn = self.turns
-            run.emit(TurnStarted(run.elapsed(), self.agent, self.iteration, turn))
+            run.emit(TurnStarted(before.now - run.started_at, self.agent, self.iteration, turn))
             request = ModelRequest(
                 HistoryView(self._messages),
                 self._specs,
@@ -200,12 +204,13 @@ class Session:
                 return SessionEnd(ModelFailed(exc.kind, str(exc)), self.snapshot())
             self._account(response)
             self._messages.append(Message.assistant(response.text, response.tool_calls))
-            run.emit(TurnFinished(run.elapsed(), self.agent, self.iteration, turn, response))
+            now = run.now()
+            run.emit(TurnFinished(now - run.started_at, self.agent, self.iteration, turn, response))
 
             final_text: str | None = response.text
             claims_done = not response.tool_calls
             if response.tool_calls:
-                halt, done_summary = await self._run_tools(response.tool_calls)
+                halt, done_summary, now = await self._run_tools(response.tool_calls, now)
                 if halt is not None:
                     return SessionEnd(halt, self.snapshot())
                 if done_summary is not None:
@@ -213,7 +218,7 @@ class Session:
                     final_text = done_summary or response.text
 
             snapshot = self.snapshot(
-                claims_done=claims_done, final_text=final_text if claims_done else None
+                claims_done=claims_done, final_text=final_text if claims_done else None, now=now
             )
             run_check = claims_done and self._on_claim == "check"
             decision = await policy.after_turn(snapshot, run_check=run_check)
@@ -266,13 +271,16 @@ class Session:
         if decision.rejection is not None and decision.halt is None:
             self._append_feedback(rejection_feedback(decision.rejection))
 
-    async def _run_tools(self, calls: Sequence[ToolCall]) -> tuple[HaltReason | None, str | None]:
-        """Run the admitted calls; return a budget halt (if any) and the done summary."""
+    async def _run_tools(
+        self, calls: Sequence[ToolCall], now: float
+    ) -> tuple[HaltReason | None, str | None, float]:
+        """Run the admitted calls; return a budget halt (if any), the done summary, and the
+        clock once they are done. `now` is the clock before them."""
         run = self._run
         admitted: list[ToolCall] = []
         halt: HaltReason | None = None
         for call in calls:
-            halt = self._policy.before_tool_call(self.snapshot())
+            halt = self._policy.before_tool_call(self.snapshot(now=now))
             if halt is not None:
                 break
             self.tool_calls += 1
@@ -291,23 +299,23 @@ class Session:
                 for index, call in enumerate(admitted):
                     group.start_soon(invoke_into, index, call)
 
+        now = run.now()
+        at = now - run.started_at
         done_summary: str | None = None
         for call, (content, is_error) in zip(admitted, results, strict=True):
-            self._record_tool(call, content, is_error)
+            self._record_tool(call, content, is_error, at)
             if call.name == DONE_TOOL and run.done_tool and not is_error:
                 summary = call.arguments.get("summary", "")
                 done_summary = summary if isinstance(summary, str) else ""
         for call in calls[len(admitted) :]:
-            self._record_tool(call, "not run: the tool-call budget is exhausted", True)
-        return halt, done_summary
+            self._record_tool(call, "not run: the tool-call budget is exhausted", True, at)
+        return halt, done_summary, now
 
-    def _record_tool(self, call: ToolCall, content: str, is_error: bool) -> None:
+    def _record_tool(self, call: ToolCall, content: str, is_error: bool, at: float) -> None:
         message = Message.tool_result(call, content, is_error=is_error)
         self._messages.append(message)
         self._outcomes.append(ToolOutcome(call, message.content, is_error, self.turns))
-        self._run.emit(
-            ToolCalled(self._run.elapsed(), self.agent, self.turns, call, message.content, is_error)
-        )
+        self._run.emit(ToolCalled(at, self.agent, self.turns, call, message.content, is_error))
 
     async def _invoke(self, call: ToolCall) -> tuple[str, bool]:
         run = self._run
