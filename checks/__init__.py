@@ -6,8 +6,9 @@ Checks combine with ``&`` (`AllOf`) and ``|`` (`AnyOf`) and build from TOML tabl
 `check_from_config`. Commands run through a `SandboxProvider`.
 """
 
-import importlib
 import typing
+
+from harness._lazy import lazy_exports as _lazy_exports
 
 from ._always import AlwaysComplete
 from ._compose import AllOf, AnyOf, Combinable
@@ -55,17 +56,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
 
 
 __all__ = [

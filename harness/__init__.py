@@ -1,7 +1,6 @@
 """The harness: the turn loop, its data types, events, fixtures, and the protocols the
 `checks`, `termination` and `strategies` packages implement."""
 
-import importlib
 import typing
 
 from ._clock import Clock, FakeClock, SystemClock
@@ -34,6 +33,7 @@ from ._events import (
     read_transcript,
 )
 from ._harness import EventStream, Harness
+from ._lazy import lazy_exports as _lazy_exports
 from ._messages import (
     FEEDBACK_TAG,
     Message,
@@ -102,17 +102,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
 
 
 __all__ = [

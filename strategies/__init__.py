@@ -1,7 +1,8 @@
 """Loop strategies: the plain loop, Ralph, and SelfVerifying."""
 
-import importlib
 import typing
+
+from harness._lazy import lazy_exports as _lazy_exports
 
 from ._loop import Loop
 from ._reasons import RalphCompletionUnmet, SelfVerifyExhausted
@@ -21,17 +22,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
 
 
 __all__ = [

@@ -1,8 +1,9 @@
 """Termination: budgets, sensors, feedback providers, and the policy that decides when a run
 stops."""
 
-import importlib
 import typing
+
+from harness._lazy import lazy_exports as _lazy_exports
 
 from ._budget import Budget
 from ._feedback import (
@@ -63,17 +64,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
 
 
 __all__ = [

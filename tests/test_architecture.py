@@ -64,3 +64,12 @@ def test_no_asyncio_outside_backend_shims() -> None:
         if "asyncio" in _imported_packages(path)
     ]
     assert offenders == []
+
+
+@pytest.mark.parametrize("package", LAYERS)
+def test_unknown_names_raise_attribute_error(package: str) -> None:
+    """Lazy exports do not swallow typos: an unknown name is an AttributeError naming it."""
+    module = importlib.import_module(package)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = module.no_such_name
+    assert set(module.__all__) <= set(dir(module))
