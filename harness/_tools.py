@@ -26,6 +26,10 @@ from ._state import SessionStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# A property's declared JSON type, the Python types a single known type allows (else None),
+# and whether a bool must be refused although it is an int.
+_Rule = tuple[Any, tuple[type, ...] | None, bool] | None
+
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 
 
@@ -57,6 +61,21 @@ class Tool:
     inline: bool = False
     context_param: str | None = None
     is_async: bool = False
+    # `parameters` read once into what `validate` asks on every call: the required names, and
+    # per property its declared type with, for a single JSON type, the Python types it allows.
+    _required: tuple[str, ...] = field(init=False, repr=False, eq=False)
+    _rules: dict[str, _Rule] = field(init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        props: Mapping[str, Any] = self.parameters.get("properties", {})
+        rules: dict[str, _Rule] = {}
+        for key, prop in props.items():
+            expected = prop.get("type")
+            allowed = _JSON_TYPES.get(expected) if isinstance(expected, str) else None
+            no_bool = expected in ("integer", "number")
+            rules[key] = None if expected is None else (expected, allowed, no_bool)
+        object.__setattr__(self, "_required", tuple(self.parameters.get("required", ())))
+        object.__setattr__(self, "_rules", rules)
 
     @classmethod
     def from_function(
@@ -95,20 +114,27 @@ class Tool:
 
     def validate(self, arguments: Mapping[str, Any]) -> None:
         """Raise `ToolArgumentError` naming the argument when `arguments` break the schema."""
-        props: Mapping[str, Any] = self.parameters.get("properties", {})
-        for required in self.parameters.get("required", ()):
+        for required in self._required:
             if required not in arguments:
                 raise ToolArgumentError(f"missing required argument {required!r}")
+        rules = self._rules
         for key, value in arguments.items():
-            if key not in props:
+            if key not in rules:
                 raise ToolArgumentError(
-                    f"unknown argument {key!r} (expected one of {sorted(props)})"
+                    f"unknown argument {key!r} (expected one of {sorted(rules)})"
                 )
-            expected = props[key].get("type")
-            if expected is not None and not _matches(value, expected):
-                raise ToolArgumentError(
-                    f"argument {key!r} must be {expected} (got {type(value).__name__} {value!r})"
-                )
+            rule = rules[key]
+            if rule is None:
+                continue
+            expected, allowed, no_bool = rule
+            if allowed is not None:  # one known JSON type: two type tests, no lookups
+                if isinstance(value, allowed) and not (no_bool and value.__class__ is bool):
+                    continue
+            elif _matches(value, expected):
+                continue
+            raise ToolArgumentError(
+                f"argument {key!r} must be {expected} (got {type(value).__name__} {value!r})"
+            )
 
     async def invoke(self, arguments: Mapping[str, Any], context: ToolContext | None) -> str:
         """Validate, call, and render the result as text. Exceptions propagate."""
