@@ -88,6 +88,10 @@ class Session:
         self._specs = tuple(specs)
         self._messages: list[Message] = list(messages)
         self._outcomes: list[ToolOutcome] = []
+        # The latest view of each history (see `snapshot`).
+        self._message_view = HistoryView(self._messages)
+        self._outcome_view = HistoryView(self._outcomes)
+        self._reasons_view = HistoryView(run.check_reasons)
         self._policy = policy
         self._limit = limit
         self._on_claim: OnClaim = on_claim
@@ -100,13 +104,30 @@ class Session:
 
     @property
     def messages(self) -> Sequence[Message]:
-        return HistoryView(self._messages)
+        return self._message_history()
+
+    def _message_history(self) -> HistoryView[Message]:
+        view = self._message_view
+        if view._length != len(self._messages):
+            view = self._message_view = HistoryView(self._messages)
+        return view
 
     def snapshot(
         self, *, claims_done: bool = False, final_text: str | None = None, now: float | None = None
     ) -> SessionStateSnapshot:
         """The session as it is; `now` is a clock reading taken since the last await, if any."""
         run = self._run
+        # A view never changes, so one is handed out again while its history has not grown:
+        # checked inline, as a call would cost about what a new view does.
+        messages = self._message_view
+        if messages._length != len(self._messages):
+            messages = self._message_view = HistoryView(self._messages)
+        outcomes = self._outcome_view
+        if outcomes._length != len(self._outcomes):
+            outcomes = self._outcome_view = HistoryView(self._outcomes)
+        reasons = self._reasons_view
+        if reasons._items is not run.check_reasons or reasons._length != len(run.check_reasons):
+            reasons = self._reasons_view = HistoryView(run.check_reasons)
         # Positional, in field order: the loop takes three snapshots a turn, and matching 22
         # keywords costs more than building the snapshot. tests/test_hot_path.py pins the order.
         return SessionStateSnapshot(
@@ -115,9 +136,9 @@ class Session:
             self.agent,
             self.iteration,
             run.workspace,
-            HistoryView(self._messages),
-            HistoryView(self._outcomes),
-            HistoryView(run.check_reasons),
+            messages,
+            outcomes,
+            reasons,
             self.turns,
             self.tool_calls,
             self.usage,
@@ -191,7 +212,7 @@ class Session:
             turn = self.turns
             run.emit(TurnStarted(before.now - run.started_at, self.agent, self.iteration, turn))
             request = ModelRequest(
-                HistoryView(self._messages),
+                self._message_history(),
                 self._specs,
                 self.agent,
                 turn,
