@@ -308,17 +308,18 @@ class Session:
             run.tool_calls += 1
             admitted.append(call)
 
-        results: list[tuple[str, bool]] = [("", False)] * len(admitted)
         if len(admitted) == 1:
-            results[0] = await self._invoke(admitted[0])
-        elif admitted:
+            results = [await self._invoke(admitted[0])]
+        else:
+            results = [("", False)] * len(admitted)
+            if admitted:
 
-            async def invoke_into(index: int, call: ToolCall) -> None:
-                results[index] = await self._invoke(call)
+                async def invoke_into(index: int, call: ToolCall) -> None:
+                    results[index] = await self._invoke(call)
 
-            async with anyio.create_task_group() as group:
-                for index, call in enumerate(admitted):
-                    group.start_soon(invoke_into, index, call)
+                async with anyio.create_task_group() as group:
+                    for index, call in enumerate(admitted):
+                        group.start_soon(invoke_into, index, call)
 
         now = run.now()
         at = now - run.started_at
@@ -328,8 +329,9 @@ class Session:
             if call.name == DONE_TOOL and run.done_tool and not is_error:
                 summary = call.arguments.get("summary", "")
                 done_summary = summary if isinstance(summary, str) else ""
-        for call in calls[len(admitted) :]:
-            self._record_tool(call, "not run: the tool-call budget is exhausted", True, at)
+        if len(admitted) < len(calls):
+            for call in calls[len(admitted) :]:
+                self._record_tool(call, "not run: the tool-call budget is exhausted", True, at)
         return halt, done_summary, now
 
     def _record_tool(self, call: ToolCall, content: str, is_error: bool, at: float) -> None:

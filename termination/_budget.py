@@ -61,18 +61,22 @@ class Budget:
         self, snapshot: SessionStateSnapshot, *, scope: Scope = "run", tools_only: bool = False
     ) -> BudgetExceeded | None:
         """The first used-up dimension as a `BudgetExceeded`, or None."""
-        if scope == "run":
-            elapsed = snapshot.elapsed
-            turns, calls, usage = snapshot.run_turns, snapshot.run_tool_calls, snapshot.run_usage
-        else:
-            elapsed = snapshot.session_elapsed
-            turns, calls, usage = snapshot.turns, snapshot.tool_calls, snapshot.usage
-        if self.max_wall_time is not None and elapsed >= self.max_wall_time:
-            return BudgetExceeded("max_wall_time", elapsed, self.max_wall_time, scope)
-        if self.max_tool_calls is not None and calls >= self.max_tool_calls:
-            return BudgetExceeded("max_tool_calls", calls, self.max_tool_calls, scope)
+        # Asked three times a turn: each dimension is read only when it has a limit.
+        run = scope == "run"
+        if self.max_wall_time is not None:
+            elapsed = snapshot.elapsed if run else snapshot.session_elapsed
+            if elapsed >= self.max_wall_time:
+                return BudgetExceeded("max_wall_time", elapsed, self.max_wall_time, scope)
+        if self.max_tool_calls is not None:
+            calls = snapshot.run_tool_calls if run else snapshot.tool_calls
+            if calls >= self.max_tool_calls:
+                return BudgetExceeded("max_tool_calls", calls, self.max_tool_calls, scope)
         if tools_only:
             return None
+        if run:
+            turns, usage = snapshot.run_turns, snapshot.run_usage
+        else:
+            turns, usage = snapshot.turns, snapshot.usage
         if self.max_turns is not None and turns >= self.max_turns:
             return BudgetExceeded("max_turns", turns, self.max_turns, scope)
         if self.max_input_tokens is not None and usage.input_tokens >= self.max_input_tokens:
