@@ -7,6 +7,7 @@ history had when the snapshot was taken. Histories only ever grow, so a view sta
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
@@ -44,9 +45,14 @@ class HistoryView(Sequence[T]):
         return self._items[index]
 
     def __iter__(self) -> Iterator[T]:
+        # In C, and as lazy as a loop over indexes: the list is read as iteration goes.
+        return islice(self._items, self._length)
+
+    def __reversed__(self) -> Iterator[T]:
+        # From the end of the list, skipping what was appended after the view was taken
+        # (usually nothing): newest first without walking the whole history.
         items = self._items
-        for i in range(self._length):
-            yield items[i]
+        return islice(reversed(items), len(items) - self._length, None)
 
     def last(self, n: int) -> Sequence[T]:
         """The last `n` items, oldest first, without touching the rest of the history."""

@@ -29,6 +29,7 @@ from harness import (
 )
 from harness._clock import time_reader
 from harness._run import Run
+from harness._state import HistoryView
 from harness._tools import render_result
 from termination import TerminationPolicy
 
@@ -102,6 +103,33 @@ def test_a_snapshot_holds_views_of_the_history_not_copies() -> None:
     after = session.snapshot()
     assert len(after.messages) == len(before.messages) + 1
     assert before.messages._items is after.messages._items  # type: ignore[attr-defined]
+
+
+@given(st.lists(st.integers(), max_size=6), st.lists(st.integers(), max_size=6))
+def test_a_view_iterates_its_own_length_either_way(first: list[int], later: list[int]) -> None:
+    """Forwards and backwards, a view shows what the list held when it was taken, no more."""
+    items = list(first)
+    view = HistoryView(items)
+    items.extend(later)
+    assert list(view) == first
+    assert list(reversed(view)) == first[::-1]
+    assert tuple(view) == tuple(first)
+
+
+def test_snapshots_share_a_view_until_its_history_grows() -> None:
+    """A snapshot reuses its predecessor's view of a history that has not grown since."""
+    run = _run(FakeClock())
+    session = run.new_session()
+    first, second = session.snapshot(), session.snapshot()
+    assert first.messages is second.messages
+    assert first.check_reasons is second.check_reasons
+    session.inject("test", "more")
+    run.check_reasons.append("again")
+    third = session.snapshot()
+    assert third.messages is not second.messages
+    assert len(third.messages) == len(second.messages) + 1
+    assert list(third.check_reasons) == ["not yet", "again"]
+    assert list(second.check_reasons) == ["not yet"]
 
 
 @pytest.mark.anyio
