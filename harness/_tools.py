@@ -151,6 +151,9 @@ class Tool:
 
     def call_inline(self, arguments: Mapping[str, Any], context: ToolContext | None) -> str:
         """`invoke` for a sync tool declared ``inline=True``: it runs right here, on the loop."""
+        if self.context_param is None:  # the call unpacks into a fresh dict: no copy needed
+            self.validate(arguments)
+            return render_result(self.fn(**arguments))
         return render_result(self.fn(**self._kwargs(arguments, context)))
 
     def _kwargs(self, arguments: Mapping[str, Any], context: ToolContext | None) -> dict[str, Any]:
