@@ -79,7 +79,12 @@ class Limit(Protocol):
 
 @runtime_checkable
 class PolicySession(Protocol):
-    """The policy's state for one session (sensors are bound per session)."""
+    """The policy's state for one session (sensors are bound per session).
+
+    One may also have an attribute ``gates_tool_calls = False`` saying `before_tool_call` can
+    never halt (no limit on tool calls or time): the loop then skips the snapshot it would take
+    before every tool call. Without the attribute the loop asks before each one.
+    """
 
     def before_call(self, snapshot: SessionStateSnapshot) -> HaltReason | None:
         """Budgets: would the next model call exceed a limit?"""

@@ -93,6 +93,8 @@ class Session:
         self._outcome_view = HistoryView(self._outcomes)
         self._reasons_view = HistoryView(run.check_reasons)
         self._policy = policy
+        # Asked once: a policy whose tool-call check can never halt is not asked per call.
+        self._gates_tools = getattr(policy, "gates_tool_calls", True) is not False
         self._limit = limit
         self._on_claim: OnClaim = on_claim
         self._stop_on_rejection = stop_on_rejection
@@ -300,10 +302,12 @@ class Session:
         run = self._run
         admitted: list[ToolCall] = []
         halt: HaltReason | None = None
+        gates = self._gates_tools
         for call in calls:
-            halt = self._policy.before_tool_call(self.snapshot(now=now))
-            if halt is not None:
-                break
+            if gates:
+                halt = self._policy.before_tool_call(self.snapshot(now=now))
+                if halt is not None:
+                    break
             self.tool_calls += 1
             run.tool_calls += 1
             admitted.append(call)

@@ -150,12 +150,20 @@ class _PolicySession:
         "_sensors",
         "_started",
         "_starting",
+        "gates_tool_calls",
     )
 
     def __init__(self, policy: TerminationPolicy, clock: Clock, limit: Limit | None) -> None:
         self._policy = policy
         self._clock = clock
         self._limit = limit
+        # Only these dimensions gate a tool call; without any, before_tool_call is always None.
+        budget = policy.budget
+        self.gates_tool_calls = (
+            budget.max_tool_calls is not None
+            or budget.max_wall_time is not None
+            or limit is not None
+        )
         self._check = policy.completion_check
         # Rejected claims of done, counted here: the run's check_reasons also hold checks that
         # judged no claim (the look before the first turn, Ralph's check between iterations).

@@ -31,7 +31,7 @@ from harness._clock import time_reader
 from harness._run import Run
 from harness._state import HistoryView
 from harness._tools import render_result
-from termination import TerminationPolicy
+from termination import Budget, TerminationPolicy
 
 
 def _run(clock: FakeClock) -> Run:
@@ -173,6 +173,77 @@ async def test_an_inline_tool_that_overruns_its_timeout_still_returns_its_result
     (called,) = sink.of_type(ToolCalled)
     assert isinstance(called, ToolCalled)
     assert (called.content, called.is_error) == ("finished", False)
+
+
+class _CountingSession:
+    """A policy session that counts tool-call checks, with or without `gates_tool_calls`."""
+
+    def __init__(self, inner: Any, gates: bool | None) -> None:
+        self._inner = inner
+        self.asked = 0
+        if gates is not None:
+            self.gates_tool_calls = gates
+
+    def before_call(self, snapshot: Any) -> Any:
+        return self._inner.before_call(snapshot)
+
+    def before_tool_call(self, snapshot: Any) -> Any:
+        self.asked += 1
+        return self._inner.before_tool_call(snapshot)
+
+    async def after_turn(self, snapshot: Any, *, run_check: bool) -> Any:
+        return await self._inner.after_turn(snapshot, run_check=run_check)
+
+    async def check(self, snapshot: Any) -> str | None:
+        result: str | None = await self._inner.check(snapshot)
+        return result
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("gates", "asked"), [(None, 2), (True, 2), (False, 0)])
+async def test_the_loop_skips_tool_call_checks_only_when_told_they_never_halt(
+    gates: bool | None, asked: int
+) -> None:
+    """Without `gates_tool_calls = False` the policy is asked before every tool call."""
+
+    @tool(inline=True)
+    def ping() -> str:
+        """Answer."""
+        return "pong"
+
+    clock = FakeClock()
+    run = _run(clock)
+    run.tools = {"ping": ping}
+    run.model = ScriptedModelClient.from_responses(
+        [
+            {"tool_calls": [{"name": "ping", "arguments": {}}, {"name": "ping", "arguments": {}}]},
+            {"text": "done"},
+        ]
+    )
+    inner = TerminationPolicy().start_session(clock=clock)
+    counting = _CountingSession(inner, gates)
+    end = await run.new_session(policy=counting).run()
+    assert end.reason is not None
+    assert end.reason.verified
+    assert counting.asked == asked
+    assert end.snapshot.tool_calls == 2
+
+
+@pytest.mark.parametrize(
+    ("budget", "limit", "gates"),
+    [
+        (Budget(max_turns=3, max_total_tokens=100), None, False),
+        (Budget(max_tool_calls=3), None, True),
+        (Budget(max_wall_time=3.0), None, True),
+        (Budget(), Budget(max_turns=2), True),
+    ],
+)
+def test_a_policy_session_gates_tool_calls_only_with_a_limit_that_can(
+    budget: Budget, limit: Budget | None, gates: bool
+) -> None:
+    """Tool calls are gated by a tool-call or wall-time budget, or by any session limit."""
+    session = TerminationPolicy(budget=budget).start_session(clock=FakeClock(), limit=limit)
+    assert session.gates_tool_calls is gates
 
 
 _json = st.recursive(
