@@ -157,7 +157,8 @@ class Harness:
         await self.policy.start_run(run.bare_snapshot())
         if self.policy.check_before_first_turn:
             policy = self.policy.start_session(clock=self.clock)
-            if await run.check(run.bare_snapshot(), policy) is None:
+            run.initial_reason = await run.check(run.bare_snapshot(), policy)
+            if run.initial_reason is None:
                 return Completed(early=True)
         return await self.strategy.run(run)
 

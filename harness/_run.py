@@ -62,6 +62,8 @@ class Run:
     store: SessionStore = field(factory=SessionStore)
     sessions: list[Session] = field(factory=list)
     extra_models: list[ModelClient] = field(factory=list)
+    initial_reason: str | None = None
+    """What a failed check before the first turn reported; the first builder session gets it."""
     now: Callable[[], float] = field(init=False, repr=False)
     """Reads `clock` (see `time_reader`); create the run inside the loop that drives it."""
 
@@ -136,6 +138,13 @@ class Run:
         )
         self.sessions.append(session)
         self.emit(IterationStarted(self.elapsed(), agent, self.iterations))
+        if self.initial_reason is not None and agent == "builder":
+            reason, self.initial_reason = self.initial_reason, None
+            session.inject(
+                "initial_check",
+                "Before you started, the completion check looked at the work and reported "
+                f"what is still missing:\n{reason}",
+            )
         if carry is not None:
             session.inject("previous_iteration", carry)
         return session

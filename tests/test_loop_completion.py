@@ -391,13 +391,38 @@ async def test_work_not_yet_done_runs_normally_after_the_early_check(tmp_path: P
     assert len(model.requests) == 2
 
 
+async def test_a_failed_early_check_tells_the_first_turn_what_is_missing() -> None:
+    """The early check's reason reaches the first request as tagged feedback, once."""
+    check = Scripted(["the report is missing", None])
+    model = ScriptedModelClient.from_responses(
+        [
+            {
+                "text": "wrote it",
+                "expect": {
+                    "message_count": 3,
+                    "last_feedback_source": "initial_check",
+                    "last_message_contains": "the report is missing",
+                },
+            }
+        ]
+    )
+    harness = Harness(
+        model=model,
+        policy=TerminationPolicy(completion_check=check, check_before_first_turn=True),
+        clock=FakeClock(),
+    )
+    result = await harness.run("write the report")
+    assert result.halt_reason == Completed()
+    assert [m.feedback_source for m in result.transcript].count("initial_check") == 1
+
+
 async def test_a_failed_early_check_is_not_counted_as_a_rejected_claim() -> None:
     """The look before the first turn is not a claim of done, so it does not use up one of
     max_rejections: with max_rejections=2 the agent still gets a second claim."""
     check = Scripted(["nothing done yet", "half done", None])
     model = ScriptedModelClient.from_responses(
         [
-            {"text": "done", "expect": {"last_feedback_source": None}},
+            {"text": "done", "expect": {"last_feedback_source": "initial_check"}},
             {"text": "done now", "expect": {"last_feedback_source": "completion_check"}},
         ]
     )
