@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import select
 from pathlib import Path
 from typing import cast
 
 import anyio
 import anyio.to_thread
 import pytest
+from _processes import gone, running
 
 import harness._process as process_module
 from harness import Clock, ConfigurationError, FakeClock, ProcessResult, run_process
@@ -18,33 +18,6 @@ from harness import Clock, ConfigurationError, FakeClock, ProcessResult, run_pro
 def _clock(fake: object) -> Clock:
     """`FakeClock` typed as a `Clock` (its deadline scope is a generator context manager)."""
     return cast(Clock, fake)
-
-
-def _running(pid: int) -> bool:
-    """True while `pid` is a live process (a zombie waiting for init to reap it is not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state not in ("Z", "X")
-
-
-async def _gone(pid: int) -> bool:
-    """True once `pid` has exited; allows the moment a SIGKILLed process spends in the kernel's
-    exit path after its pipe closed (its pidfd turns readable when it is done)."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        ready = await anyio.to_thread.run_sync(lambda: select.select([fd], [], [], 5.0)[0])
-    finally:
-        os.close(fd)
-    return bool(ready) and not _running(pid)
 
 
 async def _read_pid(fifo: Path) -> int:
@@ -100,13 +73,13 @@ async def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(run)
         grandchild = await _read_pid(fifo)
-        assert _running(grandchild)
+        assert running(grandchild)
         clock.advance(5)
     [result] = results
     assert result.timed_out
     assert result.exit_code < 0
     assert result.duration == 5
-    assert await _gone(grandchild)
+    assert await gone(grandchild)
 
 
 @pytest.mark.anyio
@@ -132,7 +105,7 @@ async def test_cancellation_kills_the_whole_group(tmp_path: Path) -> None:
         grandchild = await _read_pid(fifo)
         tg.cancel_scope.cancel()
     assert finished == []
-    assert await _gone(grandchild)
+    assert await gone(grandchild)
 
 
 @pytest.mark.anyio
@@ -142,7 +115,7 @@ async def test_stragglers_are_killed_after_a_normal_exit(tmp_path: Path) -> None
         "sleep 100 & echo $!", cwd=tmp_path, env=None, timeout=30, clock=_clock(FakeClock())
     )
     assert result.ok
-    assert await _gone(int(result.output_tail))
+    assert await gone(int(result.output_tail))
 
 
 @pytest.mark.anyio
@@ -168,7 +141,7 @@ async def test_a_child_ignoring_sigterm_gets_sigkill(
         clock.advance(1)
     assert results[0].timed_out
     assert results[0].exit_code == -9
-    assert await _gone(shell)
+    assert await gone(shell)
 
 
 @pytest.mark.anyio

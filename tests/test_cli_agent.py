@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import select
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -11,6 +10,7 @@ from typing import Any, cast
 import anyio
 import anyio.to_thread
 import pytest
+from _processes import gone, running
 
 from harness import (
     CliAgentClient,
@@ -96,31 +96,6 @@ def workspace(tmp_path: Path) -> Path:
 
 def prompts(log: Path) -> list[str]:
     return [p.strip() for p in log.read_text().split("=====") if p.strip()]
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state not in ("Z", "X")
-
-
-async def _gone(pid: int) -> bool:
-    """True once `pid` has exited (its pidfd turns readable when it is done)."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        ready = await anyio.to_thread.run_sync(lambda: select.select([fd], [], [], 5.0)[0])
-    finally:
-        os.close(fd)
-    return bool(ready) and not _running(pid)
 
 
 async def test_the_plain_loop_feeds_the_check_reason_into_the_next_prompt(
@@ -240,14 +215,14 @@ async def test_a_timeout_kills_the_process_tree_and_returns_what_it_printed(
     async with anyio.create_task_group() as tg:
         tg.start_soon(call)
         grandchild = int(await anyio.to_thread.run_sync(fifo.read_text))
-        assert _running(grandchild)
+        assert running(grandchild)
         clock.advance(30)
     [response] = responses
     assert response.stop_reason == "timeout"
     assert response.text.startswith("working")
     assert "stopped after 30s" in response.text
     assert response.tool_calls == ()
-    assert await _gone(grandchild)
+    assert await gone(grandchild)
 
 
 async def test_cancellation_kills_the_process_tree(
@@ -268,7 +243,7 @@ async def test_cancellation_kills_the_process_tree(
         grandchild = int(await anyio.to_thread.run_sync(fifo.read_text))
         tg.cancel_scope.cancel()
     assert finished == []
-    assert await _gone(grandchild)
+    assert await gone(grandchild)
 
 
 async def test_only_named_variables_reach_the_agent_and_their_values_are_redacted(
