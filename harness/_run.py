@@ -161,30 +161,19 @@ class Run:
 
     def bare_snapshot(self) -> SessionStateSnapshot:
         """A snapshot with no session yet (for the check before the first turn)."""
-        now = self.now()
-        return SessionStateSnapshot(
-            run_id=self.run_id,
+        return SessionStateSnapshot.standalone(
+            self.workspace,
             task=self.task,
-            agent="builder",
-            iteration=0,
-            workspace=self.workspace,
-            messages=(),
-            tool_outcomes=(),
+            now=self.now(),
+            run_id=self.run_id,
             check_reasons=HistoryView(self.check_reasons),
-            turns=0,
-            tool_calls=0,
-            usage=Usage(),
             run_turns=self.turns,
             run_tool_calls=self.tool_calls,
             run_usage=self.usage,
             started_at=self.started_at,
-            now=now,
             deadline=self.deadline,
-            claims_done=False,
-            final_text=None,
             store=self.store.frozen(),
             context_window=self.context_window,
-            session_started_at=now,
         )
 
     async def check(self, snapshot: SessionStateSnapshot, policy: PolicySession) -> str | None:

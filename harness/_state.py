@@ -142,6 +142,48 @@ class SessionStateSnapshot:
     context_window: int | None = None
     session_started_at: float = 0.0
 
+    @classmethod
+    def standalone(
+        cls,
+        workspace: Path | None = None,
+        *,
+        task: str = "",
+        final_text: str | None = None,
+        now: float = 0.0,
+        **fields: Any,
+    ) -> SessionStateSnapshot:
+        """A snapshot with no run behind it: zero counters, empty histories, time `now`.
+
+        For checking a workspace outside a run (``harness check``, hooks) and for tests; any
+        other field may be given by name. It claims done exactly when `final_text` is given.
+        """
+        values: dict[str, Any] = {
+            "run_id": "standalone",
+            "task": task,
+            "agent": "builder",
+            "iteration": 0,
+            "workspace": workspace,
+            "messages": (),
+            "tool_outcomes": (),
+            "check_reasons": (),
+            "turns": 0,
+            "tool_calls": 0,
+            "usage": Usage(),
+            "run_turns": 0,
+            "run_tool_calls": 0,
+            "run_usage": Usage(),
+            "started_at": now,
+            "now": now,
+            "deadline": None,
+            "claims_done": final_text is not None,
+            "final_text": final_text,
+            "store": {},
+            "context_window": None,
+            "session_started_at": now,
+        }
+        values.update(fields)
+        return cls(**values)
+
     @property
     def elapsed(self) -> float:
         """Seconds since the run started, on the run's clock."""

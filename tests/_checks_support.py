@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from harness import Clock, Message, SessionStateSnapshot, SessionStore, Usage
+from harness import Clock, Message, SessionStateSnapshot, SessionStore
 
 
 def snapshot(
@@ -21,26 +21,16 @@ def snapshot(
     """A snapshot of a session that claims done with `final_text`, holding `store` values."""
     values = SessionStore()
     values.seed(*store)
-    return SessionStateSnapshot(
-        run_id=run_id,
+    return SessionStateSnapshot.standalone(
+        workspace,
         task=task,
+        final_text=final_text,
+        run_id=run_id,
         agent="agent",
         iteration=1,
-        workspace=workspace,
         messages=tuple(messages),
-        tool_outcomes=(),
-        check_reasons=(),
         turns=1,
-        tool_calls=0,
-        usage=Usage(),
         run_turns=1,
-        run_tool_calls=0,
-        run_usage=Usage(),
-        started_at=0.0,
-        now=0.0,
-        deadline=None,
-        claims_done=final_text is not None,
-        final_text=final_text,
         store=values.frozen(),
     )
 

@@ -305,27 +305,16 @@ async def test_an_unpriced_call_under_a_cost_budget_is_a_configuration_error() -
 
 
 def snapshot(turns: int, calls: int, usage: Usage, elapsed: float) -> SessionStateSnapshot:
-    return SessionStateSnapshot(
-        run_id="r",
-        task="t",
-        agent="builder",
-        iteration=1,
-        workspace=None,
-        messages=(),
-        tool_outcomes=(),
-        check_reasons=(),
+    return SessionStateSnapshot.standalone(
+        now=elapsed,
+        started_at=0.0,
+        session_started_at=0.0,
         turns=turns,
         tool_calls=calls,
         usage=usage,
         run_turns=turns,
         run_tool_calls=calls,
         run_usage=usage,
-        started_at=0.0,
-        now=elapsed,
-        deadline=None,
-        claims_done=False,
-        final_text=None,
-        store={},
     )
 
 

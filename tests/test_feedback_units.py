@@ -49,26 +49,21 @@ def snap(
     store: dict[type, tuple[Any, ...]] | None = None,
     outcomes: Sequence[ToolOutcome] = (),
 ) -> SessionStateSnapshot:
-    return SessionStateSnapshot(
+    return SessionStateSnapshot.standalone(
+        now=now,
+        started_at=0.0,
+        session_started_at=0.0,
         run_id="r",
         task="t",
-        agent="builder",
         iteration=1,
-        workspace=None,
-        messages=(),
         tool_outcomes=outcomes,
-        check_reasons=(),
         turns=turns,
         tool_calls=tool_calls,
         usage=usage,
         run_turns=turns,
         run_tool_calls=tool_calls,
         run_usage=usage,
-        started_at=0.0,
-        now=now,
         deadline=deadline,
-        claims_done=False,
-        final_text=None,
         store=store or {},
     )
 

@@ -408,3 +408,13 @@ async def test_streaming_a_run_and_leaving_early_cancels_it(clock: Clock, tmp_pa
     assert names == ["run.started", "iteration.started", "turn.started"]
     with pytest.raises(RuntimeError, match="has not finished"):
         events.result  # noqa: B018
+
+
+def test_a_standalone_snapshot_has_no_run_behind_it(tmp_path: Path) -> None:
+    """`SessionStateSnapshot.standalone` zeroes every counter, claims done only with a final
+    text, and takes any field by name."""
+    snap = SessionStateSnapshot.standalone(tmp_path, task="t", now=5.0)
+    assert (snap.turns, snap.run_turns, snap.tool_calls, len(snap.messages)) == (0, 0, 0, 0)
+    assert (snap.elapsed, snap.session_elapsed, snap.claims_done) == (0.0, 0.0, False)
+    done = SessionStateSnapshot.standalone(final_text="all done", turns=3)
+    assert (done.claims_done, done.final_text, done.turns) == (True, "all done", 3)

@@ -53,12 +53,11 @@ def snap(
     usage: Usage = NO_USAGE,
     context_window: int | None = None,
 ) -> SessionStateSnapshot:
-    return SessionStateSnapshot(
+    return SessionStateSnapshot.standalone(
+        workspace,
         run_id="r",
         task="t",
-        agent="builder",
         iteration=1,
-        workspace=workspace,
         messages=messages,
         tool_outcomes=outcomes,
         check_reasons=reasons,
@@ -68,11 +67,6 @@ def snap(
         run_turns=turns,
         run_tool_calls=len(outcomes),
         run_usage=usage,
-        started_at=0.0,
-        now=0.0,
-        deadline=None,
-        claims_done=False,
-        final_text=None,
         store=store or {},
         context_window=context_window,
     )

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from attrs import frozen
 
-from harness import SessionStateSnapshot, SessionStore, Usage
-from harness._clock import Clock, SystemClock
+from harness import SessionStateSnapshot
+from harness._clock import SystemClock
 from termination import TerminationPolicy
 
 from ._spec import Spec
@@ -25,42 +25,17 @@ class Verdict:
         return self.reason is None
 
 
-def standalone_snapshot(
-    workspace: Path | None, *, task: str = "", final_text: str | None = None, clock: Clock
-) -> SessionStateSnapshot:
-    """A snapshot of a workspace with no session behind it."""
-    now = clock.now()
-    return SessionStateSnapshot(
-        run_id="standalone",
-        task=task,
-        agent="builder",
-        iteration=0,
-        workspace=workspace.resolve() if workspace is not None else None,
-        messages=(),
-        tool_outcomes=(),
-        check_reasons=(),
-        turns=0,
-        tool_calls=0,
-        usage=Usage(),
-        run_turns=0,
-        run_tool_calls=0,
-        run_usage=Usage(),
-        started_at=now,
-        now=now,
-        deadline=None,
-        claims_done=final_text is not None,
-        final_text=final_text,
-        store=SessionStore().frozen(),
-        session_started_at=now,
-    )
-
-
 async def run_checks(
     spec: Spec, workspace: Path | None, *, final_text: str | None = None
 ) -> list[Verdict]:
     """Every configured check, each failing closed under the spec's check timeout."""
     clock = SystemClock()
-    snapshot = standalone_snapshot(workspace, task=spec.prompt, final_text=final_text, clock=clock)
+    snapshot = SessionStateSnapshot.standalone(
+        workspace,
+        task=spec.prompt,
+        final_text=final_text,
+        now=clock.now(),
+    )
     verdicts: list[Verdict] = []
     for check in spec.checks:
         policy = TerminationPolicy(completion_check=check, check_timeout=spec.policy.check_timeout)
