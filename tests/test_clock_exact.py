@@ -4,11 +4,9 @@ trio's MockClock)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import anyio
 import pytest
-import trio.testing
+from _clocks import CLOCK_BACKENDS, clock_backend, clock_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,19 +25,8 @@ from harness import (
 from strategies import Ralph
 from termination import Budget, TerminationPolicy
 
-
-@pytest.fixture(params=["asyncio", "trio", "trio-mockclock"])
-def anyio_backend(request: pytest.FixtureRequest) -> Any:
-    """Both backends with a FakeClock, and trio once more with the real clock under MockClock."""
-    if request.param == "trio-mockclock":
-        return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
-    return request.param
-
-
-@pytest.fixture
-def clock(anyio_backend: Any) -> Clock:
-    return SystemClock() if isinstance(anyio_backend, tuple) else FakeClock()
-
+anyio_backend = pytest.fixture(params=CLOCK_BACKENDS)(clock_backend)
+clock = pytest.fixture(clock_for)
 
 # --- FakeClock ----------------------------------------------------------------------------------
 

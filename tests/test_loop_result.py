@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
-import trio.testing
+from _clocks import CLOCK_BACKENDS, clock_backend, clock_for
 
 from harness import (
     BudgetExceeded,
@@ -34,19 +33,8 @@ from harness import (
 )
 from termination import Budget, TerminationPolicy
 
-
-@pytest.fixture(params=["asyncio", "trio", "trio-mockclock"])
-def anyio_backend(request: pytest.FixtureRequest) -> Any:
-    """Both backends with a FakeClock, and trio once more with the real clock under MockClock."""
-    if request.param == "trio-mockclock":
-        return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
-    return request.param
-
-
-@pytest.fixture
-def clock(anyio_backend: Any) -> Clock:
-    """The clock a test's run reads: FakeClock, or SystemClock driven by trio's MockClock."""
-    return SystemClock() if isinstance(anyio_backend, tuple) else FakeClock()
+anyio_backend = pytest.fixture(params=CLOCK_BACKENDS)(clock_backend)
+clock = pytest.fixture(clock_for)
 
 
 async def hang(clock: Clock) -> None:
