@@ -25,7 +25,8 @@ def neutralize(text: str) -> str:
     Closing tags are defused too: otherwise a check's reason quoting agent-controlled text could
     end its feedback block early and leave words outside it that read as the user's.
     """
-    if FEEDBACK_TAG not in text.lower():
+    # Every tag starts with "<": most text has none and is returned without a lowered copy.
+    if "<" not in text or FEEDBACK_TAG not in text.lower():
         return text
     return _TAG.sub(lambda m: "&lt;" + m.group(0)[1:], text)
 

@@ -68,11 +68,17 @@ class Limit(Protocol):
     def wall_time(self) -> float | None: ...
 
     def exceeded(
-        self, snapshot: SessionStateSnapshot, *, scope: Scope, tools_only: bool = False
+        self,
+        snapshot: SessionStateSnapshot,
+        *,
+        scope: Scope,
+        tools_only: bool = False,
+        pending: int = 0,
     ) -> BudgetExceeded | None:
         """The first dimension used up (``used >= limit``), or None.
 
-        With `tools_only`, only the dimensions that gate a tool call (tool calls, wall time).
+        With `tools_only`, only the dimensions that gate a tool call (tool calls, wall time);
+        `pending` tool calls were admitted since `snapshot` and count as used.
         """
         ...
 
@@ -87,11 +93,21 @@ class PolicySession(Protocol):
     """
 
     def before_call(self, snapshot: SessionStateSnapshot) -> HaltReason | None:
-        """Budgets: would the next model call exceed a limit?"""
+        """Budgets: would the next model call exceed a limit?
+
+        After a turn whose decision was `CONTINUE`, the loop passes the very snapshot
+        `after_turn` judged (nothing has changed since), so a policy may remember it.
+        """
         ...
 
-    def before_tool_call(self, snapshot: SessionStateSnapshot) -> HaltReason | None:
-        """Budgets that gate a tool call: tool calls and wall time."""
+    def before_tool_call(
+        self, snapshot: SessionStateSnapshot, *, pending: int = 0
+    ) -> HaltReason | None:
+        """Budgets that gate a tool call: tool calls and wall time.
+
+        The loop takes one snapshot after the model's response and asks once per call in the
+        batch; `pending` is how many calls of the batch were admitted before this one.
+        """
         ...
 
     async def after_turn(self, snapshot: SessionStateSnapshot, *, run_check: bool) -> Decision:

@@ -7,8 +7,8 @@ reason to stop is a `Decision` the policy returns or a `HaltReason` it names.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from attrs import evolve, frozen
@@ -21,7 +21,7 @@ from ._events import (
     TurnFinished,
     TurnStarted,
 )
-from ._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
+from ._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage, neutralize
 from ._model import ModelClient
 from ._policy import CONTINUE, Decision, Limit, PolicySession
 from ._result import BudgetExceeded, HaltReason, ModelFailed
@@ -204,11 +204,14 @@ class Session:
         policy = self._policy
         # The clock is read once after each await (the model call, the tools) and that reading
         # serves every snapshot and event up to the next one: nothing in between can wait.
+        # A turn that ends with nothing to apply leaves its snapshot as the state the next
+        # turn starts from: the session has not changed since, so it is not taken again.
+        ready: SessionStateSnapshot | None = None
         while True:
-            before = self.snapshot()
+            before = ready if ready is not None else self.snapshot()
             halt = policy.before_call(before)
             if halt is not None:
-                return SessionEnd(halt, self.snapshot())
+                return SessionEnd(halt, before)
             self.turns += 1
             run.turns += 1
             turn = self.turns
@@ -218,22 +221,23 @@ class Session:
                 self._specs,
                 self.agent,
                 turn,
-                deadline=self._request_deadline,
-                workspace=run.workspace,
+                self._request_deadline,
+                run.workspace,
             )
             try:
                 response = await self._model.complete(request)
             except ModelError as exc:
                 return SessionEnd(ModelFailed(exc.kind, str(exc)), self.snapshot())
             self._account(response)
-            self._messages.append(Message.assistant(response.text, response.tool_calls))
+            calls = response.tool_calls
+            self._messages.append(Message("assistant", response.text, calls))
             now = run.now()
             run.emit(TurnFinished(now - run.started_at, self.agent, self.iteration, turn, response))
 
             final_text: str | None = response.text
-            claims_done = not response.tool_calls
-            if response.tool_calls:
-                halt, done_summary, now = await self._run_tools(response.tool_calls, now)
+            claims_done = not calls
+            if calls:
+                halt, done_summary, now = await self._run_tools(calls, now)
                 if halt is not None:
                     return SessionEnd(halt, self.snapshot())
                 if done_summary is not None:
@@ -245,7 +249,11 @@ class Session:
             )
             run_check = claims_done and self._on_claim == "check"
             decision = await policy.after_turn(snapshot, run_check=run_check)
-            if decision is not CONTINUE:  # CONTINUE carries nothing to emit or inject
+            if decision is CONTINUE and not claims_done:
+                ready = snapshot  # CONTINUE carries nothing to emit or inject
+                continue
+            ready = None
+            if decision is not CONTINUE:
                 self._apply(decision)
             if decision.halt is not None:
                 return SessionEnd(decision.halt, snapshot)
@@ -295,27 +303,33 @@ class Session:
             self._append_feedback(rejection_feedback(decision.rejection))
 
     async def _run_tools(
-        self, calls: Sequence[ToolCall], now: float
+        self, calls: tuple[ToolCall, ...], now: float
     ) -> tuple[HaltReason | None, str | None, float]:
         """Run the admitted calls; return a budget halt (if any), the done summary, and the
         clock once they are done. `now` is the clock before them."""
         run = self._run
-        admitted: list[ToolCall] = []
+        admitted = calls
         halt: HaltReason | None = None
-        gates = self._gates_tools
-        for call in calls:
-            if gates:
-                halt = self._policy.before_tool_call(self.snapshot(now=now))
+        if self._gates_tools:
+            # One snapshot serves the whole batch: no tool runs until every call is admitted,
+            # so only the count admitted so far (`pending`) changes from one call to the next.
+            gate = self.snapshot(now=now)
+            for pending in range(len(calls)):
+                halt = self._policy.before_tool_call(gate, pending=pending)
                 if halt is not None:
+                    admitted = calls[:pending]
                     break
-            self.tool_calls += 1
-            run.tool_calls += 1
-            admitted.append(call)
+        count = len(admitted)
+        self.tool_calls += count
+        run.tool_calls += count
 
-        if len(admitted) == 1:
-            results = [await self._invoke(admitted[0])]
+        if count == 1:
+            call = admitted[0]
+            inline = self._inline(call)  # a sync tool that runs right here, with no coroutine
+            result = inline(call.arguments) if inline is not None else await self._invoke(call)
+            results = [result]
         else:
-            results = [("", False)] * len(admitted)
+            results = [("", False)] * count
             if admitted:
 
                 async def invoke_into(index: int, call: ToolCall) -> None:
@@ -333,16 +347,27 @@ class Session:
             if call.name == DONE_TOOL and run.done_tool and not is_error:
                 summary = call.arguments.get("summary", "")
                 done_summary = summary if isinstance(summary, str) else ""
-        if len(admitted) < len(calls):
-            for call in calls[len(admitted) :]:
+        if count < len(calls):
+            for call in calls[count:]:
                 self._record_tool(call, "not run: the tool-call budget is exhausted", True, at)
         return halt, done_summary, now
 
     def _record_tool(self, call: ToolCall, content: str, is_error: bool, at: float) -> None:
-        message = Message.tool_result(call, content, is_error=is_error)
-        self._messages.append(message)
-        self._outcomes.append(ToolOutcome(call, message.content, is_error, self.turns))
-        self._run.emit(ToolCalled(at, self.agent, self.turns, call, message.content, is_error))
+        content = neutralize(content)
+        turn = self.turns
+        self._messages.append(Message("tool", content, (), call.id, call.name, is_error))
+        self._outcomes.append(ToolOutcome(call, content, is_error, turn))
+        self._run.emit(ToolCalled(at, self.agent, turn, call, content, is_error))
+
+    def _inline(self, call: ToolCall) -> Callable[[Mapping[str, Any]], tuple[str, bool]] | None:
+        """How to run `call` synchronously, when its tool is an inline sync function that takes
+        no `ToolContext`; None when it must go through `_invoke`."""
+        tool = self._tools.get(call.name)
+        if tool is None or not tool.inline or tool.is_async or tool.context_param is not None:
+            return None
+        if call.name == DONE_TOOL and self._run.done_tool:
+            return None
+        return tool.run_inline
 
     async def _invoke(self, call: ToolCall) -> tuple[str, bool]:
         run = self._run

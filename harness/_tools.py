@@ -156,6 +156,15 @@ class Tool:
             return render_result(self.fn(**arguments))
         return render_result(self.fn(**self._kwargs(arguments, context)))
 
+    def run_inline(self, arguments: Mapping[str, Any]) -> tuple[str, bool]:
+        """Call an inline sync tool that takes no `ToolContext`, as the loop does: the text
+        the model sees and whether it is an error (an exception is rendered, not raised)."""
+        try:
+            self.validate(arguments)
+            return render_result(self.fn(**arguments)), False
+        except Exception as exc:
+            return f"error: {type(exc).__name__}: {exc}", True
+
     def _kwargs(self, arguments: Mapping[str, Any], context: ToolContext | None) -> dict[str, Any]:
         self.validate(arguments)
         kwargs = dict(arguments)

@@ -58,9 +58,18 @@ class Budget:
         return self.max_wall_time
 
     def exceeded(
-        self, snapshot: SessionStateSnapshot, *, scope: Scope = "run", tools_only: bool = False
+        self,
+        snapshot: SessionStateSnapshot,
+        *,
+        scope: Scope = "run",
+        tools_only: bool = False,
+        pending: int = 0,
     ) -> BudgetExceeded | None:
-        """The first used-up dimension as a `BudgetExceeded`, or None."""
+        """The first used-up dimension as a `BudgetExceeded`, or None.
+
+        `pending` counts tool calls admitted since `snapshot` was taken (earlier calls of the
+        same batch), which count as used.
+        """
         # Asked three times a turn: each dimension is read only when it has a limit.
         run = scope == "run"
         if self.max_wall_time is not None:
@@ -68,7 +77,7 @@ class Budget:
             if elapsed >= self.max_wall_time:
                 return BudgetExceeded("max_wall_time", elapsed, self.max_wall_time, scope)
         if self.max_tool_calls is not None:
-            calls = snapshot.run_tool_calls if run else snapshot.tool_calls
+            calls = (snapshot.run_tool_calls if run else snapshot.tool_calls) + pending
             if calls >= self.max_tool_calls:
                 return BudgetExceeded("max_tool_calls", calls, self.max_tool_calls, scope)
         if tools_only:

@@ -144,6 +144,7 @@ class _PolicySession:
         "_check",
         "_clock",
         "_feedback",
+        "_judged",
         "_limit",
         "_policy",
         "_rejections",
@@ -188,6 +189,9 @@ class _PolicySession:
             max_chars=policy.feedback_max_chars,
         )
         self._started = False
+        # The last snapshot whose budgets passed: the loop hands it to `before_call` again when
+        # a turn ends with nothing to apply, and the answer cannot have changed.
+        self._judged: SessionStateSnapshot | None = None
 
     def _start(self, snapshot: SessionStateSnapshot) -> None:
         """Before the session's first model call: baselines for sensors and triggers."""
@@ -205,17 +209,23 @@ class _PolicySession:
         return f"PolicySession(sensors=[{names}], {self._feedback!r})"
 
     def before_call(self, snapshot: SessionStateSnapshot) -> HaltReason | None:
+        if snapshot is self._judged:
+            return None
         if not self._started:
             self._start(snapshot)
         halt = self._policy.budget.exceeded(snapshot, scope="run")
         if halt is None and self._limit is not None:
             halt = self._limit.exceeded(snapshot, scope="session")
+        if halt is None:
+            self._judged = snapshot
         return halt
 
-    def before_tool_call(self, snapshot: SessionStateSnapshot) -> HaltReason | None:
-        halt = self._policy.budget.exceeded(snapshot, scope="run", tools_only=True)
+    def before_tool_call(
+        self, snapshot: SessionStateSnapshot, *, pending: int = 0
+    ) -> HaltReason | None:
+        halt = self._policy.budget.exceeded(snapshot, scope="run", tools_only=True, pending=pending)
         if halt is None and self._limit is not None:
-            halt = self._limit.exceeded(snapshot, scope="session", tools_only=True)
+            halt = self._limit.exceeded(snapshot, scope="session", tools_only=True, pending=pending)
         return halt
 
     async def after_turn(self, snapshot: SessionStateSnapshot, *, run_check: bool) -> Decision:

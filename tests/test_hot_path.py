@@ -187,9 +187,9 @@ class _CountingSession:
     def before_call(self, snapshot: Any) -> Any:
         return self._inner.before_call(snapshot)
 
-    def before_tool_call(self, snapshot: Any) -> Any:
+    def before_tool_call(self, snapshot: Any, *, pending: int = 0) -> Any:
         self.asked += 1
-        return self._inner.before_tool_call(snapshot)
+        return self._inner.before_tool_call(snapshot, pending=pending)
 
     async def after_turn(self, snapshot: Any, *, run_check: bool) -> Any:
         return await self._inner.after_turn(snapshot, run_check=run_check)
