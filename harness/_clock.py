@@ -9,6 +9,7 @@ exactly, with no real waiting.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import TracebackType
@@ -148,15 +149,21 @@ class FakeClock:
 def time_reader(clock: Clock) -> Callable[[], float]:
     """A function that reads `clock`, resolved once for the event loop running now.
 
-    For a `SystemClock` this is the running backend's own time function, which is what
-    `anyio.current_time` finds on every call; a run reads time several times a turn and never
-    changes event loop, so it looks the backend up once. Any other clock is read as it is.
+    For a `SystemClock` this is what `anyio.current_time` would find on every call (the
+    backend, then its clock): on asyncio the running loop's own `time`, on trio the backend's
+    `current_time`, which reads the run's clock (so `MockClock` still drives it). A run reads
+    time several times a turn and never changes event loop, so it looks this up once. Any
+    other clock is read as it is.
     """
     if type(clock) is SystemClock:
         try:
-            return anyio.lowlevel.current_token().backend_class.current_time
+            backend = anyio.lowlevel.current_token().backend_class
         except anyio.NoEventLoopError:
-            pass
+            return clock.now
+        if backend.__module__ == "anyio._backends._asyncio":
+            # anyio's asyncio backend imported asyncio; its current_time is this loop's time.
+            return sys.modules["asyncio"].get_running_loop().time  # type: ignore[no-any-return]
+        return backend.current_time
     return clock.now
 
 

@@ -100,6 +100,8 @@ class TurnFinished(Event):
 
 @frozen
 class ToolCalled(Event):
+    """One tool call and what it returned; the session keeps these as its tool outcomes."""
+
     name: ClassVar[str] = "tool.called"
     level: ClassVar[str] = "debug"
     agent: str

@@ -89,7 +89,6 @@ class Harness:
         all_sinks: list[EventSink] = [StructlogSink(run_id, self.logger), *self.sinks, *sinks]
         if transcript is not None:
             all_sinks.append(transcript)
-        now = self.clock.now()
         wall = self.policy.wall_time
         run = Run(
             run_id=run_id,
@@ -104,9 +103,9 @@ class Harness:
             tool_timeout=self.tool_timeout,
             done_tool=self.done_tool,
             context_window=self.context_window,
-            started_at=now,
-            deadline=None if wall is None else now + wall,
         )
+        run.started_at = now = run.now()
+        run.deadline = None if wall is None else now + wall
         try:
             run.emit(
                 RunStarted(

@@ -66,9 +66,11 @@ class Run:
     """What a failed check before the first turn reported; the first builder session gets it."""
     now: Callable[[], float] = field(init=False, repr=False)
     """Reads `clock` (see `time_reader`); create the run inside the loop that drives it."""
+    _emitters: tuple[Callable[[Event], None], ...] = field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         self.now = time_reader(self.clock)
+        self._emitters = tuple(sink.emit for sink in self.sinks)
 
     @property
     def requires_known_cost(self) -> bool:
@@ -78,8 +80,8 @@ class Run:
         return self.now() - self.started_at
 
     def emit(self, event: Event) -> None:
-        for sink in self.sinks:
-            sink.emit(event)
+        for emit in self._emitters:
+            emit(event)
 
     def system_message(self, base: str | None = None) -> Message:
         """The system prompt: the caller's, what "done" means, and how feedback is marked."""

@@ -86,6 +86,15 @@ class Session:
         if run.done_tool:
             specs.append(DONE_SPEC)
         self._specs = tuple(specs)
+        # Sync tools declared inline that take no ToolContext: the loop calls these directly.
+        self._inline_tools: dict[str, Callable[[Mapping[str, Any]], tuple[str, bool]]] = {
+            name: tool.run_inline
+            for name, tool in tools.items()
+            if tool.inline
+            and not tool.is_async
+            and tool.context_param is None
+            and not (name == DONE_TOOL and run.done_tool)
+        }
         self._messages: list[Message] = list(messages)
         self._outcomes: list[ToolOutcome] = []
         # The latest view of each history (see `snapshot`).
@@ -237,9 +246,14 @@ class Session:
             final_text: str | None = response.text
             claims_done = not calls
             if calls:
-                halt, done_summary, now = await self._run_tools(calls, now)
+                admitted, halt = self._admit(calls, now)
+                results = self._run_inline(admitted)
+                if results is None:
+                    results = await self._run_concurrently(admitted)
+                now = run.now()
+                done_summary = self._record_tools(calls, admitted, results, now)
                 if halt is not None:
-                    return SessionEnd(halt, self.snapshot())
+                    return SessionEnd(halt, self.snapshot(now=now))
                 if done_summary is not None:
                     claims_done = True
                     final_text = done_summary or response.text
@@ -302,12 +316,11 @@ class Session:
         if decision.rejection is not None and decision.halt is None:
             self._append_feedback(rejection_feedback(decision.rejection))
 
-    async def _run_tools(
+    def _admit(
         self, calls: tuple[ToolCall, ...], now: float
-    ) -> tuple[HaltReason | None, str | None, float]:
-        """Run the admitted calls; return a budget halt (if any), the done summary, and the
-        clock once they are done. `now` is the clock before them."""
-        run = self._run
+    ) -> tuple[tuple[ToolCall, ...], HaltReason | None]:
+        """The calls the budgets let run (a prefix of `calls`) and, if some were refused, the
+        halt. `now` is the clock after the model's response; the admitted calls are counted."""
         admitted = calls
         halt: HaltReason | None = None
         if self._gates_tools:
@@ -321,25 +334,45 @@ class Session:
                     break
         count = len(admitted)
         self.tool_calls += count
-        run.tool_calls += count
+        self._run.tool_calls += count
+        return admitted, halt
 
-        if count == 1:
-            call = admitted[0]
-            inline = self._inline(call)  # a sync tool that runs right here, with no coroutine
-            result = inline(call.arguments) if inline is not None else await self._invoke(call)
-            results = [result]
-        else:
-            results = [("", False)] * count
-            if admitted:
+    def _run_inline(self, calls: tuple[ToolCall, ...]) -> list[tuple[str, bool]] | None:
+        """Run the batch right here when every call is to an inline sync tool, in order (as a
+        task group would: none of them yields); None when some call must be awaited."""
+        inline = self._inline_tools
+        if len(calls) == 1:  # the usual batch
+            call = calls[0]
+            fn = inline.get(call.name)
+            return None if fn is None else [fn(call.arguments)]
+        fns = [inline.get(call.name) for call in calls]
+        if None in fns:
+            return None
+        return [fn(call.arguments) for fn, call in zip(fns, calls, strict=True)]  # type: ignore[misc]
 
-                async def invoke_into(index: int, call: ToolCall) -> None:
-                    results[index] = await self._invoke(call)
+    async def _run_concurrently(self, calls: tuple[ToolCall, ...]) -> list[tuple[str, bool]]:
+        """Run the batch in a task group, each call under its own deadline."""
+        if len(calls) == 1:
+            return [await self._invoke(calls[0])]
+        results = [("", False)] * len(calls)
 
-                async with anyio.create_task_group() as group:
-                    for index, call in enumerate(admitted):
-                        group.start_soon(invoke_into, index, call)
+        async def invoke_into(index: int, call: ToolCall) -> None:
+            results[index] = await self._invoke(call)
 
-        now = run.now()
+        async with anyio.create_task_group() as group:
+            for index, call in enumerate(calls):
+                group.start_soon(invoke_into, index, call)
+        return results
+
+    def _record_tools(
+        self,
+        calls: tuple[ToolCall, ...],
+        admitted: tuple[ToolCall, ...],
+        results: list[tuple[str, bool]],
+        now: float,
+    ) -> str | None:
+        """Record every call's result (refused calls too); return the done tool's summary."""
+        run = self._run
         at = now - run.started_at
         done_summary: str | None = None
         for call, (content, is_error) in zip(admitted, results, strict=True):
@@ -347,27 +380,17 @@ class Session:
             if call.name == DONE_TOOL and run.done_tool and not is_error:
                 summary = call.arguments.get("summary", "")
                 done_summary = summary if isinstance(summary, str) else ""
-        if count < len(calls):
-            for call in calls[count:]:
-                self._record_tool(call, "not run: the tool-call budget is exhausted", True, at)
-        return halt, done_summary, now
+        for call in calls[len(admitted) :]:
+            self._record_tool(call, "not run: the tool-call budget is exhausted", True, at)
+        return done_summary
 
     def _record_tool(self, call: ToolCall, content: str, is_error: bool, at: float) -> None:
         content = neutralize(content)
         turn = self.turns
         self._messages.append(Message("tool", content, (), call.id, call.name, is_error))
-        self._outcomes.append(ToolOutcome(call, content, is_error, turn))
-        self._run.emit(ToolCalled(at, self.agent, turn, call, content, is_error))
-
-    def _inline(self, call: ToolCall) -> Callable[[Mapping[str, Any]], tuple[str, bool]] | None:
-        """How to run `call` synchronously, when its tool is an inline sync function that takes
-        no `ToolContext`; None when it must go through `_invoke`."""
-        tool = self._tools.get(call.name)
-        if tool is None or not tool.inline or tool.is_async or tool.context_param is not None:
-            return None
-        if call.name == DONE_TOOL and self._run.done_tool:
-            return None
-        return tool.run_inline
+        outcome = ToolCalled(at, self.agent, turn, call, content, is_error)
+        self._outcomes.append(outcome)
+        self._run.emit(outcome)
 
     async def _invoke(self, call: ToolCall) -> tuple[str, bool]:
         run = self._run

@@ -13,7 +13,8 @@ from typing import Any, TypeVar, overload
 
 from attrs import frozen
 
-from ._messages import Message, ToolCall, Usage
+from ._events import ToolCalled
+from ._messages import Message, Usage
 
 T = TypeVar("T")
 
@@ -35,14 +36,16 @@ class HistoryView(Sequence[T]):
     @overload
     def __getitem__(self, index: slice) -> Sequence[T]: ...
     def __getitem__(self, index: int | slice) -> T | Sequence[T]:
+        if index.__class__ is int:  # sensors read a few items by index after every turn
+            if index < 0:
+                index += self._length
+            if 0 <= index < self._length:
+                return self._items[index]
+            raise IndexError("history index out of range")
         if isinstance(index, slice):
             start, stop, step = index.indices(self._length)
             return self._items[start:stop:step]
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
-            raise IndexError("history index out of range")
-        return self._items[index]
+        return self._items[: self._length][index]  # any other index, as a list takes it
 
     def __iter__(self) -> Iterator[T]:
         # In C, and as lazy as a loop over indexes: the list is read as iteration goes.
@@ -96,14 +99,10 @@ class SessionStore:
         return self._slices
 
 
-@frozen
-class ToolOutcome:
-    """What one tool call returned, as recorded in the session."""
-
-    call: ToolCall
-    content: str
-    is_error: bool
-    turn: int
+ToolOutcome = ToolCalled
+"""What one tool call returned, as the session keeps it: the ``tool.called`` event itself
+(`turn`, `call`, `content`, `is_error`, and when and by which agent), so a call is recorded
+once for the snapshot and the event stream alike."""
 
 
 @frozen(eq=False, slots=False)

@@ -23,6 +23,7 @@ from attrs import frozen
 from harness import ConfigurationError, SensorReading, SessionStateSnapshot
 
 Action = Literal["warn", "halt"]
+_OK = SensorReading.ok()
 _ACTIONS = ("warn", "halt")
 
 
@@ -122,18 +123,25 @@ class RepeatedToolCallSensor:
         check_name("RepeatedToolCallSensor", self.name)
 
     def read(self, snapshot: SessionStateSnapshot) -> SensorReading:
-        recent = snapshot.tool_outcomes[-self.limit :]  # read after every turn: touch no more
-        if not recent or recent[-1].turn != snapshot.turns:
-            return SensorReading.ok()
-        last = recent[-1].call
-        run = 0
-        for outcome in reversed(recent):
-            call = outcome.call
-            if call.name != last.name or call.arguments != last.arguments:
+        # Read after every turn: the newest outcome, then one more per repeat, no further.
+        outcomes = snapshot.tool_outcomes
+        index = len(outcomes) - 1
+        if index < 0:
+            return _OK
+        newest = outcomes[index]
+        if newest.turn != snapshot.turns:
+            return _OK
+        last = newest.call
+        name, arguments = last.name, last.arguments
+        run = 1
+        stop = max(index - self.limit, -1)
+        for earlier in range(index - 1, stop, -1):
+            call = outcomes[earlier].call
+            if call.name != name or call.arguments != arguments:
                 break
             run += 1
         if run < self.limit and (self.warn_at is None or run < self.warn_at):
-            return SensorReading.ok()  # the usual case, without building the two messages
+            return _OK  # the usual case, without building the two messages
         return graded(
             run,
             limit=self.limit,
@@ -164,17 +172,22 @@ class ConsecutiveToolErrorsSensor:
         check_name("ConsecutiveToolErrorsSensor", self.name)
 
     def read(self, snapshot: SessionStateSnapshot) -> SensorReading:
-        recent = snapshot.tool_outcomes[-self.limit :]  # read after every turn: touch no more
-        if not recent or recent[-1].turn != snapshot.turns:
-            return SensorReading.ok()
-        run = 0
-        for outcome in reversed(recent):
-            if not outcome.is_error:
+        # Read after every turn: the newest outcome, then one more per error, no further.
+        outcomes = snapshot.tool_outcomes
+        index = len(outcomes) - 1
+        if index < 0:
+            return _OK
+        last = outcomes[index]
+        if last.turn != snapshot.turns or not last.is_error:
+            return _OK
+        run = 1
+        stop = max(index - self.limit, -1)
+        for earlier in range(index - 1, stop, -1):
+            if not outcomes[earlier].is_error:
                 break
             run += 1
         if run < self.limit and (self.warn_at is None or run < self.warn_at):
-            return SensorReading.ok()  # the usual case, without building the two messages
-        last = recent[-1]
+            return _OK  # the usual case, without building the two messages
         return graded(
             run,
             limit=self.limit,

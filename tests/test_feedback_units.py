@@ -248,7 +248,7 @@ def test_tool_usage_speaks_after_calls_without_progress() -> None:
     """Without a workspace or plan change, N calls bring a caution and 2N a warning."""
     provider = ToolUsageFeedback(max_calls_without_progress=3).bind()
     provider.start(snap(turns=0))
-    outcome = ToolOutcome(ToolCall("1", "read_file", {}), "x", False, 1)
+    outcome = ToolOutcome(0.0, "builder", 1, ToolCall("1", "read_file", {}), "x", False)
     assert not provider.should_run(context(snap(tool_calls=2, outcomes=[outcome])))
     assert provider.should_run(context(snap(tool_calls=3, outcomes=[outcome])))
     feedback = provider.provide(context(snap(tool_calls=3, outcomes=[outcome])))

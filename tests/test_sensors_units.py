@@ -77,7 +77,8 @@ def calls(*names: str) -> list[ToolOutcome]:
     result = []
     for turn, name in enumerate(names, 1):
         tool, _, arg = name.partition(":")
-        result.append(ToolOutcome(ToolCall(f"c{turn}", tool, {"x": arg}), "ok", False, turn))
+        call = ToolCall(f"c{turn}", tool, {"x": arg})
+        result.append(ToolOutcome(0.0, "builder", turn, call, "ok", False))
     return result
 
 
