@@ -149,22 +149,63 @@ class FakeClock:
 def time_reader(clock: Clock) -> Callable[[], float]:
     """A function that reads `clock`, resolved once for the event loop running now.
 
-    For a `SystemClock` this is what `anyio.current_time` would find on every call (the
-    backend, then its clock): on asyncio the running loop's own `time`, on trio the backend's
-    `current_time`, which reads the run's clock (so `MockClock` still drives it). A run reads
-    time several times a turn and never changes event loop, so it looks this up once. Any
-    other clock is read as it is.
+    For a `SystemClock` this is what `anyio.current_time` finds on every call: on asyncio the
+    running loop's own `time`, on trio the backend's `current_time`, which reads the run's
+    clock (so `MockClock` still drives it). A run reads time several times a turn and never
+    changes event loop, so it looks this up once. Any other clock is read as it is.
     """
+    if type(clock) is LoopClock:
+        return clock.now
+    if type(clock) is SystemClock:
+        asyncio = sys.modules.get("asyncio")  # not imported: no asyncio loop can be running
+        if asyncio is not None:
+            try:
+                return asyncio.get_running_loop().time  # type: ignore[no-any-return]
+            except RuntimeError:
+                pass
+        try:
+            return anyio.lowlevel.current_token().backend_class.current_time
+        except anyio.NoEventLoopError:
+            pass
+    return clock.now
+
+
+class LoopClock:
+    """A `SystemClock` resolved once for the event loop running now.
+
+    `anyio.current_time()` and `anyio.CancelScope()` find the running backend on every call;
+    a run reads the time several times a turn and opens a deadline scope for every awaited
+    tool and check, on one event loop from start to end. This clock asks once, then reads the
+    loop's time and builds the backend's cancel scopes directly (`AsyncBackend.create_cancel_
+    scope`); it behaves exactly as the `SystemClock` it stands for, `MockClock` included.
+    """
+
+    __slots__ = ("_create_scope", "now")
+
+    def __init__(self) -> None:
+        backend = anyio.lowlevel.current_token().backend_class  # NoEventLoopError outside one
+        self.now: Callable[[], float] = time_reader(SystemClock())
+        self._create_scope = backend.create_cancel_scope
+
+    async def sleep(self, seconds: float) -> None:
+        await anyio.sleep(seconds)
+
+    def deadline_scope(self, deadline: float) -> anyio.CancelScope:
+        return self._create_scope(deadline=deadline)
+
+    def __repr__(self) -> str:
+        return "LoopClock()"
+
+
+def for_this_loop(clock: Clock) -> Clock:
+    """`clock` as a run on the running event loop should read it: a `SystemClock` becomes a
+    `LoopClock`; any other clock (a `FakeClock`, a caller's own) is returned as it is."""
     if type(clock) is SystemClock:
         try:
-            backend = anyio.lowlevel.current_token().backend_class
+            return LoopClock()
         except anyio.NoEventLoopError:
-            return clock.now
-        if backend.__module__ == "anyio._backends._asyncio":
-            # anyio's asyncio backend imported asyncio; its current_time is this loop's time.
-            return sys.modules["asyncio"].get_running_loop().time  # type: ignore[no-any-return]
-        return backend.current_time
-    return clock.now
+            pass
+    return clock
 
 
 def remaining(clock: Clock, deadline: float | None) -> float:

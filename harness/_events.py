@@ -1,5 +1,10 @@
 """Typed events: one for every step of a run, sent to every sink the run has.
 
+Log levels: INFO frames a run (``run.started``, ``run.halted``) and marks every time the
+harness refused the agent or judged its work (``check.failed``, ``verdict.reached``,
+``feedback.injected``); WARNING is a sensor's warning or halt; each routine step (turns, tool
+calls, a new iteration, a check that passed) is DEBUG.
+
 Sinks are synchronous and must not block: a structlog logger, an in-memory stream the caller
 iterates, and a JSONL transcript. `at` is seconds since the run started, on the run's clock.
 """
@@ -75,6 +80,7 @@ class RunStarted(Event):
 @frozen
 class IterationStarted(Event):
     name: ClassVar[str] = "iteration.started"
+    level: ClassVar[str] = "debug"
     agent: str
     iteration: int
 
@@ -126,7 +132,10 @@ class SensorRead(Event):
 
 @frozen
 class CheckPassed(Event):
+    """The completion check passed (what follows, `run.halted` or a verdict, says so at INFO)."""
+
     name: ClassVar[str] = "check.passed"
+    level: ClassVar[str] = "debug"
     agent: str
     turn: int
     check: str
@@ -175,13 +184,18 @@ class EventSink(Protocol):
     def emit(self, event: Event) -> None: ...
 
 
+# One lazy proxy for every run, as structlog advises for a module: it reads the configuration
+# when a run binds it (or once, with ``cache_logger_on_first_use``).
+_LOGGER = structlog.get_logger("harness")
+
+
 class StructlogSink:
     """Logs each event under its name, with every field as a key and `run_id` bound once."""
 
     __slots__ = ("_enabled_for", "_log")
 
     def __init__(self, run_id: str, logger: Any = None) -> None:
-        base = logger if logger is not None else structlog.get_logger("harness")
+        base = logger if logger is not None else _LOGGER
         self._log = base.bind(run_id=run_id)
         # Looked up once: the per-turn events are debug events, and below that level each
         # one should cost a comparison, not a lookup, a dict and a call that does nothing.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-import uuid
+import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
@@ -13,7 +13,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from attrs import define, field
 
-from ._clock import Clock, SystemClock
+from ._clock import Clock, SystemClock, for_this_loop
 from ._errors import ConfigurationError, FixtureError
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
 from ._model import ModelClient
@@ -84,7 +84,7 @@ class Harness:
 
     async def run(self, task: str, *, sinks: Sequence[EventSink] = ()) -> RunResult:
         """Run `task` to a halt. Never raises for the run's own reasons to stop."""
-        run_id = uuid.uuid4().hex[:12]
+        run_id = os.urandom(6).hex()  # 12 hex digits, as random as a uuid4's first 12
         transcript = JsonlTranscript(self.transcript) if self.transcript is not None else None
         all_sinks: list[EventSink] = [StructlogSink(run_id, self.logger), *self.sinks, *sinks]
         if transcript is not None:
@@ -96,7 +96,7 @@ class Harness:
             model=self.model,
             tools=self._tools,
             policy=self.policy,
-            clock=self.clock,
+            clock=for_this_loop(self.clock),
             sinks=all_sinks,
             workspace=self._workspace,
             system_prompt=self.system_prompt,
@@ -148,14 +148,14 @@ class Harness:
         wall = self.policy.wall_time
         if run.deadline is None or wall is None:
             return await self._start(run)
-        with self.clock.deadline_scope(run.deadline):
+        with run.clock.deadline_scope(run.deadline):
             return await self._start(run)
         return BudgetExceeded("max_wall_time", run.elapsed(), wall)
 
     async def _start(self, run: Run) -> HaltReason:
         await self.policy.start_run(run.bare_snapshot())
         if self.policy.check_before_first_turn:
-            policy = self.policy.start_session(clock=self.clock)
+            policy = self.policy.start_session(clock=run.clock)
             run.initial_reason = await run.check(run.bare_snapshot(), policy)
             if run.initial_reason is None:
                 return Completed(early=True)

@@ -18,6 +18,8 @@ from ._session import DONE_TOOL, OnClaim, Session
 from ._state import HistoryView, SessionStateSnapshot, SessionStore
 from ._tools import Tool
 
+_NO_USAGE = Usage()
+
 DEFAULT_SYSTEM_PROMPT = (
     "You are an autonomous agent. Work on the task with the tools you have until it is "
     "really done; nobody is watching to answer questions."
@@ -163,19 +165,31 @@ class Run:
 
     def bare_snapshot(self) -> SessionStateSnapshot:
         """A snapshot with no session yet (for the check before the first turn)."""
-        return SessionStateSnapshot.standalone(
+        now = self.now()
+        # Positional, as `SessionStateSnapshot.standalone` would fill it: built for every run.
+        return SessionStateSnapshot(
+            self.run_id,
+            self.task,
+            "builder",
+            0,
             self.workspace,
-            task=self.task,
-            now=self.now(),
-            run_id=self.run_id,
-            check_reasons=HistoryView(self.check_reasons),
-            run_turns=self.turns,
-            run_tool_calls=self.tool_calls,
-            run_usage=self.usage,
-            started_at=self.started_at,
-            deadline=self.deadline,
-            store=self.store.frozen(),
-            context_window=self.context_window,
+            (),
+            (),
+            HistoryView(self.check_reasons),
+            0,
+            0,
+            _NO_USAGE,
+            self.turns,
+            self.tool_calls,
+            self.usage,
+            self.started_at,
+            now,
+            self.deadline,
+            False,
+            None,
+            self.store.frozen(),
+            self.context_window,
+            now,
         )
 
     async def check(self, snapshot: SessionStateSnapshot, policy: PolicySession) -> str | None:

@@ -218,6 +218,7 @@ class Session:
         ready: SessionStateSnapshot | None = None
         while True:
             before = ready if ready is not None else self.snapshot()
+            ready = None
             halt = policy.before_call(before)
             if halt is not None:
                 return SessionEnd(halt, before)
@@ -225,6 +226,9 @@ class Session:
             run.turns += 1
             turn = self.turns
             run.emit(TurnStarted(before.now - run.started_at, self.agent, self.iteration, turn))
+            # Not held across the model call: with many sessions in flight, whatever waits
+            # there outlives the young GC generation and makes every collection slower.
+            del before
             request = ModelRequest(
                 self._message_history(),
                 self._specs,
@@ -266,7 +270,6 @@ class Session:
             if decision is CONTINUE and not claims_done:
                 ready = snapshot  # CONTINUE carries nothing to emit or inject
                 continue
-            ready = None
             if decision is not CONTINUE:
                 self._apply(decision)
             if decision.halt is not None:

@@ -211,6 +211,7 @@ class _PolicySession:
 
     def before_call(self, snapshot: SessionStateSnapshot) -> HaltReason | None:
         if snapshot is self._judged:
+            self._judged = None  # asked once more at most; then let the snapshot go
             return None
         if not self._started:
             self._start(snapshot)
