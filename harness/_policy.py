@@ -77,7 +77,7 @@ class Limit(Protocol):
     ) -> BudgetExceeded | None:
         """The first dimension used up (``used >= limit``), or None.
 
-        With `tools_only`, only the dimensions that gate a tool call (tool calls, wall time);
+        With `tools_only`, only the dimension that gates a tool call (the tool-call count);
         `pending` tool calls were admitted since `snapshot` and count as used.
         """
         ...
@@ -88,8 +88,8 @@ class PolicySession(Protocol):
     """The policy's state for one session (sensors are bound per session).
 
     One may also have an attribute ``gates_tool_calls = False`` saying `before_tool_call` can
-    never halt (no limit on tool calls or time): the loop then skips the snapshot it would take
-    before every tool call. Without the attribute the loop asks before each one.
+    never halt (no limit on tool calls): the loop then does not ask it. Without the attribute
+    the loop asks before each call.
     """
 
     def before_call(self, snapshot: SessionStateSnapshot) -> HaltReason | None:
@@ -103,10 +103,13 @@ class PolicySession(Protocol):
     def before_tool_call(
         self, snapshot: SessionStateSnapshot, *, pending: int = 0
     ) -> HaltReason | None:
-        """Budgets that gate a tool call: tool calls and wall time.
+        """Budgets that gate a tool call: the tool-call count.
 
-        The loop takes one snapshot after the model's response and asks once per call in the
-        batch; `pending` is how many calls of the batch were admitted before this one.
+        Asked once per call of a batch, before any of them runs, with the snapshot the turn
+        started from (the one `before_call` passed): no tool has run since, so its tool-call
+        counts plus `pending`, the calls of the batch admitted before this one, are exact.
+        Wall time needs no gate here: the run's deadline scope cancels an awaited tool, and the
+        check after the turn halts the run.
         """
         ...
 

@@ -21,7 +21,7 @@ from ._events import (
     TurnFinished,
     TurnStarted,
 )
-from ._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage, neutralize
+from ._messages import Message, ModelRequest, ToolCall, ToolSpec, Usage, neutralize
 from ._model import ModelClient
 from ._policy import CONTINUE, Decision, Limit, PolicySession
 from ._result import BudgetExceeded, HaltReason, ModelFailed
@@ -211,6 +211,11 @@ class Session:
     async def _turns(self) -> SessionEnd:
         run = self._run
         policy = self._policy
+        emit = run.emit
+        agent, iteration = self.agent, self.iteration
+        messages = self._messages
+        complete = self._model.complete
+        check_claims = self._on_claim == "check"
         # The clock is read once after each await (the model call, the tools) and that reading
         # serves every snapshot and event up to the next one: nothing in between can wait.
         # A turn that ends with nothing to apply leaves its snapshot as the state the next
@@ -222,35 +227,36 @@ class Session:
             halt = policy.before_call(before)
             if halt is not None:
                 return SessionEnd(halt, before)
-            self.turns += 1
+            self.turns = turn = self.turns + 1
             run.turns += 1
-            turn = self.turns
-            run.emit(TurnStarted(before.now - run.started_at, self.agent, self.iteration, turn))
-            # Not held across the model call: with many sessions in flight, whatever waits
-            # there outlives the young GC generation and makes every collection slower.
-            del before
+            emit(TurnStarted(before.now - run.started_at, agent, iteration, turn))
+            view = self._message_view
+            if view._length != len(messages):
+                view = self._message_view = HistoryView(messages)
             request = ModelRequest(
-                self._message_history(),
-                self._specs,
-                self.agent,
-                turn,
-                self._request_deadline,
-                run.workspace,
+                view, self._specs, agent, turn, self._request_deadline, run.workspace
             )
             try:
-                response = await self._model.complete(request)
+                response = await complete(request)
             except ModelError as exc:
                 return SessionEnd(ModelFailed(exc.kind, str(exc)), self.snapshot())
-            self._account(response)
+            usage = response.usage
+            if usage.cost_usd is None and run.requires_known_cost:
+                raise ConfigurationError(
+                    "a cost budget is set but the model reported no price for this call "
+                    f"(model {response.model!r}); add its price or drop max_cost_usd"
+                )
+            self.usage += usage
+            run.usage += usage
             calls = response.tool_calls
-            self._messages.append(Message("assistant", response.text, calls))
+            messages.append(Message("assistant", response.text, calls))
             now = run.now()
-            run.emit(TurnFinished(now - run.started_at, self.agent, self.iteration, turn, response))
+            emit(TurnFinished(now - run.started_at, agent, iteration, turn, response))
 
             final_text: str | None = response.text
             claims_done = not calls
             if calls:
-                admitted, halt = self._admit(calls, now)
+                admitted, halt = self._admit(calls, before)
                 results = self._run_inline(admitted)
                 if results is None:
                     results = await self._run_concurrently(admitted)
@@ -265,8 +271,7 @@ class Session:
             snapshot = self.snapshot(
                 claims_done=claims_done, final_text=final_text if claims_done else None, now=now
             )
-            run_check = claims_done and self._on_claim == "check"
-            decision = await policy.after_turn(snapshot, run_check=run_check)
+            decision = await policy.after_turn(snapshot, run_check=claims_done and check_claims)
             if decision is CONTINUE and not claims_done:
                 ready = snapshot  # CONTINUE carries nothing to emit or inject
                 continue
@@ -274,7 +279,7 @@ class Session:
                 self._apply(decision)
             if decision.halt is not None:
                 return SessionEnd(decision.halt, snapshot)
-            if claims_done and self._on_claim == "return":
+            if claims_done and not check_claims:  # the strategy judges the claim itself
                 return SessionEnd(None, snapshot, claimed=True)
             if decision.rejection is not None and self._stop_on_rejection:
                 return SessionEnd(None, snapshot, rejection=decision.rejection)
@@ -287,16 +292,6 @@ class Session:
             ends = self.started_at + wall
             deadline = ends if deadline is None else min(deadline, ends)
         return deadline
-
-    def _account(self, response: ModelResponse) -> None:
-        usage = response.usage
-        if usage.cost_usd is None and self._run.requires_known_cost:
-            raise ConfigurationError(
-                "a cost budget is set but the model reported no price for this call "
-                f"(model {response.model!r}); add its price or drop max_cost_usd"
-            )
-        self.usage = self.usage + usage
-        self._run.usage = self._run.usage + usage
 
     def _apply(self, decision: Decision) -> None:
         """Emit what the policy saw and inject its feedback into the next request."""
@@ -320,18 +315,17 @@ class Session:
             self._append_feedback(rejection_feedback(decision.rejection))
 
     def _admit(
-        self, calls: tuple[ToolCall, ...], now: float
+        self, calls: tuple[ToolCall, ...], before: SessionStateSnapshot
     ) -> tuple[tuple[ToolCall, ...], HaltReason | None]:
         """The calls the budgets let run (a prefix of `calls`) and, if some were refused, the
-        halt. `now` is the clock after the model's response; the admitted calls are counted."""
+        halt; the admitted calls are counted. `before` is the snapshot the turn started from:
+        no tool has run since, so its tool-call counts plus the calls admitted so far
+        (`pending`) are exact."""
         admitted = calls
         halt: HaltReason | None = None
         if self._gates_tools:
-            # One snapshot serves the whole batch: no tool runs until every call is admitted,
-            # so only the count admitted so far (`pending`) changes from one call to the next.
-            gate = self.snapshot(now=now)
             for pending in range(len(calls)):
-                halt = self._policy.before_tool_call(gate, pending=pending)
+                halt = self._policy.before_tool_call(before, pending=pending)
                 if halt is not None:
                     admitted = calls[:pending]
                     break
@@ -377,6 +371,10 @@ class Session:
         """Record every call's result (refused calls too); return the done tool's summary."""
         run = self._run
         at = now - run.started_at
+        if len(calls) == 1 and admitted and not run.done_tool:  # the usual turn: one call, run
+            content, is_error = results[0]
+            self._record_tool(calls[0], content, is_error, at)
+            return None
         done_summary: str | None = None
         for call, (content, is_error) in zip(admitted, results, strict=True):
             self._record_tool(call, content, is_error, at)

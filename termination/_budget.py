@@ -67,12 +67,12 @@ class Budget:
     ) -> BudgetExceeded | None:
         """The first used-up dimension as a `BudgetExceeded`, or None.
 
-        `pending` counts tool calls admitted since `snapshot` was taken (earlier calls of the
-        same batch), which count as used.
+        With `tools_only`, only the tool-call count (what gates a tool call); `pending` counts
+        tool calls admitted since `snapshot` was taken (earlier calls of the same batch).
         """
-        # Asked three times a turn: each dimension is read only when it has a limit.
+        # Asked twice a turn: each dimension is read only when it has a limit.
         run = scope == "run"
-        if self.max_wall_time is not None:
+        if self.max_wall_time is not None and not tools_only:
             elapsed = snapshot.elapsed if run else snapshot.session_elapsed
             if elapsed >= self.max_wall_time:
                 return BudgetExceeded("max_wall_time", elapsed, self.max_wall_time, scope)

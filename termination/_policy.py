@@ -159,12 +159,9 @@ class _PolicySession:
         self._policy = policy
         self._clock = clock
         self._limit = limit
-        # Only these dimensions gate a tool call; without any, before_tool_call is always None.
-        budget = policy.budget
-        self.gates_tool_calls = (
-            budget.max_tool_calls is not None
-            or budget.max_wall_time is not None
-            or limit is not None
+        # Only a tool-call limit gates a tool call; without one, before_tool_call is always None.
+        self.gates_tool_calls = policy.budget.max_tool_calls is not None or (
+            limit is not None and getattr(limit, "max_tool_calls", 0) is not None
         )
         self._check = policy.completion_check
         # Rejected claims of done, counted here: the run's check_reasons also hold checks that

@@ -234,14 +234,16 @@ async def test_the_loop_skips_tool_call_checks_only_when_told_they_never_halt(
     [
         (Budget(max_turns=3, max_total_tokens=100), None, False),
         (Budget(max_tool_calls=3), None, True),
-        (Budget(max_wall_time=3.0), None, True),
-        (Budget(), Budget(max_turns=2), True),
+        (Budget(max_wall_time=3.0), None, False),
+        (Budget(), Budget(max_turns=2), False),
+        (Budget(), Budget(max_tool_calls=2), True),
     ],
 )
 def test_a_policy_session_gates_tool_calls_only_with_a_limit_that_can(
     budget: Budget, limit: Budget | None, gates: bool
 ) -> None:
-    """Tool calls are gated by a tool-call or wall-time budget, or by any session limit."""
+    """Tool calls are gated by a tool-call limit, the run's or the session's, and only by one:
+    wall time is a deadline scope and the check after the turn."""
     session = TerminationPolicy(budget=budget).start_session(clock=FakeClock(), limit=limit)
     assert session.gates_tool_calls is gates
 
