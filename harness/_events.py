@@ -1,9 +1,10 @@
 """Typed events: one for every step of a run, sent to every sink the run has.
 
-Log levels: INFO frames a run (``run.started``, ``run.halted``) and marks every time the
-harness refused the agent or judged its work (``check.failed``, ``verdict.reached``,
-``feedback.injected``); WARNING is a sensor's warning or halt; each routine step (turns, tool
-calls, a new iteration, a check that passed) is DEBUG.
+Log levels: a run logs one INFO line when it ends (``run.halted``: the outcome, turns, usage),
+as an HTTP client logs one per request, and one each time the harness refuses the agent or
+judges its work (``check.failed``, ``verdict.reached``, ``feedback.injected``); WARNING is a
+sensor's warning or halt; every routine step (the start, turns, tool calls, a new iteration, a
+check that passed) is DEBUG. Every event, whatever its level, reaches the other sinks.
 
 Sinks are synchronous and must not block: a structlog logger, an in-memory stream the caller
 iterates, and a JSONL transcript. `at` is seconds since the run started, on the run's clock.
@@ -70,6 +71,7 @@ def _plain(value: object) -> object:
 @frozen
 class RunStarted(Event):
     name: ClassVar[str] = "run.started"
+    level: ClassVar[str] = "debug"
     run_id: str
     task: str
     strategy: str

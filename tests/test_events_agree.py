@@ -32,6 +32,7 @@ from harness import (
     TurnStarted,
     VerdictReached,
     read_transcript,
+    tool,
     workspace_tools,
 )
 from strategies import SelfVerifying
@@ -214,6 +215,41 @@ async def test_a_debug_filtering_logger_drops_only_debug_events(tmp_path: Path) 
     expected = [e.name for e in sink.events if e.level != "debug"]
     assert [call.kwargs["event"] for call in captured] == expected
     assert {call.method_name for call in captured} == {"info", "warning"}
+
+
+async def test_a_run_that_completes_logs_one_info_line(tmp_path: Path) -> None:
+    """At INFO a completed run is one line, its outcome, as an HTTP client logs a request;
+    its start, turns, tool calls and the passing check are DEBUG."""
+    capturing = structlog.testing.CapturingLogger()
+    logger = structlog.wrap_logger(
+        capturing,
+        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+        processors=[],
+    )
+    model = ScriptedModelClient.from_responses(
+        [{"tool_calls": [{"name": "note", "arguments": {"text": "hi"}}]}, {"text": "done"}]
+    )
+
+    @tool(inline=True)
+    def note(text: str) -> str:
+        """Take a note."""
+        return text
+
+    sink = ListSink()
+    harness = Harness(
+        model=model, policy=TerminationPolicy(), tools=[note], sinks=[sink], logger=logger
+    )
+    result = await harness.run("take a note")
+    assert result.verified
+    assert [(c.method_name, c.kwargs["event"]) for c in capturing.calls] == [("info", "run.halted")]
+    assert {e.name for e in sink.events if e.level == "debug"} == {
+        "run.started",
+        "iteration.started",
+        "turn.started",
+        "turn.finished",
+        "tool.called",
+        "check.passed",
+    }
 
 
 async def test_a_broken_fixture_still_ends_the_stream_with_run_halted(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from harness import (
     Usage,
     tool,
 )
-from harness._clock import time_reader
+from harness._clock import LoopClock, for_this_loop, time_reader
 from harness._run import Run
 from harness._state import HistoryView
 from harness._tools import render_result
@@ -176,19 +176,24 @@ async def test_an_inline_tool_that_overruns_its_timeout_still_returns_its_result
 
 
 class _CountingSession:
-    """A policy session that counts tool-call checks, with or without `gates_tool_calls`."""
+    """A policy session that counts tool-call checks, with or without `gates_tool_calls`, and
+    keeps the snapshots it is handed."""
 
     def __init__(self, inner: Any, gates: bool | None) -> None:
         self._inner = inner
         self.asked = 0
+        self.before: list[Any] = []
+        self.gated: list[tuple[Any, int]] = []
         if gates is not None:
             self.gates_tool_calls = gates
 
     def before_call(self, snapshot: Any) -> Any:
+        self.before.append(snapshot)
         return self._inner.before_call(snapshot)
 
     def before_tool_call(self, snapshot: Any, *, pending: int = 0) -> Any:
         self.asked += 1
+        self.gated.append((snapshot, pending))
         return self._inner.before_tool_call(snapshot, pending=pending)
 
     async def after_turn(self, snapshot: Any, *, run_check: bool) -> Any:
@@ -227,6 +232,68 @@ async def test_the_loop_skips_tool_call_checks_only_when_told_they_never_halt(
     assert end.reason.verified
     assert counting.asked == asked
     assert end.snapshot.tool_calls == 2
+    # Each call of the batch is judged on the snapshot the turn started from, with the calls
+    # admitted before it as `pending`: no snapshot is taken between response and tools.
+    first_turn = counting.before[0]
+    assert counting.gated == [(first_turn, 0), (first_turn, 1)][:asked]
+
+
+@pytest.mark.anyio
+async def test_a_turn_that_ends_with_nothing_to_apply_hands_its_snapshot_to_the_next() -> None:
+    """The snapshot judged after a quiet turn is the one the next turn's budget check gets."""
+
+    @tool(inline=True)
+    def ping(n: int) -> str:
+        """Answer."""
+        return "pong"
+
+    clock = FakeClock()
+    run = _run(clock)
+    run.tools = {"ping": ping}
+    run.model = ScriptedModelClient.from_responses(
+        [{"tool_calls": [{"name": "ping", "arguments": {"n": i}}]} for i in range(3)]
+        + [{"text": "done"}]
+    )
+    counting = _CountingSession(TerminationPolicy().start_session(clock=clock), None)
+    after: list[Any] = []
+    inner_after = counting.after_turn
+
+    async def recording(snapshot: Any, *, run_check: bool) -> Any:
+        after.append(snapshot)
+        return await inner_after(snapshot, run_check=run_check)
+
+    counting.after_turn = recording  # type: ignore[method-assign]
+    end = await run.new_session(policy=counting).run()
+    assert end.reason is not None
+    assert end.reason.verified
+    assert len(counting.before) == 4
+    assert counting.before[1:] == after[:3]
+    assert all(b is a for b, a in zip(counting.before[1:], after, strict=False))
+
+
+def test_a_fake_or_custom_clock_is_read_as_it_is() -> None:
+    """Only the system clock is resolved for the running loop; any other clock is kept."""
+    fake = FakeClock()
+    assert for_this_loop(fake) is fake
+    system = SystemClock()
+    assert for_this_loop(system) is system  # no event loop runs here
+
+
+@pytest.mark.anyio
+async def test_the_loop_clock_reads_and_cancels_as_the_system_clock_does() -> None:
+    """Resolved once for the running loop, it reads the loop's time and its deadline scopes
+    cancel exactly as `anyio.CancelScope(deadline=...)` would."""
+    clock = for_this_loop(SystemClock())
+    assert isinstance(clock, LoopClock)
+    assert time_reader(clock) == clock.now
+    first = anyio.current_time()
+    assert first <= clock.now() <= anyio.current_time()
+    with clock.deadline_scope(clock.now() - 1.0) as scope:
+        await clock.sleep(60)
+    assert scope.cancelled_caught
+    with clock.deadline_scope(clock.now() + 60) as scope:
+        await anyio.lowlevel.checkpoint()
+    assert not scope.cancelled_caught
 
 
 @pytest.mark.parametrize(
