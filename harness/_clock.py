@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import sys
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import TracebackType
@@ -197,15 +198,35 @@ class LoopClock:
         return "LoopClock()"
 
 
+# One LoopClock per asyncio loop, found by the loop itself (cheaper than asking anyio which
+# backend runs); a loop that cannot be weakly referenced just gets a new one each time.
+_LOOP_CLOCKS: weakref.WeakKeyDictionary[object, LoopClock] = weakref.WeakKeyDictionary()
+
+
 def for_this_loop(clock: Clock) -> Clock:
     """`clock` as a run on the running event loop should read it: a `SystemClock` becomes a
     `LoopClock`; any other clock (a `FakeClock`, a caller's own) is returned as it is."""
-    if type(clock) is SystemClock:
+    if type(clock) is not SystemClock:
+        return clock
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is not None:
         try:
-            return LoopClock()
-        except anyio.NoEventLoopError:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
             pass
-    return clock
+        else:
+            try:
+                return _LOOP_CLOCKS[loop]
+            except KeyError:
+                pass
+            except TypeError:
+                return LoopClock()
+            resolved = _LOOP_CLOCKS[loop] = LoopClock()
+            return resolved
+    try:
+        return LoopClock()
+    except anyio.NoEventLoopError:
+        return clock
 
 
 def remaining(clock: Clock, deadline: float | None) -> float:

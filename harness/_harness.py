@@ -20,6 +20,7 @@ from ._model import ModelClient
 from ._policy import Policy
 from ._result import BudgetExceeded, Completed, HaltReason, ModelFailed, RunResult
 from ._run import Run, SingleSession, Strategy
+from ._session import ToolTable
 from ._tools import Tool, as_tools
 
 
@@ -52,6 +53,7 @@ class Harness:
     logger: Any = None
     _tools: dict[str, Tool] = field(init=False)
     _workspace: Path | None = field(init=False)
+    _table: ToolTable = field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if not callable(getattr(self.model, "complete", None)):
@@ -63,6 +65,7 @@ class Harness:
         _positive("tool_timeout", self.tool_timeout)
         _positive("context_window", self.context_window)
         self._tools = as_tools(self.tools)
+        self._table = ToolTable.of(self._tools, done_tool=self.done_tool)
         bind_clock = getattr(self.model, "bind_clock", None)
         if callable(bind_clock):
             bind_clock(self.clock)
@@ -103,6 +106,7 @@ class Harness:
             tool_timeout=self.tool_timeout,
             done_tool=self.done_tool,
             context_window=self.context_window,
+            tool_table=self._table,
         )
         run.started_at = now = run.now()
         run.deadline = None if wall is None else now + wall
@@ -114,7 +118,7 @@ class Harness:
                     task,
                     self.strategy.name,
                     str(run.workspace) if run.workspace else None,
-                    self.policy.description(),
+                    run.description,
                 )
             )
             try:

@@ -14,7 +14,7 @@ from ._messages import Message, Usage
 from ._model import ModelClient
 from ._policy import Limit, Policy, PolicySession
 from ._result import HaltReason, RunResult, SessionTranscript
-from ._session import DONE_TOOL, OnClaim, Session
+from ._session import DONE_TOOL, OnClaim, Session, ToolTable
 from ._state import HistoryView, SessionStateSnapshot, SessionStore
 from ._tools import Tool
 
@@ -64,13 +64,24 @@ class Run:
     store: SessionStore = field(factory=SessionStore)
     sessions: list[Session] = field(factory=list)
     extra_models: list[ModelClient] = field(factory=list)
+    tool_table: ToolTable | None = field(default=None, repr=False)
+    """`tools` as the loop uses them, if the caller already has it; otherwise worked out."""
     initial_reason: str | None = None
     """What a failed check before the first turn reported; the first builder session gets it."""
     now: Callable[[], float] = field(init=False, repr=False)
     """Reads `clock` (see `time_reader`); create the run inside the loop that drives it."""
     _emitters: tuple[Callable[[Event], None], ...] = field(init=False, repr=False)
+    table: ToolTable = field(init=False, repr=False)
+    """`tools` as the loop uses them (see `ToolTable`)."""
+    description: str = field(init=False, repr=False)
+    """What "done" means (the policy's description), read once for the run."""
 
     def __attrs_post_init__(self) -> None:
+        table = self.tool_table
+        if table is None or table.tools is not self.tools:
+            table = ToolTable.of(self.tools, done_tool=self.done_tool)
+        self.table = table
+        self.description = self.policy.description()
         self.now = time_reader(self.clock)
         self._emitters = tuple(sink.emit for sink in self.sinks)
 
@@ -94,7 +105,7 @@ class Run:
         )
         text = (
             f"{base or self.system_prompt or DEFAULT_SYSTEM_PROMPT}\n\n"
-            f"## When the task is done\n{self.policy.description()}\n\n"
+            f"## When the task is done\n{self.description}\n\n"
             f"When you believe the task is done, {how}. An automated completion check then "
             "verifies the work; if something is missing you will be told what, and you must "
             "keep working.\n\n"
@@ -199,7 +210,7 @@ class Run:
         return reason
 
     def record_check(self, agent: str, turn: int, reason: str | None) -> None:
-        description = self.policy.description()
+        description = self.description
         if reason is None:
             self.emit(CheckPassed(self.elapsed(), agent, turn, description))
         else:

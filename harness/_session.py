@@ -45,6 +45,35 @@ DONE_SPEC = ToolSpec(
 OnClaim = Literal["check", "return"]
 
 
+InlineCall = Callable[[Mapping[str, Any]], tuple[str, bool]]
+
+
+@frozen(eq=False)
+class ToolTable:
+    """A set of tools as the loop uses them, worked out once (a `Harness` keeps its own):
+    the specs the model is shown, and the sync tools declared inline that take no
+    `ToolContext`, which the loop calls directly."""
+
+    tools: Mapping[str, Tool]
+    specs: tuple[ToolSpec, ...]
+    inline: Mapping[str, InlineCall]
+
+    @classmethod
+    def of(cls, tools: Mapping[str, Tool], *, done_tool: bool) -> ToolTable:
+        specs = [t.spec for t in tools.values()]
+        if done_tool:
+            specs.append(DONE_SPEC)
+        inline = {
+            name: tool.run_inline
+            for name, tool in tools.items()
+            if tool.inline
+            and not tool.is_async
+            and tool.context_param is None
+            and not (name == DONE_TOOL and done_tool)
+        }
+        return cls(tools, tuple(specs), inline)
+
+
 @frozen
 class SessionEnd:
     """Why a session stopped.
@@ -82,19 +111,11 @@ class Session:
         self.iteration = iteration
         self._model = model
         self._tools = tools
-        specs = [t.spec for t in tools.values()]
-        if run.done_tool:
-            specs.append(DONE_SPEC)
-        self._specs = tuple(specs)
-        # Sync tools declared inline that take no ToolContext: the loop calls these directly.
-        self._inline_tools: dict[str, Callable[[Mapping[str, Any]], tuple[str, bool]]] = {
-            name: tool.run_inline
-            for name, tool in tools.items()
-            if tool.inline
-            and not tool.is_async
-            and tool.context_param is None
-            and not (name == DONE_TOOL and run.done_tool)
-        }
+        table = run.table
+        if table.tools is not tools:  # a session with tools of its own (an evaluator's)
+            table = ToolTable.of(tools, done_tool=run.done_tool)
+        self._specs = table.specs
+        self._inline_tools = table.inline
         self._messages: list[Message] = list(messages)
         self._outcomes: list[ToolOutcome] = []
         # The latest view of each history (see `snapshot`).

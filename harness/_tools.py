@@ -65,6 +65,7 @@ class Tool:
     # per property its declared type with, for a single JSON type, the Python types it allows.
     _required: tuple[str, ...] = field(init=False, repr=False, eq=False)
     _rules: dict[str, _Rule] = field(init=False, repr=False, eq=False)
+    _spec: ToolSpec = field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         props: Mapping[str, Any] = self.parameters.get("properties", {})
@@ -76,6 +77,7 @@ class Tool:
             rules[key] = None if expected is None else (expected, allowed, no_bool)
         object.__setattr__(self, "_required", tuple(self.parameters.get("required", ())))
         object.__setattr__(self, "_rules", rules)
+        object.__setattr__(self, "_spec", ToolSpec(self.name, self.description, self.parameters))
 
     @classmethod
     def from_function(
@@ -110,7 +112,7 @@ class Tool:
 
     @property
     def spec(self) -> ToolSpec:
-        return ToolSpec(self.name, self.description, self.parameters)
+        return self._spec
 
     def validate(self, arguments: Mapping[str, Any]) -> None:
         """Raise `ToolArgumentError` naming the argument when `arguments` break the schema."""

@@ -104,6 +104,8 @@ class TerminationPolicy:
     _binds: tuple[bool, ...] = field(init=False, repr=False, eq=False)
     _starts: tuple[bool, ...] = field(init=False, repr=False, eq=False)
     _prepares: bool = field(init=False, repr=False, eq=False)
+    _any_binds: bool = field(init=False, repr=False, eq=False)
+    _starters: tuple[Sensor, ...] = field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         _positive("check_timeout", self.check_timeout)
@@ -117,6 +119,9 @@ class TerminationPolicy:
         starts = tuple(isinstance(s, StartsSession) for s in self.sensors)
         object.__setattr__(self, "_binds", binds)
         object.__setattr__(self, "_starts", starts)
+        object.__setattr__(self, "_any_binds", any(binds))
+        starters = tuple(s for s, start in zip(self.sensors, starts, strict=True) if start)
+        object.__setattr__(self, "_starters", starters)
         object.__setattr__(self, "_prepares", isinstance(self.completion_check, PreparesForRun))
 
     @property
@@ -167,18 +172,22 @@ class _PolicySession:
         # Rejected claims of done, counted here: the run's check_reasons also hold checks that
         # judged no claim (the look before the first turn, Ralph's check between iterations).
         self._rejections = 0
-        self._sensors: tuple[Sensor, ...] = tuple(
-            s.bind() if binds else s  # type: ignore[attr-defined]
-            for s, binds in zip(policy.sensors, policy._binds, strict=True)
-        )
-        # The sensors with a baseline to record: a bound sensor is a new object, asked here.
-        self._starting: tuple[Any, ...] = tuple(
-            sensor
-            for sensor, binds, starts in zip(
-                self._sensors, policy._binds, policy._starts, strict=True
+        if policy._any_binds:
+            self._sensors: tuple[Sensor, ...] = tuple(
+                s.bind() if binds else s  # type: ignore[attr-defined]
+                for s, binds in zip(policy.sensors, policy._binds, strict=True)
             )
-            if (isinstance(sensor, StartsSession) if binds else starts)
-        )
+            # The sensors with a baseline to record: a bound sensor is a new object, asked here.
+            self._starting: tuple[Any, ...] = tuple(
+                sensor
+                for sensor, binds, starts in zip(
+                    self._sensors, policy._binds, policy._starts, strict=True
+                )
+                if (isinstance(sensor, StartsSession) if binds else starts)
+            )
+        else:  # stateless sensors serve every session as they are
+            self._sensors = policy.sensors
+            self._starting = policy._starters
         self._feedback = FeedbackRunner(
             policy.feedback,
             budget=policy.budget,
