@@ -29,8 +29,9 @@ class Budget:
     """Limits on turns, tool calls, tokens, cost and wall time; None means unlimited.
 
     A dimension is used up when ``used >= limit``. The loop asks before every model call (and
-    before every tool call, for tool calls and wall time) and accounts usage after the call,
-    so a call that starts within budget may end past it; the next one is refused.
+    before every tool call, for the tool-call count) and accounts usage after the call, so a
+    call that starts within budget may end past it; the next one is refused. Wall time is
+    also a deadline scope that cancels whatever is running when it passes.
     """
 
     max_turns: int | None = None
