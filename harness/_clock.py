@@ -171,7 +171,7 @@ def time_reader(clock: Clock) -> Callable[[], float]:
     return clock.now
 
 
-class LoopClock:
+class LoopClock(SystemClock):
     """A `SystemClock` resolved once for the event loop running now.
 
     `anyio.current_time()` and `anyio.CancelScope()` find the running backend on every call;
@@ -187,9 +187,6 @@ class LoopClock:
         backend = anyio.lowlevel.current_token().backend_class  # NoEventLoopError outside one
         self.now: Callable[[], float] = time_reader(SystemClock())
         self._create_scope = backend.create_cancel_scope
-
-    async def sleep(self, seconds: float) -> None:
-        await anyio.sleep(seconds)
 
     def deadline_scope(self, deadline: float) -> anyio.CancelScope:
         return self._create_scope(deadline=deadline)
