@@ -74,7 +74,8 @@ class Budget:
         # Asked twice a turn: each dimension is read only when it has a limit.
         run = scope == "run"
         if self.max_wall_time is not None and not tools_only:
-            elapsed = snapshot.elapsed if run else snapshot.session_elapsed
+            started = snapshot.started_at if run else snapshot.session_started_at
+            elapsed = snapshot.now - started
             if elapsed >= self.max_wall_time:
                 return BudgetExceeded("max_wall_time", elapsed, self.max_wall_time, scope)
         if self.max_tool_calls is not None:
@@ -97,10 +98,10 @@ class Budget:
             return BudgetExceeded(
                 "max_output_tokens", usage.output_tokens, self.max_output_tokens, scope
             )
-        if self.max_total_tokens is not None and usage.total_tokens >= self.max_total_tokens:
-            return BudgetExceeded(
-                "max_total_tokens", usage.total_tokens, self.max_total_tokens, scope
-            )
+        if self.max_total_tokens is not None:
+            total = usage.input_tokens + usage.output_tokens  # Usage.total_tokens, inline
+            if total >= self.max_total_tokens:
+                return BudgetExceeded("max_total_tokens", total, self.max_total_tokens, scope)
         if (
             self.max_cost_usd is not None
             and usage.cost_usd is not None
