@@ -12,7 +12,7 @@ import math
 import sys
 import weakref
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from types import TracebackType
 from typing import Protocol, cast, runtime_checkable
 
@@ -176,17 +176,19 @@ class LoopClock(SystemClock):
 
     `anyio.current_time()` and `anyio.CancelScope()` find the running backend on every call;
     a run reads the time several times a turn and opens a deadline scope for every awaited
-    tool and check, on one event loop from start to end. This clock asks once, then reads the
-    loop's time and builds the backend's cancel scopes directly (`AsyncBackend.create_cancel_
-    scope`); it behaves exactly as the `SystemClock` it stands for, `MockClock` included.
+    tool and check, on one event loop from start to end. This clock reads the loop's time and
+    builds the backend's cancel scopes directly (`AsyncBackend.create_cancel_scope`); it
+    behaves exactly as the `SystemClock` it stands for, `MockClock` included. Build one with
+    `for_this_loop`.
     """
 
     __slots__ = ("_create_scope", "now")
 
-    def __init__(self) -> None:
-        backend = anyio.lowlevel.current_token().backend_class  # NoEventLoopError outside one
-        self.now: Callable[[], float] = time_reader(SystemClock())
-        self._create_scope = backend.create_cancel_scope
+    def __init__(
+        self, now: Callable[[], float], create_scope: Callable[..., anyio.CancelScope]
+    ) -> None:
+        self.now = now  # type: ignore[method-assign]
+        self._create_scope = create_scope
 
     def deadline_scope(self, deadline: float) -> anyio.CancelScope:
         return self._create_scope(deadline=deadline)
@@ -195,9 +197,12 @@ class LoopClock(SystemClock):
         return "LoopClock()"
 
 
-# One LoopClock per asyncio loop, found by the loop itself (cheaper than asking anyio which
-# backend runs); a loop that cannot be weakly referenced just gets a new one each time.
-_LOOP_CLOCKS: weakref.WeakKeyDictionary[object, LoopClock] = weakref.WeakKeyDictionary()
+# The backend's scope factory per asyncio loop, found by the loop itself (cheaper than asking
+# anyio which backend runs). A factory belongs to the backend class, not to the loop, so an
+# entry never keeps its loop alive.
+_SCOPE_FACTORIES: weakref.WeakKeyDictionary[object, Callable[..., anyio.CancelScope]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def for_this_loop(clock: Clock) -> Clock:
@@ -205,7 +210,7 @@ def for_this_loop(clock: Clock) -> Clock:
     `LoopClock`; any other clock (a `FakeClock`, a caller's own) is returned as it is."""
     if type(clock) is not SystemClock:
         return clock
-    asyncio = sys.modules.get("asyncio")
+    asyncio = sys.modules.get("asyncio")  # not imported: no asyncio loop can be running
     if asyncio is not None:
         try:
             loop = asyncio.get_running_loop()
@@ -213,17 +218,19 @@ def for_this_loop(clock: Clock) -> Clock:
             pass
         else:
             try:
-                return _LOOP_CLOCKS[loop]
-            except KeyError:
-                pass
-            except TypeError:
-                return LoopClock()
-            resolved = _LOOP_CLOCKS[loop] = LoopClock()
-            return resolved
+                create = _SCOPE_FACTORIES.get(loop)
+            except TypeError:  # a loop that cannot be weakly referenced: ask anyio each run
+                create = None
+            if create is None:
+                create = anyio.lowlevel.current_token().backend_class.create_cancel_scope
+                with suppress(TypeError):
+                    _SCOPE_FACTORIES[loop] = create
+            return LoopClock(loop.time, create)
     try:
-        return LoopClock()
+        backend = anyio.lowlevel.current_token().backend_class
     except anyio.NoEventLoopError:
         return clock
+    return LoopClock(backend.current_time, backend.create_cancel_scope)
 
 
 def remaining(clock: Clock, deadline: float | None) -> float:

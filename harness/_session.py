@@ -363,10 +363,13 @@ class Session:
             call = calls[0]
             fn = inline.get(call.name)
             return None if fn is None else [fn(call.arguments)]
-        fns = [inline.get(call.name) for call in calls]
-        if None in fns:
-            return None
-        return [fn(call.arguments) for fn, call in zip(fns, calls, strict=True)]  # type: ignore[misc]
+        fns: list[InlineCall] = []
+        for call in calls:
+            fn = inline.get(call.name)
+            if fn is None:
+                return None
+            fns.append(fn)
+        return [fn(call.arguments) for fn, call in zip(fns, calls, strict=True)]
 
     async def _run_concurrently(self, calls: tuple[ToolCall, ...]) -> list[tuple[str, bool]]:
         """Run the batch in a task group, each call under its own deadline."""

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 import logging
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -367,3 +370,20 @@ def test_the_structlog_sink_asks_the_logger_for_every_debug_event() -> None:
     assert logger.lines == [
         ("debug", "turn.started", {"at": 0.5, "agent": "builder", "iteration": 1, "turn": 2})
     ]
+
+
+def test_resolving_the_clock_for_a_loop_keeps_no_loop_alive() -> None:
+    """What a LoopClock remembers per asyncio loop belongs to the backend, not to the loop: a
+    program that calls asyncio.run again and again leaks no loops through it."""
+    loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+
+    async def main() -> None:
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+        clock = for_this_loop(SystemClock())
+        assert isinstance(clock, LoopClock)
+        assert for_this_loop(SystemClock()) is not clock  # one per run, each on its own loop
+
+    for _ in range(3):
+        asyncio.run(main())
+    gc.collect()
+    assert [ref() for ref in loops] == [None, None, None]
