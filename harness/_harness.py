@@ -106,7 +106,7 @@ class Harness:
             tool_timeout=self.tool_timeout,
             done_tool=self.done_tool,
             context_window=self.context_window,
-            tool_table=self._table,
+            table=self._table,
         )
         run.started_at = now = run.now()
         run.deadline = None if wall is None else now + wall

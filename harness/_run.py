@@ -64,26 +64,28 @@ class Run:
     store: SessionStore = field(factory=SessionStore)
     sessions: list[Session] = field(factory=list)
     extra_models: list[ModelClient] = field(factory=list)
-    tool_table: ToolTable | None = field(default=None, repr=False)
-    """`tools` as the loop uses them, if the caller already has it; otherwise worked out."""
+    _table: ToolTable | None = field(default=None, repr=False)
     initial_reason: str | None = None
     """What a failed check before the first turn reported; the first builder session gets it."""
     now: Callable[[], float] = field(init=False, repr=False)
     """Reads `clock` (see `time_reader`); create the run inside the loop that drives it."""
     _emitters: tuple[Callable[[Event], None], ...] = field(init=False, repr=False)
-    table: ToolTable = field(init=False, repr=False)
-    """`tools` as the loop uses them (see `ToolTable`)."""
     description: str = field(init=False, repr=False)
     """What "done" means (the policy's description), read once for the run."""
 
     def __attrs_post_init__(self) -> None:
-        table = self.tool_table
-        if table is None or table.tools is not self.tools:
-            table = ToolTable.of(self.tools, done_tool=self.done_tool)
-        self.table = table
         self.description = self.policy.description()
         self.now = time_reader(self.clock)
         self._emitters = tuple(sink.emit for sink in self.sinks)
+
+    @property
+    def table(self) -> ToolTable:
+        """`tools` as the loop uses them (see `ToolTable`): the one passed in as `table` while
+        it is of these tools, otherwise worked out once."""
+        table = self._table
+        if table is None or table.tools is not self.tools:
+            table = self._table = ToolTable.of(self.tools, done_tool=self.done_tool)
+        return table
 
     @property
     def requires_known_cost(self) -> bool:
