@@ -288,6 +288,7 @@ async def test_the_loop_clock_reads_and_cancels_as_the_system_clock_does() -> No
     cancel exactly as `anyio.CancelScope(deadline=...)` would."""
     clock = for_this_loop(SystemClock())
     assert isinstance(clock, LoopClock)
+    assert repr(clock) == "LoopClock()"
     assert time_reader(clock) == clock.now
     first = anyio.current_time()
     assert first <= clock.now() <= anyio.current_time()
@@ -387,3 +388,29 @@ def test_resolving_the_clock_for_a_loop_keeps_no_loop_alive() -> None:
         asyncio.run(main())
     gc.collect()
     assert [ref() for ref in loops] == [None, None, None]
+
+
+class _NoWeakrefs:
+    """A cache that refuses its keys, as a WeakKeyDictionary does a loop without weakrefs."""
+
+    def get(self, key: object) -> None:
+        raise TypeError(f"cannot create weak reference to {type(key).__name__!r} object")
+
+    def __setitem__(self, key: object, value: object) -> None:
+        raise TypeError(f"cannot create weak reference to {type(key).__name__!r} object")
+
+
+def test_a_loop_that_cannot_be_weakly_referenced_still_gets_a_loop_clock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A loop the per-loop cache cannot hold (uvloop's, say) is resolved on every run instead."""
+    monkeypatch.setattr("harness._clock._SCOPE_FACTORIES", _NoWeakrefs())
+
+    async def main() -> bool:
+        clock = for_this_loop(SystemClock())
+        assert isinstance(clock, LoopClock)
+        with clock.deadline_scope(clock.now() - 1.0) as scope:
+            await clock.sleep(60)
+        return scope.cancelled_caught
+
+    assert asyncio.run(main())
