@@ -148,27 +148,10 @@ class FakeClock:
 
 
 def time_reader(clock: Clock) -> Callable[[], float]:
-    """A function that reads `clock`, resolved once for the event loop running now.
-
-    For a `SystemClock` this is what `anyio.current_time` finds on every call: on asyncio the
-    running loop's own `time`, on trio the backend's `current_time`, which reads the run's
-    clock (so `MockClock` still drives it). A run reads time several times a turn and never
-    changes event loop, so it looks this up once. Any other clock is read as it is.
-    """
-    if type(clock) is LoopClock:
-        return clock.now
-    if type(clock) is SystemClock:
-        asyncio = sys.modules.get("asyncio")  # not imported: no asyncio loop can be running
-        if asyncio is not None:
-            try:
-                return asyncio.get_running_loop().time  # type: ignore[no-any-return]
-            except RuntimeError:
-                pass
-        try:
-            return anyio.lowlevel.current_token().backend_class.current_time
-        except anyio.NoEventLoopError:
-            pass
-    return clock.now
+    """A function that reads `clock` as a run on the running event loop should: a
+    `SystemClock` is resolved for that loop first (see `for_this_loop`); any other clock is
+    read as it is."""
+    return for_this_loop(clock).now
 
 
 class LoopClock(SystemClock):

@@ -18,8 +18,6 @@ from ._session import DONE_TOOL, OnClaim, Session, ToolTable
 from ._state import HistoryView, SessionStateSnapshot, SessionStore
 from ._tools import Tool
 
-_NO_USAGE = Usage()
-
 DEFAULT_SYSTEM_PROMPT = (
     "You are an autonomous agent. Work on the task with the tools you have until it is "
     "really done; nobody is watching to answer questions."
@@ -178,31 +176,19 @@ class Run:
 
     def bare_snapshot(self) -> SessionStateSnapshot:
         """A snapshot with no session yet (for the check before the first turn)."""
-        now = self.now()
-        # Positional, as `SessionStateSnapshot.standalone` would fill it: built for every run.
-        return SessionStateSnapshot(
-            self.run_id,
-            self.task,
-            "builder",
-            0,
+        return SessionStateSnapshot.standalone(
             self.workspace,
-            (),
-            (),
-            HistoryView(self.check_reasons),
-            0,
-            0,
-            _NO_USAGE,
-            self.turns,
-            self.tool_calls,
-            self.usage,
-            self.started_at,
-            now,
-            self.deadline,
-            False,
-            None,
-            self.store.frozen(),
-            self.context_window,
-            now,
+            task=self.task,
+            now=self.now(),
+            run_id=self.run_id,
+            check_reasons=HistoryView(self.check_reasons),
+            run_turns=self.turns,
+            run_tool_calls=self.tool_calls,
+            run_usage=self.usage,
+            started_at=self.started_at,
+            deadline=self.deadline,
+            store=self.store.frozen(),
+            context_window=self.context_window,
         )
 
     async def check(self, snapshot: SessionStateSnapshot, policy: PolicySession) -> str | None:

@@ -21,7 +21,7 @@ from ._events import (
     TurnFinished,
     TurnStarted,
 )
-from ._messages import Message, ModelRequest, ToolCall, ToolSpec, Usage, neutralize
+from ._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 from ._model import ModelClient
 from ._policy import CONTINUE, Decision, Limit, PolicySession
 from ._result import BudgetExceeded, HaltReason, ModelFailed
@@ -251,26 +251,21 @@ class Session:
             self.turns = turn = self.turns + 1
             run.turns += 1
             emit(TurnStarted(before.now - run.started_at, agent, iteration, turn))
-            view = self._message_view
-            if view._length != len(messages):
-                view = self._message_view = HistoryView(messages)
             request = ModelRequest(
-                view, self._specs, agent, turn, self._request_deadline, run.workspace
+                self._message_history(),
+                self._specs,
+                agent,
+                turn,
+                self._request_deadline,
+                run.workspace,
             )
             try:
                 response = await complete(request)
             except ModelError as exc:
                 return SessionEnd(ModelFailed(exc.kind, str(exc)), self.snapshot())
-            usage = response.usage
-            if usage.cost_usd is None and run.requires_known_cost:
-                raise ConfigurationError(
-                    "a cost budget is set but the model reported no price for this call "
-                    f"(model {response.model!r}); add its price or drop max_cost_usd"
-                )
-            self.usage += usage
-            run.usage += usage
+            self._account(response)
             calls = response.tool_calls
-            messages.append(Message("assistant", response.text, calls))
+            messages.append(Message.assistant(response.text, calls))
             now = run.now()
             emit(TurnFinished(now - run.started_at, agent, iteration, turn, response))
 
@@ -313,6 +308,16 @@ class Session:
             ends = self.started_at + wall
             deadline = ends if deadline is None else min(deadline, ends)
         return deadline
+
+    def _account(self, response: ModelResponse) -> None:
+        usage = response.usage
+        if usage.cost_usd is None and self._run.requires_known_cost:
+            raise ConfigurationError(
+                "a cost budget is set but the model reported no price for this call "
+                f"(model {response.model!r}); add its price or drop max_cost_usd"
+            )
+        self.usage += usage
+        self._run.usage += usage
 
     def _apply(self, decision: Decision) -> None:
         """Emit what the policy saw and inject its feedback into the next request."""
@@ -410,10 +415,9 @@ class Session:
         return done_summary
 
     def _record_tool(self, call: ToolCall, content: str, is_error: bool, at: float) -> None:
-        content = neutralize(content)
-        turn = self.turns
-        self._messages.append(Message("tool", content, (), call.id, call.name, is_error))
-        outcome = ToolCalled(at, self.agent, turn, call, content, is_error)
+        message = Message.tool_result(call, content, is_error=is_error)
+        self._messages.append(message)
+        outcome = ToolCalled(at, self.agent, self.turns, call, message.content, is_error)
         self._outcomes.append(outcome)
         self._run.emit(outcome)
 

@@ -6,6 +6,7 @@ history had when the snapshot was taken. Histories only ever grow, so a view sta
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
@@ -36,16 +37,16 @@ class HistoryView(Sequence[T]):
     @overload
     def __getitem__(self, index: slice) -> Sequence[T]: ...
     def __getitem__(self, index: int | slice) -> T | Sequence[T]:
-        if index.__class__ is int:  # sensors read a few items by index after every turn
-            if index < 0:
-                index += self._length
-            if 0 <= index < self._length:
-                return self._items[index]
+        if index.__class__ is not int:  # sensors read by plain int after every turn
+            if isinstance(index, slice):
+                start, stop, step = index.indices(self._length)
+                return self._items[start:stop:step]
+            index = operator.index(index)
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
             raise IndexError("history index out of range")
-        if isinstance(index, slice):
-            start, stop, step = index.indices(self._length)
-            return self._items[start:stop:step]
-        return self._items[: self._length][index]  # any other index, as a list takes it
+        return self._items[index]
 
     def __iter__(self) -> Iterator[T]:
         # In C, and as lazy as a loop over indexes: the list is read as iteration goes.

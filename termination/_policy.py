@@ -23,7 +23,6 @@ from harness import (
     SensorTripped,
     SessionStateSnapshot,
 )
-from harness._clock import time_reader
 
 from ._budget import Budget
 from ._feedback import FeedbackProviderConfig
@@ -293,8 +292,7 @@ class _PolicySession:
         try:
             if timeout is None:
                 return _validated(await self._check.check(snapshot), name)
-            clock = self._clock
-            with clock.deadline_scope(time_reader(clock)() + timeout) as scope:
+            with self._clock.deadline_scope(self._clock.now() + timeout) as scope:
                 reason = await self._check.check(snapshot)
         except Exception as exc:
             return f"the completion check {name} failed with {type(exc).__name__}: {exc}"

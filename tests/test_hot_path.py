@@ -119,6 +119,32 @@ def test_a_view_iterates_its_own_length_either_way(first: list[int], later: list
     assert tuple(view) == tuple(first)
 
 
+class _Index:
+    """An integer-like index (as numpy's are): it has `__index__` but is not an int."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+
+def test_a_view_takes_any_integer_like_index_within_its_own_length() -> None:
+    """Plain ints, negative ints and `__index__` objects read the view; nothing past the length
+    it had when taken is reachable, even after the list grew."""
+    items = ["a", "b", "c"]
+    view = HistoryView(items)
+    items.append("d")
+    by_index = (view[_Index(1)], view[_Index(-3)])  # type: ignore[call-overload]
+    assert (view[0], view[-1], *by_index) == ("a", "c", "b", "a")
+    with pytest.raises(IndexError):
+        view[3]
+    with pytest.raises(IndexError):
+        view[_Index(3)]  # type: ignore[call-overload]
+    with pytest.raises(TypeError):
+        view["0"]  # type: ignore[call-overload]
+
+
 def test_snapshots_share_a_view_until_its_history_grows() -> None:
     """A snapshot reuses its predecessor's view of a history that has not grown since."""
     run = _run(FakeClock())
