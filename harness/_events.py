@@ -21,9 +21,11 @@ import structlog
 from attrs import fields, frozen
 
 from ._messages import ModelResponse, ToolCall, Usage
+from ._records import fast_init
 from ._result import HaltReason
 
 
+@fast_init
 @frozen
 class Event:
     """Base of every event. `name` is the dotted event name used in logs and transcripts."""
@@ -68,6 +70,7 @@ def _plain(value: object) -> object:
     return value
 
 
+@fast_init
 @frozen
 class RunStarted(Event):
     name: ClassVar[str] = "run.started"
@@ -79,6 +82,7 @@ class RunStarted(Event):
     check: str
 
 
+@fast_init
 @frozen
 class IterationStarted(Event):
     name: ClassVar[str] = "iteration.started"
@@ -87,6 +91,7 @@ class IterationStarted(Event):
     iteration: int
 
 
+@fast_init
 @frozen
 class TurnStarted(Event):
     name: ClassVar[str] = "turn.started"
@@ -96,6 +101,7 @@ class TurnStarted(Event):
     turn: int
 
 
+@fast_init
 @frozen
 class TurnFinished(Event):
     name: ClassVar[str] = "turn.finished"
@@ -106,6 +112,7 @@ class TurnFinished(Event):
     response: ModelResponse
 
 
+@fast_init
 @frozen
 class ToolCalled(Event):
     """One tool call and what it returned; the session keeps these as its tool outcomes."""
@@ -119,6 +126,7 @@ class ToolCalled(Event):
     is_error: bool
 
 
+@fast_init
 @frozen
 class SensorRead(Event):
     """A sensor reported something other than "ok" (a warning or a halt)."""
@@ -132,6 +140,7 @@ class SensorRead(Event):
     message: str
 
 
+@fast_init
 @frozen
 class CheckPassed(Event):
     """The completion check passed (what follows, `run.halted` or a verdict, says so at INFO)."""
@@ -143,6 +152,7 @@ class CheckPassed(Event):
     check: str
 
 
+@fast_init
 @frozen
 class CheckFailed(Event):
     name: ClassVar[str] = "check.failed"
@@ -152,6 +162,7 @@ class CheckFailed(Event):
     reason: str
 
 
+@fast_init
 @frozen
 class FeedbackInjected(Event):
     name: ClassVar[str] = "feedback.injected"
@@ -161,6 +172,7 @@ class FeedbackInjected(Event):
     text: str
 
 
+@fast_init
 @frozen
 class VerdictReached(Event):
     name: ClassVar[str] = "verdict.reached"
@@ -169,6 +181,7 @@ class VerdictReached(Event):
     reasons: str
 
 
+@fast_init
 @frozen
 class RunHalted(Event):
     name: ClassVar[str] = "run.halted"

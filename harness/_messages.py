@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from attrs import field, frozen
 
+from ._records import fast_init
+
 Role = Literal["system", "user", "assistant", "tool"]
 
 FEEDBACK_TAG = "harness-feedback"
@@ -31,6 +33,7 @@ def neutralize(text: str) -> str:
     return _TAG.sub(lambda m: "&lt;" + m.group(0)[1:], text)
 
 
+@fast_init
 @frozen
 class ToolCall:
     """One tool invocation the model asked for."""
@@ -43,6 +46,7 @@ class ToolCall:
         return {"id": self.id, "name": self.name, "arguments": dict(self.arguments)}
 
 
+@fast_init
 @frozen
 class Message:
     """One entry of a conversation.
@@ -107,6 +111,7 @@ class Message:
         return data
 
 
+@fast_init
 @frozen
 class Usage:
     """Tokens and cost of one model call, or a running total.
@@ -146,6 +151,7 @@ class Usage:
         }
 
 
+@fast_init
 @frozen
 class ToolSpec:
     """What the model is told about a tool: its name, description and JSON schema."""
@@ -158,6 +164,7 @@ class ToolSpec:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
 
+@fast_init
 @frozen
 class ModelRequest:
     """What a model client is asked: the conversation so far and the tools on offer.
@@ -189,6 +196,7 @@ class ModelRequest:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+@fast_init
 @frozen
 class ModelResponse:
     """One assistant turn: text and/or tool calls, with the usage it cost."""

@@ -16,6 +16,7 @@ from attrs import frozen
 
 from ._events import ToolCalled
 from ._messages import Message, Usage
+from ._records import fast_init
 
 T = TypeVar("T")
 
@@ -106,18 +107,14 @@ ToolOutcome = ToolCalled
 once for the snapshot and the event stream alike."""
 
 
-@frozen(eq=False, slots=False)
+@fast_init
+@frozen(eq=False)
 class SessionStateSnapshot:
     """Everything a sensor, a feedback provider or a completion check may read about a session.
 
     Counters without a prefix are the current session's (a Ralph iteration, a builder or
     evaluator session); `run_*` counters cover the whole run.
     """
-
-    # Not slotted: the loop takes three snapshots a turn, and a frozen slotted class fills
-    # each of these 22 fields through object.__setattr__, which costs 2.5 times as much as
-    # the dict stores attrs uses otherwise. Snapshots are short-lived, so the dict costs
-    # no lasting memory.
 
     run_id: str
     task: str
