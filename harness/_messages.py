@@ -79,9 +79,7 @@ class Message:
 
     @classmethod
     def tool_result(cls, call: ToolCall, content: str, *, is_error: bool = False) -> Message:
-        return cls(
-            "tool", neutralize(content), tool_call_id=call.id, name=call.name, is_error=is_error
-        )
+        return cls("tool", neutralize(content), (), call.id, call.name, is_error)
 
     @classmethod
     def feedback(cls, source: str, text: str) -> Message:
@@ -130,11 +128,10 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        cost = (
-            None
-            if self.cost_usd is None or other.cost_usd is None
-            else self.cost_usd + other.cost_usd
-        )
+        cost = self.cost_usd
+        if cost is not None:
+            added = other.cost_usd
+            cost = None if added is None else cost + added
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
@@ -149,6 +146,11 @@ class Usage:
             "cached_tokens": self.cached_tokens,
             "cost_usd": self.cost_usd,
         }
+
+
+NO_USAGE = Usage()
+"""Zero usage: where a run's and a session's totals start (one value, so they can be compared
+by identity; see `Session._account`)."""
 
 
 @fast_init
@@ -203,7 +205,7 @@ class ModelResponse:
 
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
-    usage: Usage = Usage()
+    usage: Usage = NO_USAGE
     model: str | None = None
     stop_reason: str | None = None
 

@@ -10,7 +10,7 @@ from attrs import define, field
 
 from ._clock import Clock, time_reader
 from ._events import CheckFailed, CheckPassed, Event, EventSink, IterationStarted
-from ._messages import Message, Usage
+from ._messages import NO_USAGE, Message, Usage
 from ._model import ModelClient
 from ._policy import Limit, Policy, PolicySession
 from ._result import HaltReason, RunResult, SessionTranscript
@@ -56,7 +56,7 @@ class Run:
     deadline: float | None = None
     turns: int = 0
     tool_calls: int = 0
-    usage: Usage = Usage()
+    usage: Usage = NO_USAGE
     iterations: int = 0
     check_reasons: list[str] = field(factory=list)
     store: SessionStore = field(factory=SessionStore)
@@ -67,14 +67,15 @@ class Run:
     """What a failed check before the first turn reported; the first builder session gets it."""
     now: Callable[[], float] = field(init=False, repr=False)
     """Reads `clock` (see `time_reader`); create the run inside the loop that drives it."""
-    _emitters: tuple[Callable[[Event], None], ...] = field(init=False, repr=False)
+    emit: Callable[[Event], None] = field(init=False, repr=False)
+    """Hands an event to every sink, in order (see `fan_out`)."""
     description: str = field(init=False, repr=False)
     """What "done" means (the policy's description), read once for the run."""
 
     def __attrs_post_init__(self) -> None:
         self.description = self.policy.description()
         self.now = time_reader(self.clock)
-        self._emitters = tuple(sink.emit for sink in self.sinks)
+        self.emit = fan_out([sink.emit for sink in self.sinks])
 
     @property
     def table(self) -> ToolTable:
@@ -91,10 +92,6 @@ class Run:
 
     def elapsed(self) -> float:
         return self.now() - self.started_at
-
-    def emit(self, event: Event) -> None:
-        for emit in self._emitters:
-            emit(event)
 
     def system_message(self, base: str | None = None) -> Message:
         """The system prompt: the caller's, what "done" means, and how feedback is marked."""
@@ -175,20 +172,33 @@ class Run:
             bind_clock(self.clock)
 
     def bare_snapshot(self) -> SessionStateSnapshot:
-        """A snapshot with no session yet (for the check before the first turn)."""
-        return SessionStateSnapshot.standalone(
+        """A snapshot with no session yet (for the check before the first turn): no turns,
+        no messages, the builder's name. Built positionally, in field order, like a
+        session's snapshot (tests/test_hot_path.py pins the order)."""
+        now = self.now()
+        return SessionStateSnapshot(
+            self.run_id,
+            self.task,
+            "builder",
+            0,
             self.workspace,
-            task=self.task,
-            now=self.now(),
-            run_id=self.run_id,
-            check_reasons=HistoryView(self.check_reasons),
-            run_turns=self.turns,
-            run_tool_calls=self.tool_calls,
-            run_usage=self.usage,
-            started_at=self.started_at,
-            deadline=self.deadline,
-            store=self.store.frozen(),
-            context_window=self.context_window,
+            (),
+            (),
+            HistoryView(self.check_reasons),
+            0,
+            0,
+            NO_USAGE,
+            self.turns,
+            self.tool_calls,
+            self.usage,
+            self.started_at,
+            now,
+            self.deadline,
+            False,
+            None,
+            self.store.frozen(),
+            self.context_window,
+            now,
         )
 
     async def check(self, snapshot: SessionStateSnapshot, policy: PolicySession) -> str | None:
@@ -218,6 +228,28 @@ class Run:
             iterations=self.iterations,
             elapsed=self.elapsed(),
         )
+
+
+def fan_out(emitters: Sequence[Callable[[Event], None]]) -> Callable[[Event], None]:
+    """One callable that hands an event to each of `emitters` in order: a run emits a few
+    events every turn, and a call per sink costs less than a method looping over them."""
+    if len(emitters) == 1:
+        return emitters[0]
+    if len(emitters) == 2:
+        first, second = emitters
+
+        def emit_two(event: Event) -> None:
+            first(event)
+            second(event)
+
+        return emit_two
+    everyone = tuple(emitters)
+
+    def emit_all(event: Event) -> None:
+        for emit in everyone:
+            emit(event)
+
+    return emit_all
 
 
 class SingleSession:

@@ -21,7 +21,7 @@ from ._events import (
     TurnFinished,
     TurnStarted,
 )
-from ._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
+from ._messages import NO_USAGE, Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
 from ._model import ModelClient
 from ._policy import CONTINUE, Decision, Limit, PolicySession
 from ._result import BudgetExceeded, HaltReason, ModelFailed
@@ -130,7 +130,7 @@ class Session:
         self._stop_on_rejection = stop_on_rejection
         self.turns = 0
         self.tool_calls = 0
-        self.usage = Usage()
+        self.usage = NO_USAGE
         self.started_at = run.now()
         self._request_deadline = self._deadline()  # fixed for the session: asked once
 
@@ -316,8 +316,12 @@ class Session:
                 "a cost budget is set but the model reported no price for this call "
                 f"(model {response.model!r}); add its price or drop max_cost_usd"
             )
+        run = self._run
+        # While the run's total is this session's (its only session so far), it stays the same
+        # value: one sum, not two.
+        shared = run.usage is self.usage
         self.usage += usage
-        self._run.usage += usage
+        run.usage = self.usage if shared else run.usage + usage
 
     def _apply(self, decision: Decision) -> None:
         """Emit what the policy saw and inject its feedback into the next request."""

@@ -30,6 +30,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 # and whether a bool must be refused although it is an int.
 _Rule = tuple[Any, tuple[type, ...] | None, bool] | None
 
+_UNKNOWN: Any = object()  # `_rules` has no entry for the argument
+
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 
 
@@ -64,6 +66,7 @@ class Tool:
     # `parameters` read once into what `validate` asks on every call: the required names, and
     # per property its declared type with, for a single JSON type, the Python types it allows.
     _required: tuple[str, ...] = field(init=False, repr=False, eq=False)
+    _required_set: frozenset[str] = field(init=False, repr=False, eq=False)
     _rules: dict[str, _Rule] = field(init=False, repr=False, eq=False)
     _spec: ToolSpec = field(init=False, repr=False, eq=False)
 
@@ -75,7 +78,9 @@ class Tool:
             allowed = _JSON_TYPES.get(expected) if isinstance(expected, str) else None
             no_bool = expected in ("integer", "number")
             rules[key] = None if expected is None else (expected, allowed, no_bool)
-        object.__setattr__(self, "_required", tuple(self.parameters.get("required", ())))
+        required = tuple(self.parameters.get("required", ()))
+        object.__setattr__(self, "_required", required)
+        object.__setattr__(self, "_required_set", frozenset(required))
         object.__setattr__(self, "_rules", rules)
         object.__setattr__(self, "_spec", ToolSpec(self.name, self.description, self.parameters))
 
@@ -116,18 +121,18 @@ class Tool:
 
     def validate(self, arguments: Mapping[str, Any]) -> None:
         """Raise `ToolArgumentError` naming the argument when `arguments` break the schema."""
-        for required in self._required:
-            if required not in arguments:
-                raise ToolArgumentError(f"missing required argument {required!r}")
+        if not arguments.keys() >= self._required_set:  # one set test for the usual call
+            missing = next(name for name in self._required if name not in arguments)
+            raise ToolArgumentError(f"missing required argument {missing!r}")
         rules = self._rules
         for key, value in arguments.items():
-            if key not in rules:
+            rule = rules.get(key, _UNKNOWN)
+            if rule is None:
+                continue
+            if rule is _UNKNOWN:
                 raise ToolArgumentError(
                     f"unknown argument {key!r} (expected one of {sorted(rules)})"
                 )
-            rule = rules[key]
-            if rule is None:
-                continue
             expected, allowed, no_bool = rule
             if allowed is not None:  # one known JSON type: two type tests, no lookups
                 if isinstance(value, allowed) and not (no_bool and value.__class__ is bool):

@@ -187,12 +187,17 @@ class _PolicySession:
         else:  # stateless sensors serve every session as they are
             self._sensors = policy.sensors
             self._starting = policy._starters
-        self._feedback = FeedbackRunner(
-            policy.feedback,
-            budget=policy.budget,
-            clock=clock,
-            limit=limit,
-            max_chars=policy.feedback_max_chars,
+        # Without providers there is nothing to run: no runner, and nothing for it to hold.
+        self._feedback = (
+            FeedbackRunner(
+                policy.feedback,
+                budget=policy.budget,
+                clock=clock,
+                limit=limit,
+                max_chars=policy.feedback_max_chars,
+            )
+            if policy.feedback
+            else None
         )
         self._started = False
         # The last snapshot whose budgets passed: the loop hands it to `before_call` again when
@@ -204,15 +209,19 @@ class _PolicySession:
         self._started = True
         for sensor in self._starting:
             sensor.start(snapshot)
-        self._feedback.start(snapshot)
+        if self._feedback is not None:
+            self._feedback.start(snapshot)
 
     def statistics(self) -> FeedbackStatistics:
         """The feedback this session's providers gave, oldest first, and their counts."""
+        if self._feedback is None:
+            return FeedbackStatistics(feedback=(), fired={}, failures={})
         return self._feedback.statistics()
 
     def __repr__(self) -> str:
         names = ", ".join(s.name for s in self._sensors)
-        return f"PolicySession(sensors=[{names}], {self._feedback!r})"
+        feedback = self._feedback if self._feedback is not None else "FeedbackRunner([], given=0)"
+        return f"PolicySession(sensors=[{names}], {feedback!s})"
 
     def before_call(self, snapshot: SessionStateSnapshot) -> HaltReason | None:
         if snapshot is self._judged:
@@ -244,10 +253,10 @@ class _PolicySession:
         tripped = _read(self._sensors, snapshot, readings, feedback)
         if tripped is not None:
             return Decision(halt=tripped, readings=tuple(readings))
-        has_providers = bool(self._policy.feedback)  # without any, asking costs a clock read
+        runner = self._feedback  # None without providers (asking would cost a clock read)
         if not run_check:
-            if not snapshot.claims_done and has_providers:
-                feedback.extend(self._feedback.run(snapshot))
+            if not snapshot.claims_done and runner is not None:
+                feedback.extend(runner.run(snapshot))
             if not readings and not feedback:
                 return CONTINUE
             return Decision(readings=tuple(readings), feedback=tuple(feedback))
@@ -262,8 +271,8 @@ class _PolicySession:
         halt = RejectionLimit(rejections, reason) if cap is not None and rejections >= cap else None
         if halt is None:
             halt = self._read_verdicts(snapshot, reason, readings, feedback)
-        if halt is None and has_providers:
-            feedback.extend(self._feedback.run(snapshot))
+        if halt is None and runner is not None:
+            feedback.extend(runner.run(snapshot))
         return Decision(
             halt=halt,
             readings=tuple(readings),

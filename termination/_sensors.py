@@ -123,20 +123,19 @@ class RepeatedToolCallSensor:
         check_name("RepeatedToolCallSensor", self.name)
 
     def read(self, snapshot: SessionStateSnapshot) -> SensorReading:
-        # Read after every turn: the newest outcome, then one more per repeat, no further.
-        outcomes = snapshot.tool_outcomes
-        index = len(outcomes) - 1
-        if index < 0:
+        # Read after every turn: the newest `limit` outcomes (all a trip needs), in one slice.
+        recent = snapshot.tool_outcomes[-self.limit :]
+        if not recent:
             return _OK
-        newest = outcomes[index]
+        index = len(recent) - 1
+        newest = recent[index]
         if newest.turn != snapshot.turns:
             return _OK
         last = newest.call
         name, arguments = last.name, last.arguments
         run = 1
-        stop = max(index - self.limit, -1)
-        for earlier in range(index - 1, stop, -1):
-            call = outcomes[earlier].call
+        for earlier in range(index - 1, -1, -1):
+            call = recent[earlier].call
             if call.name != name or call.arguments != arguments:
                 break
             run += 1
@@ -172,18 +171,17 @@ class ConsecutiveToolErrorsSensor:
         check_name("ConsecutiveToolErrorsSensor", self.name)
 
     def read(self, snapshot: SessionStateSnapshot) -> SensorReading:
-        # Read after every turn: the newest outcome, then one more per error, no further.
-        outcomes = snapshot.tool_outcomes
-        index = len(outcomes) - 1
-        if index < 0:
+        # Read after every turn: the newest `limit` outcomes (all a trip needs), in one slice.
+        recent = snapshot.tool_outcomes[-self.limit :]
+        if not recent:
             return _OK
-        last = outcomes[index]
+        index = len(recent) - 1
+        last = recent[index]
         if last.turn != snapshot.turns or not last.is_error:
             return _OK
         run = 1
-        stop = max(index - self.limit, -1)
-        for earlier in range(index - 1, stop, -1):
-            if not outcomes[earlier].is_error:
+        for earlier in range(index - 1, -1, -1):
+            if not recent[earlier].is_error:
                 break
             run += 1
         if run < self.limit and (self.warn_at is None or run < self.warn_at):

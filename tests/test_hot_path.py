@@ -17,11 +17,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness import (
+    Completed,
     Event,
     FakeClock,
     Harness,
     ListSink,
     ScriptedModelClient,
+    SensorReading,
+    SessionStateSnapshot,
     SessionStore,
     StructlogSink,
     SystemClock,
@@ -34,6 +37,7 @@ from harness._clock import LoopClock, for_this_loop, time_reader
 from harness._run import Run
 from harness._state import HistoryView
 from harness._tools import render_result
+from strategies import Ralph
 from termination import Budget, TerminationPolicy
 
 
@@ -440,3 +444,52 @@ def test_a_loop_that_cannot_be_weakly_referenced_still_gets_a_loop_clock(
         return scope.cancelled_caught
 
     assert asyncio.run(main())
+
+
+class _UsageRecorder:
+    """A sensor that writes down each snapshot's session and run usage."""
+
+    name = "usage_recorder"
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, Usage, Usage]] = []
+
+    def read(self, snapshot: SessionStateSnapshot) -> SensorReading:
+        self.seen.append((snapshot.iteration, snapshot.usage, snapshot.run_usage))
+        return SensorReading.ok()
+
+
+class _PassesOnSecondLook:
+    """A completion check that rejects the first claim and accepts the next."""
+
+    def __init__(self) -> None:
+        self.looks = 0
+
+    def description(self) -> str:
+        return "the second claim passes"
+
+    async def check(self, state: SessionStateSnapshot) -> str | None:
+        self.looks += 1
+        return "not yet" if self.looks == 1 else None
+
+
+@pytest.mark.anyio
+async def test_session_and_run_usage_stay_apart_across_iterations() -> None:
+    """The run's total is shared with its only session while there is one, and is summed
+    separately once a second session starts (Ralph's next iteration)."""
+    recorder = _UsageRecorder()
+    model = ScriptedModelClient.from_responses(
+        [
+            {"text": "done?", "usage": {"input_tokens": 10, "output_tokens": 1, "cost_usd": 0.5}},
+            {"text": "done!", "usage": {"input_tokens": 20, "output_tokens": 2, "cost_usd": 0.25}},
+        ]
+    )
+    policy = TerminationPolicy(sensors=[recorder], completion_check=_PassesOnSecondLook())
+    harness = Harness(model=model, policy=policy, strategy=Ralph(max_iterations=3))
+    result = await harness.run("work")
+    assert result.halt_reason == Completed()
+    assert recorder.seen == [
+        (1, Usage(10, 1, 0, 0.5), Usage(10, 1, 0, 0.5)),
+        (2, Usage(20, 2, 0, 0.25), Usage(30, 3, 0, 0.75)),
+    ]
+    assert result.usage == Usage(30, 3, 0, 0.75)
