@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -208,12 +209,27 @@ def for_this_loop(clock: Clock) -> Clock:
                 create = anyio.lowlevel.current_token().backend_class.create_cancel_scope
                 with suppress(TypeError):
                     _SCOPE_FACTORIES[loop] = create
-            return LoopClock(loop.time, create)
+            # The stock loop's time() is documented as time.monotonic(): read that directly.
+            now = time.monotonic if type(loop).time is asyncio.BaseEventLoop.time else loop.time
+            return LoopClock(now, create)
     try:
         backend = anyio.lowlevel.current_token().backend_class
     except anyio.NoEventLoopError:
         return clock
-    return LoopClock(backend.current_time, backend.create_cancel_scope)
+    return LoopClock(_trio_time() or backend.current_time, backend.create_cancel_scope)
+
+
+def _trio_time() -> Callable[[], float] | None:
+    """When trio runs the loop, its run's clock (a `MockClock` in tests), read directly: the
+    same reading `trio.current_time()` returns, without two layers of calls in between."""
+    trio = sys.modules.get("trio")
+    if trio is None:
+        return None
+    try:
+        now: Callable[[], float] = trio.lowlevel.current_clock().current_time
+    except RuntimeError:  # not inside trio.run
+        return None
+    return now
 
 
 def remaining(clock: Clock, deadline: float | None) -> float:

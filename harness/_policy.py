@@ -95,6 +95,8 @@ class PolicySession(Protocol):
     def before_call(self, snapshot: SessionStateSnapshot) -> HaltReason | None:
         """Budgets: would the next model call exceed a limit?
 
+        Every dimension counts, the tool-call count included (``>=``): a turn whose snapshot
+        passes may run at least the first tool call it asks for (see `before_tool_call`).
         After a turn whose decision was `CONTINUE`, the loop passes the very snapshot
         `after_turn` judged (nothing has changed since), so a policy may remember it.
         """
@@ -105,9 +107,10 @@ class PolicySession(Protocol):
     ) -> HaltReason | None:
         """Budgets that gate a tool call: the tool-call count.
 
-        Asked once per call of a batch, before any of them runs, with the snapshot the turn
-        started from (the one `before_call` passed): no tool has run since, so its tool-call
-        counts plus `pending`, the calls of the batch admitted before this one, are exact.
+        Asked for each call of a batch after the first, before any of them runs, with the
+        snapshot the turn started from (the one `before_call` passed, which admits the first
+        call): no tool has run since, so its tool-call counts plus `pending`, the calls of the
+        batch admitted before this one, are exact.
         Wall time needs no gate here: the run's deadline scope cancels an awaited tool, and the
         check after the turn halts the run.
         """

@@ -350,11 +350,12 @@ class Session:
         """The calls the budgets let run (a prefix of `calls`) and, if some were refused, the
         halt; the admitted calls are counted. `before` is the snapshot the turn started from:
         no tool has run since, so its tool-call counts plus the calls admitted so far
-        (`pending`) are exact."""
+        (`pending`) are exact. The first call is not asked about: `before_call` passed this
+        very snapshot, and it refuses one whose tool-call count is used up."""
         admitted = calls
         halt: HaltReason | None = None
         if self._gates_tools:
-            for pending in range(len(calls)):
+            for pending in range(1, len(calls)):
                 halt = self._policy.before_tool_call(before, pending=pending)
                 if halt is not None:
                     admitted = calls[:pending]

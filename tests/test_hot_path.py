@@ -6,12 +6,15 @@ import asyncio
 import gc
 import json
 import logging
+import time
 import weakref
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+import trio
+import trio.testing
 from attrs import fields
 from hypothesis import given
 from hypothesis import strategies as st
@@ -238,11 +241,12 @@ class _CountingSession:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(("gates", "asked"), [(None, 2), (True, 2), (False, 0)])
+@pytest.mark.parametrize(("gates", "asked"), [(None, 1), (True, 1), (False, 0)])
 async def test_the_loop_skips_tool_call_checks_only_when_told_they_never_halt(
     gates: bool | None, asked: int
 ) -> None:
-    """Without `gates_tool_calls = False` the policy is asked before every tool call."""
+    """Without `gates_tool_calls = False` the policy is asked before every tool call but the
+    first of a batch, which `before_call` admitted on the same snapshot."""
 
     @tool(inline=True)
     def ping() -> str:
@@ -265,10 +269,10 @@ async def test_the_loop_skips_tool_call_checks_only_when_told_they_never_halt(
     assert end.reason.verified
     assert counting.asked == asked
     assert end.snapshot.tool_calls == 2
-    # Each call of the batch is judged on the snapshot the turn started from, with the calls
-    # admitted before it as `pending`: no snapshot is taken between response and tools.
+    # Each further call of the batch is judged on the snapshot the turn started from, with the
+    # calls admitted before it as `pending`: no snapshot is taken between response and tools.
     first_turn = counting.before[0]
-    assert counting.gated == [(first_turn, 0), (first_turn, 1)][:asked]
+    assert counting.gated == [(first_turn, 1)][:asked]
 
 
 @pytest.mark.anyio
@@ -444,6 +448,37 @@ def test_a_loop_that_cannot_be_weakly_referenced_still_gets_a_loop_clock(
         return scope.cancelled_caught
 
     assert asyncio.run(main())
+
+
+def test_a_loop_with_its_own_time_is_read_through_it() -> None:
+    """The stock asyncio loop's time is time.monotonic(), read directly; a loop that keeps its
+    own time (a test loop, say) is read through its time()."""
+
+    class Shifted(asyncio.SelectorEventLoop):
+        def time(self) -> float:
+            return super().time() + 1000.0
+
+    async def offset() -> float:
+        return for_this_loop(SystemClock()).now() - time.monotonic()
+
+    assert abs(asyncio.run(offset())) < 1.0
+    loop = Shifted()
+    try:
+        assert loop.run_until_complete(offset()) > 999.0
+    finally:
+        loop.close()
+
+
+def test_on_trio_the_loop_clock_reads_the_runs_own_clock() -> None:
+    """Under trio the run's clock (here a frozen MockClock) is what a LoopClock reads."""
+    mock = trio.testing.MockClock()
+    mock.jump(500.0)
+
+    async def read() -> tuple[float, float]:
+        return for_this_loop(SystemClock()).now(), trio.current_time()
+
+    now, reference = trio.run(read, clock=mock)
+    assert now == reference == 500.0
 
 
 class _UsageRecorder:
