@@ -208,7 +208,7 @@ _LOGGER = structlog.get_logger("harness")
 class StructlogSink:
     """Logs each event under its name, with every field as a key and `run_id` bound once."""
 
-    __slots__ = ("_enabled_for", "_log")
+    __slots__ = ("_debug", "_enabled_for", "_log")
 
     def __init__(self, run_id: str, logger: Any = None) -> None:
         base = logger if logger is not None else _LOGGER
@@ -216,14 +216,34 @@ class StructlogSink:
         # Looked up once: the per-turn events are debug events, and below that level each
         # one should cost a comparison, not a lookup, a dict and a call that does nothing.
         self._enabled_for: Any = getattr(self._log, "is_enabled_for", None)
+        # Whether debug events are logged, when that can never change: structlog's filtering
+        # loggers fix their level in their class (`make_filtering_bound_logger`). Any other
+        # logger (stdlib logging's, whose level may change mid-run) is asked every time.
+        self._debug: bool | None = None if self._enabled_for is None else _fixed_debug(self._log)
 
     def emit(self, event: Event) -> None:
         level = event.level
-        if level == "debug" and self._enabled_for is not None and not self._enabled_for(DEBUG):
-            return
+        if level == "debug":
+            debug = self._debug
+            if debug is None:
+                debug = self._enabled_for is None or self._enabled_for(DEBUG)
+            if not debug:
+                return
         data = event.to_dict()
         del data["event"]
         getattr(self._log, level)(event.name, **data)
+
+
+def _fixed_debug(log: Any) -> bool | None:
+    """For a structlog filtering logger, whether it logs debug events; else None."""
+    level = getattr(log, "get_effective_level", None)
+    if not callable(level):
+        return None
+    try:
+        fixed = type(log) is structlog.make_filtering_bound_logger(level())
+    except (TypeError, ValueError, KeyError):  # not a level structlog knows
+        return None
+    return bool(log.is_enabled_for(DEBUG)) if fixed else None
 
 
 class JsonlTranscript:

@@ -13,6 +13,8 @@ from typing import Any
 
 import anyio
 import pytest
+import structlog
+import structlog.testing
 import trio
 import trio.testing
 from attrs import fields
@@ -20,6 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness import (
+    CheckFailed,
     Completed,
     Event,
     FakeClock,
@@ -405,6 +408,21 @@ def test_the_structlog_sink_asks_the_logger_for_every_debug_event() -> None:
     assert logger.lines == [
         ("debug", "turn.started", {"at": 0.5, "agent": "builder", "iteration": 1, "turn": 2})
     ]
+
+
+@pytest.mark.parametrize(("level", "logged"), [(logging.INFO, False), (logging.DEBUG, True)])
+def test_a_structlog_filtering_logger_is_asked_its_level_once(level: int, logged: bool) -> None:
+    """structlog's filtering loggers fix their level in their class, so the sink asks once;
+    debug events are logged exactly when that level allows them, info events always."""
+    capture = structlog.testing.CapturingLogger()
+    logger = structlog.wrap_logger(
+        capture, wrapper_class=structlog.make_filtering_bound_logger(level), processors=[]
+    )
+    sink = StructlogSink("run-1", logger)
+    sink.emit(TurnStarted(0.5, "builder", 1, 2))
+    sink.emit(CheckFailed(0.6, "builder", 2, "tests pass", "one fails"))
+    names = [call.args[0] if call.args else call.kwargs["event"] for call in capture.calls]
+    assert names == (["turn.started"] if logged else []) + ["check.failed"]
 
 
 def test_resolving_the_clock_for_a_loop_keeps_no_loop_alive() -> None:
