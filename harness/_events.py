@@ -195,7 +195,12 @@ class RunHalted(Event):
 
 @runtime_checkable
 class EventSink(Protocol):
-    """Anything that takes events. `emit` is called on the loop and must not block."""
+    """Anything that takes events. `emit` is called on the loop and must not block.
+
+    A sink that drops every debug event for good may say so with an attribute
+    ``takes_debug = False``; a run then hands it none (the turn and tool events are debug
+    events, several a turn). Without the attribute, a sink gets every event.
+    """
 
     def emit(self, event: Event) -> None: ...
 
@@ -220,6 +225,11 @@ class StructlogSink:
         # loggers fix their level in their class (`make_filtering_bound_logger`). Any other
         # logger (stdlib logging's, whose level may change mid-run) is asked every time.
         self._debug: bool | None = None if self._enabled_for is None else _fixed_debug(self._log)
+
+    @property
+    def takes_debug(self) -> bool:
+        """False when the logger is known never to log debug events (see `EventSink`)."""
+        return self._debug is not False
 
     def emit(self, event: Event) -> None:
         level = event.level

@@ -67,15 +67,18 @@ class Run:
     """What a failed check before the first turn reported; the first builder session gets it."""
     now: Callable[[], float] = field(init=False, repr=False)
     """Reads `clock` (see `time_reader`); create the run inside the loop that drives it."""
-    emit: Callable[[Event], None] = field(init=False, repr=False)
-    """Hands an event to every sink, in order (see `fan_out`)."""
+    _emit_all: Callable[[Event], None] = field(init=False, repr=False)
+    _emit_debug: Callable[[Event], None] = field(init=False, repr=False)
     description: str = field(init=False, repr=False)
     """What "done" means (the policy's description), read once for the run."""
 
     def __attrs_post_init__(self) -> None:
         self.description = self.policy.description()
         self.now = time_reader(self.clock)
-        self.emit = fan_out([sink.emit for sink in self.sinks])
+        self._emit_all = fan_out([sink.emit for sink in self.sinks])
+        self._emit_debug = fan_out(
+            [sink.emit for sink in self.sinks if getattr(sink, "takes_debug", True) is not False]
+        )
 
     @property
     def table(self) -> ToolTable:
@@ -92,6 +95,16 @@ class Run:
 
     def elapsed(self) -> float:
         return self.now() - self.started_at
+
+    def emit(self, event: Event) -> None:
+        """Hand `event` to every sink, in order; a debug event only to the sinks that take
+        debug events (see `EventSink`)."""
+        (self._emit_debug if event.level == "debug" else self._emit_all)(event)
+
+    def emitter_for(self, kind: type[Event]) -> Callable[[Event], None]:
+        """What `emit` does with events of type `kind`, resolved once: for the events a loop
+        emits every turn."""
+        return self._emit_debug if kind.level == "debug" else self._emit_all
 
     def system_message(self, base: str | None = None) -> Message:
         """The system prompt: the caller's, what "done" means, and how feedback is marked."""

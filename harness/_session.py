@@ -122,6 +122,7 @@ class Session:
         self._message_view = HistoryView(self._messages)
         self._outcome_view = HistoryView(self._outcomes)
         self._reasons_view = HistoryView(run.check_reasons)
+        self._emit_called = run.emitter_for(ToolCalled)
         self._policy = policy
         # Asked once: a policy whose tool-call check can never halt is not asked per call.
         self._gates_tools = getattr(policy, "gates_tool_calls", True) is not False
@@ -232,7 +233,8 @@ class Session:
     async def _turns(self) -> SessionEnd:
         run = self._run
         policy = self._policy
-        emit = run.emit
+        emit_started = run.emitter_for(TurnStarted)
+        emit_finished = run.emitter_for(TurnFinished)
         agent, iteration = self.agent, self.iteration
         messages = self._messages
         complete = self._model.complete
@@ -250,7 +252,7 @@ class Session:
                 return SessionEnd(halt, before)
             self.turns = turn = self.turns + 1
             run.turns += 1
-            emit(TurnStarted(before.now - run.started_at, agent, iteration, turn))
+            emit_started(TurnStarted(before.now - run.started_at, agent, iteration, turn))
             request = ModelRequest(
                 self._message_history(),
                 self._specs,
@@ -267,7 +269,7 @@ class Session:
             calls = response.tool_calls
             messages.append(Message.assistant(response.text, calls))
             now = run.now()
-            emit(TurnFinished(now - run.started_at, agent, iteration, turn, response))
+            emit_finished(TurnFinished(now - run.started_at, agent, iteration, turn, response))
 
             final_text: str | None = response.text
             claims_done = not calls
@@ -424,7 +426,7 @@ class Session:
         self._messages.append(message)
         outcome = ToolCalled(at, self.agent, self.turns, call, message.content, is_error)
         self._outcomes.append(outcome)
-        self._run.emit(outcome)
+        self._emit_called(outcome)
 
     async def _invoke(self, call: ToolCall) -> tuple[str, bool]:
         run = self._run

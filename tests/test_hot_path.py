@@ -425,6 +425,40 @@ def test_a_structlog_filtering_logger_is_asked_its_level_once(level: int, logged
     assert names == (["turn.started"] if logged else []) + ["check.failed"]
 
 
+class _InfoOnly:
+    """A sink that says it never takes debug events."""
+
+    takes_debug = False
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def emit(self, event: Event) -> None:
+        self.names.append(event.name)
+
+
+@pytest.mark.anyio
+async def test_a_sink_that_takes_no_debug_events_is_handed_none() -> None:
+    """Debug events skip a sink that says it drops them; every other sink gets all events,
+    and the events that sink does take arrive in order."""
+    quiet, everything = _InfoOnly(), ListSink()
+    model = ScriptedModelClient.from_responses(
+        [{"tool_calls": [{"name": "ping", "arguments": {}}]}, {"text": "done"}]
+    )
+
+    @tool(inline=True)
+    def ping() -> str:
+        """Answer."""
+        return "pong"
+
+    harness = Harness(model=model, policy=TerminationPolicy(), tools=[ping], sinks=[quiet])
+    await harness.run("ping once", sinks=[everything])
+    debug = {e.name for e in everything.events if e.level == "debug"}
+    assert {"turn.started", "turn.finished", "tool.called"} <= debug
+    assert quiet.names == [e.name for e in everything.events if e.level != "debug"]
+    assert quiet.names[-1] == "run.halted"
+
+
 def test_resolving_the_clock_for_a_loop_keeps_no_loop_alive() -> None:
     """What a LoopClock remembers per asyncio loop belongs to the backend, not to the loop: a
     program that calls asyncio.run again and again leaks no loops through it."""
