@@ -12,12 +12,14 @@ from attrs import frozen
 
 from ._clock import Clock
 from ._messages import Message
+from ._records import fast_init
 from ._result import BudgetExceeded, HaltReason
 from ._state import SessionStateSnapshot
 
 Scope = Literal["run", "session"]
 
 
+@fast_init
 @frozen
 class SensorReading:
     """What a sensor saw: ``ok``, ``warn`` (feedback for the next turn) or ``halt``."""
@@ -42,6 +44,7 @@ class SensorReading:
 _OK = SensorReading("ok")
 
 
+@fast_init
 @frozen
 class Decision:
     """What the policy decided after a turn.

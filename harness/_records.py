@@ -58,7 +58,9 @@ def fast_init(cls: type[T]) -> type[T]:
         "_cls": cls,
         "_builder": builder,
         "_attrs_init": cls.__init__,
-        "_set": object.__setattr__,
+        # The descriptor's own setter: the frozen class's __setattr__ would refuse, and
+        # object.__setattr__ would look the descriptor up again on every call.
+        "_set_class": object.__dict__["__class__"].__set__,
         "_NO_VALUE": _NO_VALUE,
     }
     positional: list[str] = []
@@ -93,7 +95,7 @@ def fast_init(cls: type[T]) -> type[T]:
         + "".join(defaults)
         + "    if self.__class__ is not _cls:\n"
         + f"        return _attrs_init(self, {', '.join(call)})\n"
-        + "    _set(self, '__class__', _builder)\n"
+        + "    _set_class(self, _builder)\n"
         + "".join(stores)
         + "    self.__class__ = _cls\n"
     )

@@ -267,7 +267,7 @@ class Session:
                 return SessionEnd(ModelFailed(exc.kind, str(exc)), self.snapshot())
             self._account(response)
             calls = response.tool_calls
-            messages.append(Message.assistant(response.text, calls))
+            messages.append(Message("assistant", response.text, tuple(calls)))
             now = run.now()
             emit_finished(TurnFinished(now - run.started_at, agent, iteration, turn, response))
 
