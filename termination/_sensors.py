@@ -123,19 +123,23 @@ class RepeatedToolCallSensor:
         check_name("RepeatedToolCallSensor", self.name)
 
     def read(self, snapshot: SessionStateSnapshot) -> SensorReading:
-        # Read after every turn: the newest `limit` outcomes (all a trip needs), in one slice.
-        recent = snapshot.tool_outcomes[-self.limit :]
-        if not recent:
+        # Read after every turn: the newest outcome, then one more per repeat, no further
+        # (counted from the end, so a long history is never measured or walked).
+        outcomes = snapshot.tool_outcomes
+        try:
+            newest = outcomes[-1]
+        except IndexError:  # no tool call yet
             return _OK
-        index = len(recent) - 1
-        newest = recent[index]
         if newest.turn != snapshot.turns:
             return _OK
         last = newest.call
         name, arguments = last.name, last.arguments
         run = 1
-        for earlier in range(index - 1, -1, -1):
-            call = recent[earlier].call
+        for back in range(2, self.limit + 1):
+            try:
+                call = outcomes[-back].call
+            except IndexError:
+                break
             if call.name != name or call.arguments != arguments:
                 break
             run += 1
@@ -171,17 +175,22 @@ class ConsecutiveToolErrorsSensor:
         check_name("ConsecutiveToolErrorsSensor", self.name)
 
     def read(self, snapshot: SessionStateSnapshot) -> SensorReading:
-        # Read after every turn: the newest `limit` outcomes (all a trip needs), in one slice.
-        recent = snapshot.tool_outcomes[-self.limit :]
-        if not recent:
+        # Read after every turn: the newest outcome, then one more per error, no further
+        # (counted from the end, so a long history is never measured or walked).
+        outcomes = snapshot.tool_outcomes
+        try:
+            last = outcomes[-1]
+        except IndexError:  # no tool call yet
             return _OK
-        index = len(recent) - 1
-        last = recent[index]
         if last.turn != snapshot.turns or not last.is_error:
             return _OK
         run = 1
-        for earlier in range(index - 1, -1, -1):
-            if not recent[earlier].is_error:
+        for back in range(2, self.limit + 1):
+            try:
+                earlier = outcomes[-back]
+            except IndexError:
+                break
+            if not earlier.is_error:
                 break
             run += 1
         if run < self.limit and (self.warn_at is None or run < self.warn_at):
