@@ -3,6 +3,7 @@ model's arguments against it, and the workspace tools that may not leave the wor
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from harness import (
     tool,
     workspace_tools,
 )
+from harness._tools import _matches
 from termination import TerminationPolicy
 
 
@@ -181,3 +183,56 @@ async def test_workspace_tools_stay_inside_the_workspace(tmp_path: Path) -> None
         assert "is outside the workspace" in content
     assert not escape.exists()
     assert [t.name for t in workspace_tools() if t.read_only] == ["read_file", "list_files"]
+
+
+_SCHEMA_TYPES = ["integer", "number", "string", "boolean", "array", "object", "null"]
+
+
+class _Level(enum.IntEnum):
+    LOW = 1
+
+
+class _Name(str):
+    pass
+
+
+_DECLARED: list[Any] = [*_SCHEMA_TYPES, ["string", "null"], ["integer", "boolean"], None]
+_VALUES: list[Any] = [0, 7, True, 1.5, "x", None, [1], (1,), {"k": 1}, _Level.LOW, _Name("n")]
+
+
+@pytest.mark.parametrize("declared", _DECLARED, ids=str)
+@pytest.mark.parametrize("value", _VALUES, ids=repr)
+def test_each_value_is_judged_by_its_declared_types(declared: Any, value: Any) -> None:
+    """Every declared type against every kind of value: bools are never integers or
+    numbers, subclasses count as their base, an untyped property takes anything."""
+    schema = {"type": "object", "properties": {"a": {} if declared is None else {"type": declared}}}
+    checked = Tool(name="t", description="", parameters=schema, fn=lambda **_: None)
+    if declared is None or _matches(value, declared):
+        checked.validate({"a": value})
+    else:
+        with pytest.raises(ToolArgumentError, match="argument 'a' must be"):
+            checked.validate({"a": value})
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error"),
+    [
+        ({}, "missing required argument 'a'"),
+        ({"b": 1}, "missing required argument 'a'"),
+        ({"a": 1, "c": 2}, "unknown argument 'c'"),
+        ({"a": 1}, None),
+        ({"a": 1, "b": 2}, None),
+    ],
+)
+def test_names_are_checked_before_values(arguments: dict[str, Any], error: str | None) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a"],
+    }
+    checked = Tool(name="t", description="", parameters=schema, fn=lambda **_: None)
+    if error is None:
+        checked.validate(arguments)
+    else:
+        with pytest.raises(ToolArgumentError, match=error):
+            checked.validate(arguments)
