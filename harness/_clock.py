@@ -181,12 +181,12 @@ class LoopClock(SystemClock):
         return "LoopClock()"
 
 
-# The backend's scope factory per asyncio loop, found by the loop itself (cheaper than asking
-# anyio which backend runs). A factory belongs to the backend class, not to the loop, so an
-# entry never keeps its loop alive.
-_SCOPE_FACTORIES: weakref.WeakKeyDictionary[object, Callable[..., anyio.CancelScope]] = (
-    weakref.WeakKeyDictionary()
-)
+# The LoopClock of each stock asyncio loop, found by the loop itself (cheaper than asking anyio
+# which backend runs), so the runs on one loop share it. It holds `time.monotonic` and the
+# backend's scope factory, which belongs to the backend class: nothing in it refers to the loop,
+# so an entry never keeps its loop alive. A loop with a time() of its own gets a clock per run,
+# as that clock must hold the loop.
+_LOOP_CLOCKS: weakref.WeakKeyDictionary[object, LoopClock] = weakref.WeakKeyDictionary()
 
 
 def for_this_loop(clock: Clock) -> Clock:
@@ -202,16 +202,19 @@ def for_this_loop(clock: Clock) -> Clock:
             pass
         else:
             try:
-                create = _SCOPE_FACTORIES.get(loop)
-            except TypeError:  # a loop that cannot be weakly referenced: ask anyio each run
-                create = None
-            if create is None:
-                create = anyio.lowlevel.current_token().backend_class.create_cancel_scope
-                with suppress(TypeError):
-                    _SCOPE_FACTORIES[loop] = create
+                shared = _LOOP_CLOCKS.get(loop)
+            except TypeError:  # a loop that cannot be weakly referenced: resolve it each run
+                shared = None
+            if shared is not None:
+                return shared
+            create = anyio.lowlevel.current_token().backend_class.create_cancel_scope
+            if type(loop).time is not asyncio.BaseEventLoop.time:
+                return LoopClock(loop.time, create)
             # The stock loop's time() is documented as time.monotonic(): read that directly.
-            now = time.monotonic if type(loop).time is asyncio.BaseEventLoop.time else loop.time
-            return LoopClock(now, create)
+            shared = LoopClock(time.monotonic, create)
+            with suppress(TypeError):
+                _LOOP_CLOCKS[loop] = shared
+            return shared
     try:
         backend = anyio.lowlevel.current_token().backend_class
     except anyio.NoEventLoopError:

@@ -220,11 +220,12 @@ class StructlogSink:
         self._log = base.bind(run_id=run_id)
         # Looked up once: the per-turn events are debug events, and below that level each
         # one should cost a comparison, not a lookup, a dict and a call that does nothing.
-        self._enabled_for: Any = getattr(self._log, "is_enabled_for", None)
+        enabled_for = getattr(self._log, "is_enabled_for", None)
         # Whether debug events are logged, when that can never change: structlog's filtering
         # loggers fix their level in their class (`make_filtering_bound_logger`). Any other
         # logger (stdlib logging's, whose level may change mid-run) is asked every time.
-        self._debug: bool | None = None if self._enabled_for is None else _fixed_debug(self._log)
+        self._debug: bool | None = None if enabled_for is None else _fixed_debug(self._log)
+        self._enabled_for: Any = enabled_for if self._debug is None else None
 
     @property
     def takes_debug(self) -> bool:

@@ -39,7 +39,7 @@ from harness import (
     Usage,
     tool,
 )
-from harness._clock import LoopClock, for_this_loop, time_reader
+from harness._clock import _LOOP_CLOCKS, LoopClock, for_this_loop, time_reader
 from harness._run import Run
 from harness._state import HistoryView
 from harness._tools import render_result
@@ -460,15 +460,15 @@ async def test_a_sink_that_takes_no_debug_events_is_handed_none() -> None:
 
 
 def test_resolving_the_clock_for_a_loop_keeps_no_loop_alive() -> None:
-    """What a LoopClock remembers per asyncio loop belongs to the backend, not to the loop: a
-    program that calls asyncio.run again and again leaks no loops through it."""
+    """The runs on one stock asyncio loop share its LoopClock, which holds nothing of the loop:
+    a program that calls asyncio.run again and again leaks no loops through it."""
     loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
 
     async def main() -> None:
         loops.append(weakref.ref(asyncio.get_running_loop()))
         clock = for_this_loop(SystemClock())
         assert isinstance(clock, LoopClock)
-        assert for_this_loop(SystemClock()) is not clock  # one per run, each on its own loop
+        assert for_this_loop(SystemClock()) is clock  # every run on this loop shares it
 
     for _ in range(3):
         asyncio.run(main())
@@ -490,7 +490,7 @@ def test_a_loop_that_cannot_be_weakly_referenced_still_gets_a_loop_clock(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A loop the per-loop cache cannot hold (uvloop's, say) is resolved on every run instead."""
-    monkeypatch.setattr("harness._clock._SCOPE_FACTORIES", _NoWeakrefs())
+    monkeypatch.setattr("harness._clock._LOOP_CLOCKS", _NoWeakrefs())
 
     async def main() -> bool:
         clock = for_this_loop(SystemClock())
@@ -513,10 +513,16 @@ def test_a_loop_with_its_own_time_is_read_through_it() -> None:
     async def offset() -> float:
         return for_this_loop(SystemClock()).now() - time.monotonic()
 
+    async def per_run() -> bool:
+        return for_this_loop(SystemClock()) is not for_this_loop(SystemClock())
+
     assert abs(asyncio.run(offset())) < 1.0
     loop = Shifted()
     try:
         assert loop.run_until_complete(offset()) > 999.0
+        # Its clock holds the loop, so it is not kept in the per-loop cache: one per run.
+        assert loop.run_until_complete(per_run())
+        assert loop not in _LOOP_CLOCKS
     finally:
         loop.close()
 
