@@ -92,7 +92,7 @@ class PolicySession(Protocol):
 
     One may also have an attribute ``gates_tool_calls = False`` saying `before_tool_call` can
     never halt (no limit on tool calls): the loop then does not ask it. Without the attribute
-    the loop asks before each call.
+    the loop asks before each call of a batch but the first (see `before_tool_call`).
     """
 
     def before_call(self, snapshot: SessionStateSnapshot) -> HaltReason | None:

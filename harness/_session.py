@@ -161,7 +161,7 @@ class Session:
         reasons = self._reasons_view
         if reasons._items is not run.check_reasons or reasons._length != len(run.check_reasons):
             reasons = self._reasons_view = HistoryView(run.check_reasons)
-        # Positional, in field order: the loop takes three snapshots a turn, and matching 22
+        # Positional, in field order: the loop takes a snapshot every turn, and matching 22
         # keywords costs more than building the snapshot. tests/test_hot_path.py pins the order.
         return SessionStateSnapshot(
             run.run_id,
@@ -238,6 +238,7 @@ class Session:
         agent, iteration = self.agent, self.iteration
         messages = self._messages
         complete = self._model.complete
+        inline_tools = self._inline_tools
         check_claims = self._on_claim == "check"
         # The clock is read once after each await (the model call, the tools) and that reading
         # serves every snapshot and event up to the next one: nothing in between can wait.
@@ -274,17 +275,30 @@ class Session:
             final_text: str | None = response.text
             claims_done = not calls
             if calls:
-                admitted, halt = self._admit(calls, before)
-                results = self._run_inline(admitted)
-                if results is None:
-                    results = await self._run_concurrently(admitted)
-                now = run.now()
-                done_summary = self._record_tools(calls, admitted, results, now)
-                if halt is not None:
-                    return SessionEnd(halt, self.snapshot(now=now))
-                if done_summary is not None:
-                    claims_done = True
-                    final_text = done_summary or response.text
+                call = calls[0]
+                inline = inline_tools.get(call.name) if len(calls) == 1 else None
+                if inline is not None:
+                    # The usual turn: one call, to an inline tool (never the done tool), which
+                    # `before_call` admitted on this very snapshot (see `_admit`).
+                    content, is_error = inline(call.arguments)
+                    self.tool_calls += 1
+                    run.tool_calls += 1
+                    now = run.now()
+                    self._record_tool(call, content, is_error, now - run.started_at)
+                else:
+                    admitted, halt = self._admit(calls, before)
+                    self.tool_calls += len(admitted)
+                    run.tool_calls += len(admitted)
+                    results = self._run_inline(admitted)
+                    if results is None:
+                        results = await self._run_concurrently(admitted)
+                    now = run.now()
+                    done_summary = self._record_tools(calls, admitted, results, now)
+                    if halt is not None:
+                        return SessionEnd(halt, self.snapshot(now=now))
+                    if done_summary is not None:
+                        claims_done = True
+                        final_text = done_summary or response.text
 
             snapshot = self.snapshot(
                 claims_done=claims_done, final_text=final_text if claims_done else None, now=now
@@ -350,31 +364,21 @@ class Session:
         self, calls: tuple[ToolCall, ...], before: SessionStateSnapshot
     ) -> tuple[tuple[ToolCall, ...], HaltReason | None]:
         """The calls the budgets let run (a prefix of `calls`) and, if some were refused, the
-        halt; the admitted calls are counted. `before` is the snapshot the turn started from:
-        no tool has run since, so its tool-call counts plus the calls admitted so far
-        (`pending`) are exact. The first call is not asked about: `before_call` passed this
-        very snapshot, and it refuses one whose tool-call count is used up."""
-        admitted = calls
-        halt: HaltReason | None = None
+        halt. `before` is the snapshot the turn started from: no tool has run since, so its
+        tool-call counts plus the calls admitted so far (`pending`) are exact. The first call
+        is not asked about: `before_call` passed this very snapshot, and it refuses one whose
+        tool-call count is used up (so a batch of one is admitted without a question)."""
         if self._gates_tools:
             for pending in range(1, len(calls)):
                 halt = self._policy.before_tool_call(before, pending=pending)
                 if halt is not None:
-                    admitted = calls[:pending]
-                    break
-        count = len(admitted)
-        self.tool_calls += count
-        self._run.tool_calls += count
-        return admitted, halt
+                    return calls[:pending], halt
+        return calls, None
 
     def _run_inline(self, calls: tuple[ToolCall, ...]) -> list[tuple[str, bool]] | None:
         """Run the batch right here when every call is to an inline sync tool, in order (as a
         task group would: none of them yields); None when some call must be awaited."""
         inline = self._inline_tools
-        if len(calls) == 1:  # the usual batch
-            call = calls[0]
-            fn = inline.get(call.name)
-            return None if fn is None else [fn(call.arguments)]
         fns: list[InlineCall] = []
         for call in calls:
             fn = inline.get(call.name)
@@ -407,10 +411,6 @@ class Session:
         """Record every call's result (refused calls too); return the done tool's summary."""
         run = self._run
         at = now - run.started_at
-        if len(calls) == 1 and admitted and not run.done_tool:  # the usual turn: one call, run
-            content, is_error = results[0]
-            self._record_tool(calls[0], content, is_error, at)
-            return None
         done_summary: str | None = None
         for call, (content, is_error) in zip(admitted, results, strict=True):
             self._record_tool(call, content, is_error, at)
