@@ -150,20 +150,26 @@ class Harness:
     async def _execute(self, run: Run) -> HaltReason:
         """The strategy under the run's wall-time deadline, which cancels whatever hangs."""
         wall = self.policy.wall_time
+        # The strategy is awaited from here, not from a helper: every turn of the run
+        # resumes through this chain of coroutines, so it is kept as short as it can be.
         if run.deadline is None or wall is None:
-            return await self._start(run)
+            early = await self._begin(run)
+            return early if early is not None else await self.strategy.run(run)
         with run.clock.deadline_scope(run.deadline):
-            return await self._start(run)
+            early = await self._begin(run)
+            return early if early is not None else await self.strategy.run(run)
         return BudgetExceeded("max_wall_time", run.elapsed(), wall)
 
-    async def _start(self, run: Run) -> HaltReason:
+    async def _begin(self, run: Run) -> HaltReason | None:
+        """Before the strategy: the policy's start, and the optional check before the first
+        turn, which ends the run (`Completed(early=True)`) when the work is already done."""
         await self.policy.start_run(run.bare_snapshot())
         if self.policy.check_before_first_turn:
             policy = self.policy.start_session(clock=run.clock)
             run.initial_reason = await run.check(run.bare_snapshot(), policy)
             if run.initial_reason is None:
                 return Completed(early=True)
-        return await self.strategy.run(run)
+        return None
 
     @asynccontextmanager
     async def stream(self, task: str) -> AsyncIterator[EventStream]:

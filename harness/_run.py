@@ -61,7 +61,7 @@ class Run:
     check_reasons: list[str] = field(factory=list)
     store: SessionStore = field(factory=SessionStore)
     sessions: list[Session] = field(factory=list)
-    extra_models: list[ModelClient] = field(factory=list)
+    extra_models: tuple[ModelClient, ...] = ()
     _table: ToolTable | None = field(default=None, repr=False)
     initial_reason: str | None = None
     """What a failed check before the first turn reported; the first builder session gets it."""
@@ -179,7 +179,7 @@ class Run:
         and a scripted one is checked for unused lines when the run ends."""
         if model is self.model or any(m is model for m in self.extra_models):
             return
-        self.extra_models.append(model)
+        self.extra_models = (*self.extra_models, model)
         bind_clock = getattr(model, "bind_clock", None)
         if callable(bind_clock):
             bind_clock(self.clock)
