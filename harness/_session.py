@@ -280,9 +280,9 @@ class Session:
                 if inline is not None:
                     # The usual turn: one call, to an inline tool (never the done tool), which
                     # `before_call` admitted on this very snapshot (see `_admit`).
-                    content, is_error = inline(call.arguments)
                     self.tool_calls += 1
                     run.tool_calls += 1
+                    content, is_error = inline(call.arguments)
                     now = run.now()
                     self._record_tool(call, content, is_error, now - run.started_at)
                 else:
