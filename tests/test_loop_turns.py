@@ -122,6 +122,39 @@ async def test_inline_sync_tool_runs_on_the_event_loop_thread() -> None:
     assert seen == [threading.get_ident()]
 
 
+async def test_a_lone_inline_call_that_fails_becomes_an_error_the_model_sees() -> None:
+    """The usual turn (one call to an inline tool) is run by the loop itself: an exception or
+    arguments that break the schema are error results in the next request, each call is
+    counted, and the run goes on."""
+
+    @tool(inline=True)
+    def divide(a: int, b: int) -> float:
+        """Divide a by b."""
+        return a / b
+
+    model = scripted(
+        [
+            {"tool_calls": [call("divide", a=1, b=0)]},
+            {"tool_calls": [call("divide", a="one", b=2)]},
+            {"tool_calls": [call("divide", a=6, b=3)]},
+            {"text": "done"},
+        ]
+    )
+    sink = ListSink()
+    result = await build(model, [divide], sink=sink).run("divide")
+    assert result.verified
+    assert (result.turns, result.tool_calls) == (4, 3)
+    assert tool_results(sink) == [
+        ("divide", "error: ZeroDivisionError: division by zero", True),
+        ("divide", "error: ToolArgumentError: argument 'a' must be integer (got str 'one')", True),
+        ("divide", "2.0", False),
+    ]
+    tool_messages = [m for m in result.transcript if m.role == "tool"]
+    assert [(m.is_error, m.content) for m in tool_messages] == [
+        (e.is_error, e.content) for e in sink.events if isinstance(e, ToolCalled)
+    ]
+
+
 def test_schema_is_derived_from_signature_and_docstring() -> None:
     """Types, defaults, docstring argument text and required names become the JSON schema; a
     `ToolContext` parameter is hidden from the model."""
