@@ -79,9 +79,7 @@ class Message:
 
     @classmethod
     def tool_result(cls, call: ToolCall, content: str, *, is_error: bool = False) -> Message:
-        if "<" in content:  # only text with a tag in it can need defusing (see `neutralize`)
-            content = neutralize(content)
-        return cls("tool", content, (), call.id, call.name, is_error)
+        return cls("tool", neutralize(content), (), call.id, call.name, is_error)
 
     @classmethod
     def feedback(cls, source: str, text: str) -> Message:

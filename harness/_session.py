@@ -26,7 +26,7 @@ from ._model import ModelClient
 from ._policy import CONTINUE, Decision, Limit, PolicySession
 from ._result import BudgetExceeded, HaltReason, ModelFailed
 from ._state import HistoryView, SessionStateSnapshot, ToolOutcome
-from ._tools import Tool, ToolContext
+from ._tools import Tool, ToolContext, tool_error
 
 if TYPE_CHECKING:
     from ._run import Run
@@ -268,7 +268,7 @@ class Session:
                 return SessionEnd(ModelFailed(exc.kind, str(exc)), self.snapshot())
             self._account(response)
             calls = response.tool_calls
-            messages.append(Message("assistant", response.text, tuple(calls)))
+            messages.append(Message.assistant(response.text, calls))
             now = run.now()
             emit_finished(TurnFinished(now - run.started_at, agent, iteration, turn, response))
 
@@ -450,7 +450,7 @@ class Session:
             with run.clock.deadline_scope(run.now() + timeout) as scope:
                 content = await tool.invoke(call.arguments, context)
         except Exception as exc:
-            return f"error: {type(exc).__name__}: {exc}", True
+            return tool_error(exc), True
         if scope.cancelled_caught:
             return f"error: tool {call.name!r} timed out after {timeout:g}s", True
         return content, False

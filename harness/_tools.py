@@ -170,7 +170,7 @@ class Tool:
             self.validate(arguments)
             return render_result(self.fn(**arguments)), False
         except Exception as exc:
-            return f"error: {type(exc).__name__}: {exc}", True
+            return tool_error(exc), True
 
     def _kwargs(self, arguments: Mapping[str, Any], context: ToolContext | None) -> dict[str, Any]:
         self.validate(arguments)
@@ -180,6 +180,11 @@ class Tool:
                 raise RuntimeError(f"tool {self.name!r} needs a ToolContext")
             kwargs[self.context_param] = context
         return kwargs
+
+
+def tool_error(exc: Exception) -> str:
+    """Text the model sees for a tool call that raised."""
+    return f"error: {type(exc).__name__}: {exc}"
 
 
 def render_result(result: object) -> str:

@@ -128,7 +128,7 @@ class FeedbackRunner:
         limit: Limit | None,
         max_chars: int,
     ) -> None:
-        now = clock.now() if configs else 0.0  # without providers nothing reads the time
+        now = clock.now()
         self._slots = [_Slot(c, now) for c in configs]
         self._budget = budget
         self._clock = clock
