@@ -6,7 +6,7 @@ import json
 from collections import OrderedDict, deque
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from attrs import Factory, define, field, frozen
 
@@ -137,6 +137,9 @@ class FeatureListCheck(Combinable):
     anything but ``passes``, is "not complete". Baselines are kept for the newest `max_runs`
     runs that share this check.
     """
+
+    # Reads one small JSON file with plain file I/O, as `prepare` does: nothing to wait for.
+    inline: ClassVar[bool] = True
 
     path: str = "feature_list.json"
     max_runs: int = field(default=DEFAULT_MAX_RUNS, converter=_max_runs)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from attrs import frozen
 
 from harness import Plan, SessionStateSnapshot
@@ -17,6 +19,8 @@ class PlanCheck(Combinable):
 
     The plan is written by the `update_plan` tool; a session without one is not complete.
     """
+
+    inline: ClassVar[bool] = True  # reads the session store only
 
     def description(self) -> str:
         return (

@@ -3,12 +3,12 @@ feedback providers when the session goes on."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from attrs import evolve, field, frozen
 
-from checks import AlwaysComplete, CompletionCheck, PreparesForRun
+from checks import AlwaysComplete, CompletionCheck, PreparesForRun, is_inline
 from harness import (
     CONTINUE,
     Clock,
@@ -103,6 +103,7 @@ class TerminationPolicy:
     _binds: tuple[bool, ...] = field(init=False, repr=False, eq=False)
     _starts: tuple[bool, ...] = field(init=False, repr=False, eq=False)
     _prepares: bool = field(init=False, repr=False, eq=False)
+    _inline_check: bool = field(init=False, repr=False, eq=False)
     _any_binds: bool = field(init=False, repr=False, eq=False)
     _starters: tuple[Sensor, ...] = field(init=False, repr=False, eq=False)
 
@@ -122,6 +123,7 @@ class TerminationPolicy:
         starters = tuple(s for s, start in zip(self.sensors, starts, strict=True) if start)
         object.__setattr__(self, "_starters", starters)
         object.__setattr__(self, "_prepares", isinstance(self.completion_check, PreparesForRun))
+        object.__setattr__(self, "_inline_check", is_inline(self.completion_check))
 
     @property
     def wall_time(self) -> float | None:
@@ -301,6 +303,8 @@ class _PolicySession:
         try:
             if timeout is None:
                 return _validated(await self._check.check(snapshot), name)
+            if self._policy._inline_check:  # nothing to interrupt: no deadline scope
+                return _validated(_finish_inline(self._check.check(snapshot), name), name)
             with self._clock.deadline_scope(self._clock.now() + timeout) as scope:
                 reason = await self._check.check(snapshot)
         except Exception as exc:
@@ -329,6 +333,22 @@ def _read(
             return SensorTripped(sensor.name, reading.message)
         feedback.append(Message.feedback(f"sensor:{sensor.name}", reading.message))
     return None
+
+
+def _finish_inline(coroutine: Coroutine[Any, Any, Any], name: str) -> Any:
+    """Run an inline check's coroutine, which must finish without waiting, to its result.
+
+    One that waits instead is closed (it never reaches the event loop) and the check fails
+    with an error saying so: it runs outside any deadline, so it must not wait."""
+    try:
+        coroutine.send(None)
+    except StopIteration as finished:
+        return finished.value
+    coroutine.close()
+    raise RuntimeError(
+        f"{name} is declared inline (inline = True) but waited for something; "
+        "a check that waits must not be inline, so that check_timeout can stop it"
+    )
 
 
 def _validated(reason: Any, name: str) -> str | None:

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+import anyio
+import anyio.lowlevel
 import pytest
+from attrs import define, field
 
+from checks import AlwaysComplete
 from harness import (
     FEEDBACK_TAG,
     CheckFailed,
@@ -24,6 +28,7 @@ from harness import (
     SessionStateSnapshot,
     ToolContext,
 )
+from harness._clock import DeadlineScope
 from termination import TerminationPolicy
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "loop"
@@ -283,6 +288,58 @@ async def test_a_check_past_its_timeout_is_not_complete() -> None:
         1, "the completion check Hangs did not finish within 5s"
     )
     assert clock.now() == 5
+
+
+class WaitsThoughInline:
+    """Declares itself inline, then waits anyway."""
+
+    inline: ClassVar[bool] = True
+
+    async def check(self, state: SessionStateSnapshot) -> str | None:
+        await anyio.lowlevel.checkpoint()
+        return None
+
+    def description(self) -> str:
+        return "Waits."
+
+
+async def test_a_check_declared_inline_that_waits_is_not_complete() -> None:
+    """An inline check runs without a deadline, so one that waits is stopped before it reaches
+    the event loop and counts as a rejection that names the broken declaration."""
+    result, _ = await run_until_rejections(WaitsThoughInline())
+    assert result.halt_reason == RejectionLimit(
+        1,
+        "the completion check WaitsThoughInline failed with RuntimeError: WaitsThoughInline "
+        "is declared inline (inline = True) but waited for something; a check that waits "
+        "must not be inline, so that check_timeout can stop it",
+    )
+
+
+@define
+class ScopeCountingClock(FakeClock):
+    """A `FakeClock` that records the deadline of every scope opened on it."""
+
+    deadlines: list[float] = field(init=False, factory=list)
+
+    def deadline_scope(self, deadline: float) -> DeadlineScope:
+        self.deadlines.append(deadline)
+        return super().deadline_scope(deadline)
+
+
+@pytest.mark.parametrize(
+    ("make_check", "scopes"), [(AlwaysComplete, []), (lambda: Scripted([None]), [5.0])]
+)
+async def test_only_a_check_that_may_wait_runs_under_check_timeout(
+    make_check: Any, scopes: list[float]
+) -> None:
+    """A deadline scope can only stop a check at a point where it waits: an inline check (one
+    that never waits) runs without one, any other check under `check_timeout`."""
+    clock = ScopeCountingClock()
+    model = ScriptedModelClient.from_responses([{"text": "done"}])
+    policy = TerminationPolicy(completion_check=make_check(), check_timeout=5)
+    result = await Harness(model=model, policy=policy, clock=clock).run("work")
+    assert result.halt_reason == Completed()
+    assert clock.deadlines == scopes
 
 
 @pytest.mark.parametrize(
