@@ -206,18 +206,23 @@ class EventSink(Protocol):
 
 
 # One lazy proxy for every run, as structlog advises for a module: it reads the configuration
-# when a run binds it (or once, with ``cache_logger_on_first_use``).
+# when a run resolves it (or once, with ``cache_logger_on_first_use``).
 _LOGGER = structlog.get_logger("harness")
 
 
 class StructlogSink:
-    """Logs each event under its name, with every field as a key and `run_id` bound once."""
+    """Logs each event under its name, with `run_id` and then every field as keys."""
 
-    __slots__ = ("_debug", "_enabled_for", "_log")
+    __slots__ = ("_debug", "_enabled_for", "_log", "_run_id")
 
     def __init__(self, run_id: str, logger: Any = None) -> None:
         base = logger if logger is not None else _LOGGER
-        self._log = base.bind(run_id=run_id)
+        # Resolved once for the run: a lazy proxy reads the configuration here (and, cached,
+        # hands back the same logger), where binding `run_id` would build a new logger per run
+        # for the one or two lines a run usually renders. `run_id` goes with each line instead,
+        # first, as a bound value would.
+        self._log = base.bind()
+        self._run_id = run_id
         # Looked up once: the per-turn events are debug events, and below that level each
         # one should cost a comparison, not a lookup, a dict and a call that does nothing.
         enabled_for = getattr(self._log, "is_enabled_for", None)
@@ -242,19 +247,28 @@ class StructlogSink:
                 return
         data = event.to_dict()
         del data["event"]
-        getattr(self._log, level)(event.name, **data)
+        getattr(self._log, level)(event.name, **{"run_id": self._run_id, **data})
+
+
+# Per logger class: for structlog's filtering loggers the answer is fixed by the class itself,
+# and for any other class it is None; so it is worked out once per class, not once per run.
+_FIXED_DEBUG: dict[type, bool | None] = {}
 
 
 def _fixed_debug(log: Any) -> bool | None:
     """For a structlog filtering logger, whether it logs debug events; else None."""
+    kind = type(log)
+    if kind in _FIXED_DEBUG:
+        return _FIXED_DEBUG[kind]
     level = getattr(log, "get_effective_level", None)
     if not callable(level):
         return None
     try:
-        fixed = type(log) is structlog.make_filtering_bound_logger(level())
+        fixed = kind is structlog.make_filtering_bound_logger(level())
     except (TypeError, ValueError, KeyError):  # not a level structlog knows
         return None
-    return bool(log.is_enabled_for(DEBUG)) if fixed else None
+    answer = _FIXED_DEBUG[kind] = bool(log.is_enabled_for(DEBUG)) if fixed else None
+    return answer
 
 
 class JsonlTranscript:

@@ -133,7 +133,7 @@ async def test_structlog_the_stream_and_the_transcript_agree(tmp_path: Path) -> 
     for log, event in zip(logs, streamed, strict=True):
         log = dict(log)
         assert log.pop("log_level") == event.level
-        assert log.pop("run_id") == run_id  # bound once, on every line
+        assert log.pop("run_id") == run_id  # on every line
         assert json.loads(json.dumps(log)) == {
             k: v for k, v in as_json(event).items() if k != "run_id"
         }

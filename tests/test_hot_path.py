@@ -406,7 +406,11 @@ def test_the_structlog_sink_asks_the_logger_for_every_debug_event() -> None:
     logger.level = logging.DEBUG
     sink.emit(event)
     assert logger.lines == [
-        ("debug", "turn.started", {"at": 0.5, "agent": "builder", "iteration": 1, "turn": 2})
+        (
+            "debug",
+            "turn.started",
+            {"run_id": "run-1", "at": 0.5, "agent": "builder", "iteration": 1, "turn": 2},
+        )
     ]
 
 
