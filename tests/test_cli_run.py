@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness._cli import main
+from strategies._cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo"

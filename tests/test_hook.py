@@ -11,8 +11,8 @@ from typing import Any
 import attrs
 import pytest
 
-from harness._cli._hook import claude_stop, register
-from harness._cli._spec import load_spec
+from strategies._cli._hook import claude_stop, register
+from strategies._cli._spec import load_spec
 
 PAYLOADS = Path(__file__).resolve().parent.parent / "fixtures" / "hooks"
 

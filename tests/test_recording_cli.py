@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from harness import read_transcript
-from harness._cli import main
+from strategies._cli import main
 
 SPEC = """\
 prompt = "Write hello to greeting.txt."

@@ -33,5 +33,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-if __name__ == "__main__":  # pragma: no cover - exercised through `python -m harness`
+if __name__ == "__main__":  # pragma: no cover - exercised through `python -m strategies`
     sys.exit(main())
