@@ -12,7 +12,7 @@ from harness._lazy import lazy_exports as _lazy_exports
 
 from ._always import AlwaysComplete
 from ._compose import AllOf, AnyOf, Combinable
-from ._protocol import CompletionCheck, PreparesForRun, is_inline
+from ._protocol import CompletionCheck, PreparesForRun
 
 if typing.TYPE_CHECKING:
     from ._command import CommandCheck
@@ -85,7 +85,6 @@ __all__ = [
     "TestSuiteCheck",
     "check_from_config",
     "failing_tests",
-    "is_inline",
     "load_features",
     "parse_verdict",
     "sandbox_by_name",

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from attrs import frozen
 
 from harness import SessionStateSnapshot
@@ -14,8 +12,6 @@ from ._compose import Combinable
 @frozen
 class AlwaysComplete(Combinable):
     """Done whenever the agent says so: the model's own judgement is the check."""
-
-    inline: ClassVar[bool] = True
 
     async def check(self, state: SessionStateSnapshot) -> str | None:
         return None

@@ -15,7 +15,7 @@ from attrs import field, frozen
 
 from harness import ConfigurationError, SessionStateSnapshot
 
-from ._protocol import CompletionCheck, PreparesForRun, is_inline
+from ._protocol import CompletionCheck, PreparesForRun
 
 
 def as_check(value: object) -> CompletionCheck:
@@ -107,11 +107,6 @@ class AllOf(Combinable):
     def of(cls, *checks: CompletionCheck) -> AllOf:
         return cls(checks)
 
-    @property
-    def inline(self) -> bool:
-        """Inline when every part is: awaiting a coroutine that never waits never waits."""
-        return all(is_inline(check) for check in self.checks)
-
     async def prepare(self, state: SessionStateSnapshot) -> None:
         await _prepare_all(self.checks, state)
 
@@ -137,11 +132,6 @@ class AnyOf(Combinable):
     @classmethod
     def of(cls, *checks: CompletionCheck) -> AnyOf:
         return cls(checks)
-
-    @property
-    def inline(self) -> bool:
-        """Inline when every part is: awaiting a coroutine that never waits never waits."""
-        return all(is_inline(check) for check in self.checks)
 
     async def prepare(self, state: SessionStateSnapshot) -> None:
         await _prepare_all(self.checks, state)

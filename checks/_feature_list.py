@@ -6,7 +6,7 @@ import json
 from collections import OrderedDict, deque
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from attrs import Factory, define, field, frozen
 
@@ -139,7 +139,6 @@ class FeatureListCheck(Combinable):
     """
 
     # Reads one small JSON file with plain file I/O, as `prepare` does: nothing to wait for.
-    inline: ClassVar[bool] = True
 
     path: str = "feature_list.json"
     max_runs: int = field(default=DEFAULT_MAX_RUNS, converter=_max_runs)

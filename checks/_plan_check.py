@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from attrs import frozen
 
 from harness import Plan, SessionStateSnapshot
@@ -19,8 +17,6 @@ class PlanCheck(Combinable):
 
     The plan is written by the `update_plan` tool; a session without one is not complete.
     """
-
-    inline: ClassVar[bool] = True  # reads the session store only
 
     def description(self) -> str:
         return (

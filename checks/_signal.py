@@ -11,8 +11,6 @@ verbatim copies of the task or of any system or user message are removed before 
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from attrs import field, frozen
 
 from harness import ConfigurationError, SessionStateSnapshot
@@ -31,8 +29,6 @@ def _token(value: object) -> str:
 @frozen
 class SignalCheck(Combinable):
     """Complete when a line of the agent's final message is exactly `token`."""
-
-    inline: ClassVar[bool] = True  # reads the final message only
 
     token: str = field(default=DEFAULT_SIGNAL, converter=_token)
 

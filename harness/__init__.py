@@ -44,7 +44,7 @@ from ._messages import (
     ToolSpec,
     Usage,
 )
-from ._model import ModelClient
+from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._policy import CONTINUE, Decision, Limit, Policy, PolicySession, SensorReading
 from ._result import (
     BudgetExceeded,
@@ -60,7 +60,7 @@ from ._run import DEFAULT_SYSTEM_PROMPT, Run, SingleSession, Strategy
 from ._scripted import ScriptedModelClient, fixture_from_transcript, write_fixture
 from ._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
-from ._tools import Tool, ToolArgumentError, ToolContext, tool
+from ._tools import Tool, ToolArgumentError, ToolContext, ToolResult, tool
 from ._workspace import WorkspaceEscape, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
@@ -111,6 +111,7 @@ __all__ = [
     "CONTINUE",
     "CheckFailed",
     "CheckPassed",
+    "ChecksConsumed",
     "CliAgentClient",
     "Clock",
     "Completed",
@@ -134,6 +135,7 @@ __all__ = [
     "HistoryView",
     "IterationStarted",
     "JsonlTranscript",
+    "KnowsPrices",
     "Limit",
     "ListSink",
     "Message",
@@ -150,6 +152,7 @@ __all__ = [
     "PolicySession",
     "PriceTable",
     "ProcessResult",
+    "ReadsClock",
     "RecordingModelClient",
     "RejectionLimit",
     "RetryPolicy",
@@ -177,6 +180,7 @@ __all__ = [
     "ToolCalled",
     "ToolContext",
     "ToolOutcome",
+    "ToolResult",
     "ToolSpec",
     "TurnFinished",
     "TurnStarted",

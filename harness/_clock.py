@@ -8,12 +8,8 @@ exactly, with no real waiting.
 
 from __future__ import annotations
 
-import math
-import sys
-import time
-import weakref
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Protocol, cast, runtime_checkable
 
@@ -146,95 +142,3 @@ class FakeClock:
                 yield scope
             finally:
                 self._scopes.remove(entry)
-
-
-def time_reader(clock: Clock) -> Callable[[], float]:
-    """A function that reads `clock` as a run on the running event loop should: a
-    `SystemClock` is resolved for that loop first (see `for_this_loop`); any other clock is
-    read as it is."""
-    return for_this_loop(clock).now
-
-
-class LoopClock(SystemClock):
-    """A `SystemClock` resolved once for the event loop running now.
-
-    `anyio.current_time()` and `anyio.CancelScope()` find the running backend on every call;
-    a run reads the time several times a turn and opens a deadline scope for every awaited
-    tool and check, on one event loop from start to end. This clock reads the loop's time and
-    builds the backend's cancel scopes directly (`AsyncBackend.create_cancel_scope`); it
-    behaves exactly as the `SystemClock` it stands for, `MockClock` included. Build one with
-    `for_this_loop`.
-    """
-
-    __slots__ = ("_create_scope", "now")
-
-    def __init__(
-        self, now: Callable[[], float], create_scope: Callable[..., anyio.CancelScope]
-    ) -> None:
-        self.now = now  # type: ignore[method-assign]
-        self._create_scope = create_scope
-
-    def deadline_scope(self, deadline: float) -> anyio.CancelScope:
-        return self._create_scope(deadline=deadline)
-
-    def __repr__(self) -> str:
-        return "LoopClock()"
-
-
-# The LoopClock of each stock asyncio loop, found by the loop itself (cheaper than asking anyio
-# which backend runs), so the runs on one loop share it. It holds `time.monotonic` and the
-# backend's scope factory, which belongs to the backend class: nothing in it refers to the loop,
-# so an entry never keeps its loop alive. A loop with a time() of its own gets a clock per run,
-# as that clock must hold the loop.
-_LOOP_CLOCKS: weakref.WeakKeyDictionary[object, LoopClock] = weakref.WeakKeyDictionary()
-
-
-def for_this_loop(clock: Clock) -> Clock:
-    """`clock` as a run on the running event loop should read it: a `SystemClock` becomes a
-    `LoopClock`; any other clock (a `FakeClock`, a caller's own) is returned as it is."""
-    if type(clock) is not SystemClock:
-        return clock
-    asyncio = sys.modules.get("asyncio")  # not imported: no asyncio loop can be running
-    if asyncio is not None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            try:
-                shared = _LOOP_CLOCKS.get(loop)
-            except TypeError:  # a loop that cannot be weakly referenced: resolve it each run
-                shared = None
-            if shared is not None:
-                return shared
-            create = anyio.lowlevel.current_token().backend_class.create_cancel_scope
-            if type(loop).time is not asyncio.BaseEventLoop.time:
-                return LoopClock(loop.time, create)
-            # The stock loop's time() is documented as time.monotonic(): read that directly.
-            shared = LoopClock(time.monotonic, create)
-            with suppress(TypeError):
-                _LOOP_CLOCKS[loop] = shared
-            return shared
-    try:
-        backend = anyio.lowlevel.current_token().backend_class
-    except anyio.NoEventLoopError:
-        return clock
-    return LoopClock(_trio_time() or backend.current_time, backend.create_cancel_scope)
-
-
-def _trio_time() -> Callable[[], float] | None:
-    """When trio runs the loop, its run's clock (a `MockClock` in tests), read directly: the
-    same reading `trio.current_time()` returns, without two layers of calls in between."""
-    trio = sys.modules.get("trio")
-    if trio is None:
-        return None
-    try:
-        now: Callable[[], float] = trio.lowlevel.current_clock().current_time
-    except RuntimeError:  # not inside trio.run
-        return None
-    return now
-
-
-def remaining(clock: Clock, deadline: float | None) -> float:
-    """Seconds left until `deadline` on `clock` (infinity when there is none)."""
-    return math.inf if deadline is None else deadline - clock.now()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from logging import DEBUG
+from logging import DEBUG, INFO, WARNING
 from pathlib import Path
 from typing import IO, Any, ClassVar, Protocol, runtime_checkable
 
@@ -22,11 +22,9 @@ import structlog
 from attrs import fields, frozen
 
 from ._messages import ModelResponse, ToolCall, Usage
-from ._records import fast_init
 from ._result import HaltReason
 
 
-@fast_init
 @frozen
 class Event:
     """Base of every event. `name` is the dotted event name used in logs and transcripts."""
@@ -71,7 +69,6 @@ def _plain(value: object) -> object:
     return value
 
 
-@fast_init
 @frozen
 class RunStarted(Event):
     name: ClassVar[str] = "run.started"
@@ -83,7 +80,6 @@ class RunStarted(Event):
     check: str
 
 
-@fast_init
 @frozen
 class IterationStarted(Event):
     name: ClassVar[str] = "iteration.started"
@@ -92,7 +88,6 @@ class IterationStarted(Event):
     iteration: int
 
 
-@fast_init
 @frozen
 class TurnStarted(Event):
     name: ClassVar[str] = "turn.started"
@@ -102,7 +97,6 @@ class TurnStarted(Event):
     turn: int
 
 
-@fast_init
 @frozen
 class TurnFinished(Event):
     name: ClassVar[str] = "turn.finished"
@@ -113,7 +107,6 @@ class TurnFinished(Event):
     response: ModelResponse
 
 
-@fast_init
 @frozen
 class ToolCalled(Event):
     """One tool call and what it returned; the session keeps these as its tool outcomes."""
@@ -127,7 +120,6 @@ class ToolCalled(Event):
     is_error: bool
 
 
-@fast_init
 @frozen
 class SensorRead(Event):
     """A sensor reported something other than "ok" (a warning or a halt)."""
@@ -141,7 +133,6 @@ class SensorRead(Event):
     message: str
 
 
-@fast_init
 @frozen
 class CheckPassed(Event):
     """The completion check passed (what follows, `run.halted` or a verdict, says so at INFO)."""
@@ -153,7 +144,6 @@ class CheckPassed(Event):
     check: str
 
 
-@fast_init
 @frozen
 class CheckFailed(Event):
     name: ClassVar[str] = "check.failed"
@@ -163,7 +153,6 @@ class CheckFailed(Event):
     reason: str
 
 
-@fast_init
 @frozen
 class FeedbackInjected(Event):
     name: ClassVar[str] = "feedback.injected"
@@ -173,7 +162,6 @@ class FeedbackInjected(Event):
     text: str
 
 
-@fast_init
 @frozen
 class VerdictReached(Event):
     name: ClassVar[str] = "verdict.reached"
@@ -182,7 +170,6 @@ class VerdictReached(Event):
     reasons: str
 
 
-@fast_init
 @frozen
 class RunHalted(Event):
     name: ClassVar[str] = "run.halted"
@@ -195,80 +182,40 @@ class RunHalted(Event):
 
 @runtime_checkable
 class EventSink(Protocol):
-    """Anything that takes events. `emit` is called on the loop and must not block.
-
-    A sink that drops every debug event for good may say so with an attribute
-    ``takes_debug = False``; a run then hands it none (the turn and tool events are debug
-    events, several a turn). Without the attribute, a sink gets every event.
-    """
+    """Anything that takes events. `emit` is called on the loop and must not block."""
 
     def emit(self, event: Event) -> None: ...
 
 
 # One lazy proxy for every run, as structlog advises for a module: it reads the configuration
-# when a run resolves it (or once, with ``cache_logger_on_first_use``).
+# when a run binds it (or once, with ``cache_logger_on_first_use``).
 _LOGGER = structlog.get_logger("harness")
+
+_LEVELS = {"debug": DEBUG, "info": INFO, "warning": WARNING}
 
 
 class StructlogSink:
-    """Logs each event under its name, with `run_id` and then every field as keys."""
+    """Logs each event under its name, with `run_id` bound once and every field as a key.
 
-    __slots__ = ("_debug", "_enabled_for", "_log", "_run_id")
+    An event below the logger's level costs one comparison: the per-turn events are debug
+    events, and a service usually logs at INFO.
+    """
+
+    __slots__ = ("_is_enabled_for", "_log")
 
     def __init__(self, run_id: str, logger: Any = None) -> None:
-        base = logger if logger is not None else _LOGGER
-        # Resolved once for the run: a lazy proxy reads the configuration here (and, cached,
-        # hands back the same logger), where binding `run_id` would build a new logger per run
-        # for the one or two lines a run usually renders. `run_id` goes with each line instead,
-        # first, as a bound value would.
-        self._log = base.bind()
-        self._run_id = run_id
-        # Looked up once: the per-turn events are debug events, and below that level each
-        # one should cost a comparison, not a lookup, a dict and a call that does nothing.
-        enabled_for = getattr(self._log, "is_enabled_for", None)
-        # Whether debug events are logged, when that can never change: structlog's filtering
-        # loggers fix their level in their class (`make_filtering_bound_logger`). Any other
-        # logger (stdlib logging's, whose level may change mid-run) is asked every time.
-        self._debug: bool | None = None if enabled_for is None else _fixed_debug(self._log)
-        self._enabled_for: Any = enabled_for if self._debug is None else None
-
-    @property
-    def takes_debug(self) -> bool:
-        """False when the logger is known never to log debug events (see `EventSink`)."""
-        return self._debug is not False
+        self._log = (logger if logger is not None else _LOGGER).bind(run_id=run_id)
+        # structlog's filtering loggers answer `is_enabled_for`; stdlib's `isEnabledFor`.
+        self._is_enabled_for: Callable[[int], bool] | None = getattr(
+            self._log, "is_enabled_for", None
+        ) or getattr(self._log, "isEnabledFor", None)
 
     def emit(self, event: Event) -> None:
-        level = event.level
-        if level == "debug":
-            debug = self._debug
-            if debug is None:
-                debug = self._enabled_for is None or self._enabled_for(DEBUG)
-            if not debug:
-                return
+        if self._is_enabled_for is not None and not self._is_enabled_for(_LEVELS[event.level]):
+            return
         data = event.to_dict()
         del data["event"]
-        getattr(self._log, level)(event.name, **{"run_id": self._run_id, **data})
-
-
-# Per logger class: for structlog's filtering loggers the answer is fixed by the class itself,
-# and for any other class it is None; so it is worked out once per class, not once per run.
-_FIXED_DEBUG: dict[type, bool | None] = {}
-
-
-def _fixed_debug(log: Any) -> bool | None:
-    """For a structlog filtering logger, whether it logs debug events; else None."""
-    kind = type(log)
-    if kind in _FIXED_DEBUG:
-        return _FIXED_DEBUG[kind]
-    level = getattr(log, "get_effective_level", None)
-    if not callable(level):
-        return None
-    try:
-        fixed = kind is structlog.make_filtering_bound_logger(level())
-    except (TypeError, ValueError, KeyError):  # not a level structlog knows
-        return None
-    answer = _FIXED_DEBUG[kind] = bool(log.is_enabled_for(DEBUG)) if fixed else None
-    return answer
+        getattr(self._log, event.level)(event.name, **data)
 
 
 class JsonlTranscript:
@@ -296,12 +243,13 @@ class JsonlTranscript:
 class ListSink:
     """Keeps every event in a list (for tests and in-process consumers)."""
 
-    __slots__ = ("emit", "events")
+    __slots__ = ("events",)
 
     def __init__(self) -> None:
         self.events: list[Event] = []
-        # The list's own append: a run emits a few events a turn, each a C call, not a method.
-        self.emit: Callable[[Event], None] = self.events.append
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
 
     def names(self) -> list[str]:
         return [e.name for e in self.events]

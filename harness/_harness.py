@@ -13,14 +13,13 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from attrs import define, field
 
-from ._clock import Clock, SystemClock, for_this_loop
+from ._clock import Clock, SystemClock
 from ._errors import ConfigurationError, FixtureError
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
-from ._model import ModelClient
+from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._policy import Policy
 from ._result import BudgetExceeded, Completed, HaltReason, ModelFailed, RunResult
 from ._run import Run, SingleSession, Strategy
-from ._session import ToolTable
 from ._tools import Tool, as_tools
 
 
@@ -53,7 +52,6 @@ class Harness:
     logger: Any = None
     _tools: dict[str, Tool] = field(init=False)
     _workspace: Path | None = field(init=False)
-    _table: ToolTable = field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if not callable(getattr(self.model, "complete", None)):
@@ -65,13 +63,12 @@ class Harness:
         _positive("tool_timeout", self.tool_timeout)
         _positive("context_window", self.context_window)
         self._tools = as_tools(self.tools)
-        self._table = ToolTable.of(self._tools, done_tool=self.done_tool)
-        bind_clock = getattr(self.model, "bind_clock", None)
-        if callable(bind_clock):
-            bind_clock(self.clock)
+        if isinstance(self.model, ReadsClock):
+            self.model.bind_clock(self.clock)
         if self.done_tool and "done" in self._tools:
             raise ConfigurationError("a tool is named 'done' and done_tool=True adds another")
-        if self.policy.requires_known_cost and getattr(self.model, "prices_known", True) is False:
+        prices_known = self.model.prices_known if isinstance(self.model, KnowsPrices) else True
+        if self.policy.requires_known_cost and not prices_known:
             raise ConfigurationError(
                 "the budget sets max_cost_usd but the model's prices are unknown; "
                 "give the client a price or drop the cost budget"
@@ -99,17 +96,16 @@ class Harness:
             model=self.model,
             tools=self._tools,
             policy=self.policy,
-            clock=for_this_loop(self.clock),
+            clock=self.clock,
             sinks=all_sinks,
             workspace=self._workspace,
             system_prompt=self.system_prompt,
             tool_timeout=self.tool_timeout,
             done_tool=self.done_tool,
             context_window=self.context_window,
-            table=self._table,
         )
-        run.started_at = now = run.now()
-        run.deadline = None if wall is None else now + wall
+        run.started_at = run.now()
+        run.deadline = None if wall is None else run.started_at + wall
         try:
             run.emit(
                 RunStarted(
@@ -128,10 +124,9 @@ class Harness:
                 raise
             result = self._finish(run, reason)
             for model in (self.model, *run.extra_models):
-                verify = getattr(model, "verify_consumed", None)
-                if callable(verify):
+                if isinstance(model, ChecksConsumed):
                     try:
-                        verify()
+                        model.verify_consumed()
                     except FixtureError as exc:
                         exc.result = result
                         raise
@@ -149,24 +144,23 @@ class Harness:
 
     async def _execute(self, run: Run) -> HaltReason:
         """The strategy under the run's wall-time deadline, which cancels whatever hangs."""
-        wall = self.policy.wall_time
-        # The strategy is awaited from here, not from a helper: every turn of the run
-        # resumes through this chain of coroutines, so it is kept as short as it can be.
-        if run.deadline is None or wall is None:
-            early = await self._begin(run)
-            return early if early is not None else await self.strategy.run(run)
+        if run.deadline is None:
+            return await self._begin_and_run(run)
         with run.clock.deadline_scope(run.deadline):
-            early = await self._begin(run)
-            return early if early is not None else await self.strategy.run(run)
-        return BudgetExceeded("max_wall_time", run.elapsed(), wall)
+            return await self._begin_and_run(run)
+        return BudgetExceeded("max_wall_time", run.elapsed(), run.deadline - run.started_at)
+
+    async def _begin_and_run(self, run: Run) -> HaltReason:
+        early = await self._begin(run)
+        return early if early is not None else await self.strategy.run(run)
 
     async def _begin(self, run: Run) -> HaltReason | None:
         """Before the strategy: the policy's start, and the optional check before the first
         turn, which ends the run (`Completed(early=True)`) when the work is already done."""
-        await self.policy.start_run(run.bare_snapshot())
+        await self.policy.start_run(run.snapshot())
         if self.policy.check_before_first_turn:
             policy = self.policy.start_session(clock=run.clock)
-            run.initial_reason = await run.check(run.bare_snapshot(), policy)
+            run.initial_reason = await run.check(run.snapshot(), policy)
             if run.initial_reason is None:
                 return Completed(early=True)
         return None

@@ -11,8 +11,6 @@ from typing import Any, Literal
 
 from attrs import field, frozen
 
-from ._records import fast_init
-
 Role = Literal["system", "user", "assistant", "tool"]
 
 FEEDBACK_TAG = "harness-feedback"
@@ -33,7 +31,6 @@ def neutralize(text: str) -> str:
     return _TAG.sub(lambda m: "&lt;" + m.group(0)[1:], text)
 
 
-@fast_init
 @frozen
 class ToolCall:
     """One tool invocation the model asked for."""
@@ -46,7 +43,6 @@ class ToolCall:
         return {"id": self.id, "name": self.name, "arguments": dict(self.arguments)}
 
 
-@fast_init
 @frozen
 class Message:
     """One entry of a conversation.
@@ -109,7 +105,6 @@ class Message:
         return data
 
 
-@fast_init
 @frozen
 class Usage:
     """Tokens and cost of one model call, or a running total.
@@ -153,7 +148,6 @@ NO_USAGE = Usage()
 by identity; see `Session._account`)."""
 
 
-@fast_init
 @frozen
 class ToolSpec:
     """What the model is told about a tool: its name, description and JSON schema."""
@@ -166,7 +160,6 @@ class ToolSpec:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
 
-@fast_init
 @frozen
 class ModelRequest:
     """What a model client is asked: the conversation so far and the tools on offer.
@@ -198,7 +191,6 @@ class ModelRequest:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-@fast_init
 @frozen
 class ModelResponse:
     """One assistant turn: text and/or tool calls, with the usage it cost."""

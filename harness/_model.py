@@ -1,9 +1,11 @@
-"""The `ModelClient` protocol: one async call from a request to an assistant turn."""
+"""The `ModelClient` protocol: one async call from a request to an assistant turn, and the
+optional capabilities a client may declare by implementing them."""
 
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from ._clock import Clock
 from ._messages import ModelRequest, ModelResponse
 
 
@@ -12,8 +14,33 @@ class ModelClient(Protocol):
     """Anything that turns a `ModelRequest` into a `ModelResponse`.
 
     Raise `ModelError` for provider failures; the loop halts with `ModelFailed` and keeps the
-    transcript. A client whose prices are unknown should set ``prices_known = False`` so a
-    cost budget is refused up front.
+    transcript. A client may also implement `ReadsClock`, `ChecksConsumed` and `KnowsPrices`.
     """
 
     async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+
+@runtime_checkable
+class ReadsClock(Protocol):
+    """A client that reads time (a scripted delay, a retry deadline) from the run's clock."""
+
+    def bind_clock(self, clock: Clock) -> None:
+        """Use `clock` from now on; the harness calls this before the first request."""
+        ...
+
+
+@runtime_checkable
+class ChecksConsumed(Protocol):
+    """A client that can tell, when a run ends, whether it was used as it expected (a
+    scripted client with lines left over raises `FixtureUnconsumed`)."""
+
+    def verify_consumed(self) -> None: ...
+
+
+@runtime_checkable
+class KnowsPrices(Protocol):
+    """A client that can say whether it knows its prices; one that does not is refused up
+    front when a cost budget is set."""
+
+    @property
+    def prices_known(self) -> bool: ...

@@ -12,14 +12,12 @@ from attrs import frozen
 
 from ._clock import Clock
 from ._messages import Message
-from ._records import fast_init
 from ._result import BudgetExceeded, HaltReason
 from ._state import SessionStateSnapshot
 
 Scope = Literal["run", "session"]
 
 
-@fast_init
 @frozen
 class SensorReading:
     """What a sensor saw: ``ok``, ``warn`` (feedback for the next turn) or ``halt``."""
@@ -44,7 +42,6 @@ class SensorReading:
 _OK = SensorReading("ok")
 
 
-@fast_init
 @frozen
 class Decision:
     """What the policy decided after a turn.
@@ -88,20 +85,13 @@ class Limit(Protocol):
 
 @runtime_checkable
 class PolicySession(Protocol):
-    """The policy's state for one session (sensors are bound per session).
-
-    One may also have an attribute ``gates_tool_calls = False`` saying `before_tool_call` can
-    never halt (no limit on tool calls): the loop then does not ask it. Without the attribute
-    the loop asks before each call of a batch but the first (see `before_tool_call`).
-    """
+    """The policy's state for one session (sensors are bound per session)."""
 
     def before_call(self, snapshot: SessionStateSnapshot) -> HaltReason | None:
-        """Budgets: would the next model call exceed a limit?
+        """Budgets: may the session make its first model call? (``used >= limit`` halts.)
 
-        Every dimension counts, the tool-call count included (``>=``): a turn whose snapshot
-        passes may run at least the first tool call it asks for (see `before_tool_call`).
-        After a turn whose decision was `CONTINUE`, the loop passes the very snapshot
-        `after_turn` judged (nothing has changed since), so a policy may remember it.
+        Asked once, before a session's first call; before every later call the budgets are
+        the first step of `after_turn`, on the snapshot that ends the turn before it.
         """
         ...
 
@@ -110,12 +100,10 @@ class PolicySession(Protocol):
     ) -> HaltReason | None:
         """Budgets that gate a tool call: the tool-call count.
 
-        Asked for each call of a batch after the first, before any of them runs, with the
-        snapshot the turn started from (the one `before_call` passed, which admits the first
-        call): no tool has run since, so its tool-call counts plus `pending`, the calls of the
-        batch admitted before this one, are exact.
-        Wall time needs no gate here: the run's deadline scope cancels an awaited tool, and the
-        check after the turn halts the run.
+        Asked before each call a turn asks for, before any of them runs, with the snapshot
+        the turn started from: its tool-call counts plus `pending`, the calls of the same
+        turn admitted before this one, are exact. Wall time needs no gate here: deadline
+        scopes cancel an awaited tool, and the decision after the turn halts the run.
         """
         ...
 

@@ -7,10 +7,8 @@ from typing import Any, ClassVar, Literal
 from attrs import fields, frozen
 
 from ._messages import Message, Usage
-from ._records import fast_init
 
 
-@fast_init
 @frozen
 class HaltReason:
     """Base of every reason a run stops. Only `Completed` means the work was verified."""
@@ -28,7 +26,6 @@ class HaltReason:
         return data
 
 
-@fast_init
 @frozen
 class Completed(HaltReason):
     """The agent claimed done and the completion check agreed."""
@@ -42,7 +39,6 @@ class Completed(HaltReason):
         return "completed: the completion check passed"
 
 
-@fast_init
 @frozen
 class BudgetExceeded(HaltReason):
     """A budget dimension ran out; the completion check was skipped."""
@@ -57,7 +53,6 @@ class BudgetExceeded(HaltReason):
         return f"budget exceeded{where}: {self.limit} used {self.used:g} of {self.limit_value:g}"
 
 
-@fast_init
 @frozen
 class SensorTripped(HaltReason):
     """A sensor decided the run is going nowhere."""
@@ -69,7 +64,6 @@ class SensorTripped(HaltReason):
         return f"sensor {self.sensor} tripped: {self.message}"
 
 
-@fast_init
 @frozen
 class RejectionLimit(HaltReason):
     """The completion check rejected the agent's claim of done too many times."""
@@ -84,7 +78,6 @@ class RejectionLimit(HaltReason):
         )
 
 
-@fast_init
 @frozen
 class ModelFailed(HaltReason):
     """The model client failed in a way retrying could not fix (auth, bad request, ...)."""
@@ -96,7 +89,6 @@ class ModelFailed(HaltReason):
         return f"model call failed ({self.kind}): {self.message}"
 
 
-@fast_init
 @frozen
 class SessionTranscript:
     """The messages of one session (a Ralph iteration, a builder or evaluator session)."""
@@ -106,7 +98,6 @@ class SessionTranscript:
     messages: tuple[Message, ...]
 
 
-@fast_init
 @frozen
 class RunResult:
     """What a run produced: why it stopped, whether the work was verified, and the transcript."""

@@ -16,7 +16,6 @@ from attrs import frozen
 
 from ._events import ToolCalled
 from ._messages import Message, Usage
-from ._records import fast_init
 
 T = TypeVar("T")
 
@@ -38,24 +37,22 @@ class HistoryView(Sequence[T]):
     @overload
     def __getitem__(self, index: slice) -> Sequence[T]: ...
     def __getitem__(self, index: int | slice) -> T | Sequence[T]:
-        if index.__class__ is not int:  # sensors read by plain int after every turn
-            if isinstance(index, slice):
-                start, stop, step = index.indices(self._length)
-                return self._items[start:stop:step]
-            index = operator.index(index)
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._length)
+            return self._items[start:stop:step]
+        position = operator.index(index)
+        if position < 0:
+            position += self._length
+        if not 0 <= position < self._length:
             raise IndexError("history index out of range")
-        return self._items[index]
+        return self._items[position]
 
     def __iter__(self) -> Iterator[T]:
-        # In C, and as lazy as a loop over indexes: the list is read as iteration goes.
         return islice(self._items, self._length)
 
     def __reversed__(self) -> Iterator[T]:
-        # From the end of the list, skipping what was appended after the view was taken
-        # (usually nothing): newest first without walking the whole history.
+        # Newest first without walking the whole history: from the end of the list, skipping
+        # what was appended after the view was taken.
         items = self._items
         return islice(reversed(items), len(items) - self._length, None)
 
@@ -107,7 +104,6 @@ ToolOutcome = ToolCalled
 once for the snapshot and the event stream alike."""
 
 
-@fast_init
 @frozen(eq=False)
 class SessionStateSnapshot:
     """Everything a sensor, a feedback provider or a completion check may read about a session.

@@ -7,6 +7,7 @@ declared ``inline=True``; an async function runs on the event loop. A parameter 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import re
@@ -143,43 +144,52 @@ class Tool:
                 f"argument {key!r} must be {expected} (got {type(value).__name__} {value!r})"
             )
 
-    async def invoke(self, arguments: Mapping[str, Any], context: ToolContext | None) -> str:
-        """Validate, call, and render the result as text. Exceptions propagate."""
-        if self.inline and not self.is_async:
-            return self.call_inline(arguments, context)
-        kwargs = self._kwargs(arguments, context)
-        if self.is_async:
-            result = await self.fn(**kwargs)
-        else:
-            result = await anyio.to_thread.run_sync(
-                lambda: self.fn(**kwargs), abandon_on_cancel=True
-            )
-        return render_result(result)
+    async def call(
+        self, arguments: Mapping[str, Any], context: ToolContext, *, time_limit: float
+    ) -> ToolResult:
+        """Validate `arguments`, run the tool and render what it returns; never raises.
 
-    def call_inline(self, arguments: Mapping[str, Any], context: ToolContext | None) -> str:
-        """`invoke` for a sync tool declared ``inline=True``: it runs right here, on the loop."""
-        if self.context_param is None:  # the call unpacks into a fresh dict: no copy needed
-            self.validate(arguments)
-            return render_result(self.fn(**arguments))
-        return render_result(self.fn(**self._kwargs(arguments, context)))
-
-    def run_inline(self, arguments: Mapping[str, Any]) -> tuple[str, bool]:
-        """Call an inline sync tool that takes no `ToolContext`, as the loop does: the text
-        the model sees and whether it is an error (an exception is rendered, not raised)."""
+        A broken argument, an exception and a timeout are each an error result the model
+        sees (cancellation from outside still propagates). An async tool runs on the event
+        loop and a sync one in a worker thread, each under a deadline scope `time_limit`
+        seconds away on the context's clock (the run's, so fixtures replay exactly); a sync
+        tool declared ``inline=True`` runs right here, on the loop, where no deadline could
+        interrupt it, so it gets none.
+        """
         try:
-            self.validate(arguments)
-            return render_result(self.fn(**arguments)), False
+            kwargs = self._kwargs(arguments, context)
+            if self.inline and not self.is_async:
+                return ToolResult(render_result(self.fn(**kwargs)))
+            clock = context.clock
+            with clock.deadline_scope(clock.now() + time_limit) as scope:
+                if self.is_async:
+                    result = await self.fn(**kwargs)
+                else:
+                    result = await anyio.to_thread.run_sync(
+                        functools.partial(self.fn, **kwargs), abandon_on_cancel=True
+                    )
+                return ToolResult(render_result(result))
         except Exception as exc:
-            return tool_error(exc), True
+            return ToolResult(tool_error(exc), is_error=True)
+        # Reached only when the deadline cancelled the scope.
+        assert scope.cancelled_caught
+        message = f"error: tool {self.name!r} timed out after {time_limit:g}s"
+        return ToolResult(message, is_error=True)
 
-    def _kwargs(self, arguments: Mapping[str, Any], context: ToolContext | None) -> dict[str, Any]:
+    def _kwargs(self, arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
         self.validate(arguments)
         kwargs = dict(arguments)
         if self.context_param is not None:
-            if context is None:
-                raise RuntimeError(f"tool {self.name!r} needs a ToolContext")
             kwargs[self.context_param] = context
         return kwargs
+
+
+@frozen
+class ToolResult:
+    """What a tool call gave the model: the text, and whether it is an error."""
+
+    content: str
+    is_error: bool = False
 
 
 def tool_error(exc: Exception) -> str:
@@ -193,16 +203,15 @@ def render_result(result: object) -> str:
         return result
     if result is None:
         return "ok"
-    if type(result) is int:
-        return int.__repr__(result)  # what JSON writes for an int, without building an encoder
+    if type(result) is int:  # its JSON text, without the encoder's set-up (a bool is no int)
+        return str(result)
     try:
-        return _ENCODER.encode(result)
+        return _JSON.encode(result)
     except (TypeError, ValueError):
         return repr(result)
 
 
-# `json.dumps` with options builds a new encoder on every call; this is that encoder, once.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
 @overload

@@ -3,12 +3,12 @@ feedback providers when the session goes on."""
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from attrs import evolve, field, frozen
 
-from checks import AlwaysComplete, CompletionCheck, PreparesForRun, is_inline
+from checks import AlwaysComplete, CompletionCheck, PreparesForRun
 from harness import (
     CONTINUE,
     Clock,
@@ -103,7 +103,6 @@ class TerminationPolicy:
     _binds: tuple[bool, ...] = field(init=False, repr=False, eq=False)
     _starts: tuple[bool, ...] = field(init=False, repr=False, eq=False)
     _prepares: bool = field(init=False, repr=False, eq=False)
-    _inline_check: bool = field(init=False, repr=False, eq=False)
     _any_binds: bool = field(init=False, repr=False, eq=False)
     _starters: tuple[Sensor, ...] = field(init=False, repr=False, eq=False)
 
@@ -123,7 +122,6 @@ class TerminationPolicy:
         starters = tuple(s for s, start in zip(self.sensors, starts, strict=True) if start)
         object.__setattr__(self, "_starters", starters)
         object.__setattr__(self, "_prepares", isinstance(self.completion_check, PreparesForRun))
-        object.__setattr__(self, "_inline_check", is_inline(self.completion_check))
 
     @property
     def wall_time(self) -> float | None:
@@ -151,24 +149,18 @@ class _PolicySession:
         "_check",
         "_clock",
         "_feedback",
-        "_judged",
         "_limit",
         "_policy",
         "_rejections",
         "_sensors",
         "_started",
         "_starting",
-        "gates_tool_calls",
     )
 
     def __init__(self, policy: TerminationPolicy, clock: Clock, limit: Limit | None) -> None:
         self._policy = policy
         self._clock = clock
         self._limit = limit
-        # Only a tool-call limit gates a tool call; without one, before_tool_call is always None.
-        self.gates_tool_calls = policy.budget.max_tool_calls is not None or (
-            limit is not None and getattr(limit, "max_tool_calls", 0) is not None
-        )
         self._check = policy.completion_check
         # Rejected claims of done, counted here: the run's check_reasons also hold checks that
         # judged no claim (the look before the first turn, Ralph's check between iterations).
@@ -202,9 +194,6 @@ class _PolicySession:
             else None
         )
         self._started = False
-        # The last snapshot whose budgets passed: the loop hands it to `before_call` again when
-        # a turn ends with nothing to apply, and the answer cannot have changed.
-        self._judged: SessionStateSnapshot | None = None
 
     def _start(self, snapshot: SessionStateSnapshot) -> None:
         """Before the session's first model call: baselines for sensors and triggers."""
@@ -226,16 +215,11 @@ class _PolicySession:
         return f"PolicySession(sensors=[{names}], {feedback!s})"
 
     def before_call(self, snapshot: SessionStateSnapshot) -> HaltReason | None:
-        if snapshot is self._judged:
-            self._judged = None  # asked once more at most; then let the snapshot go
-            return None
         if not self._started:
             self._start(snapshot)
         halt = self._policy.budget.exceeded(snapshot, scope="run")
         if halt is None and self._limit is not None:
             halt = self._limit.exceeded(snapshot, scope="session")
-        if halt is None:
-            self._judged = snapshot
         return halt
 
     def before_tool_call(
@@ -303,8 +287,6 @@ class _PolicySession:
         try:
             if timeout is None:
                 return _validated(await self._check.check(snapshot), name)
-            if self._policy._inline_check:  # nothing to interrupt: no deadline scope
-                return _validated(_finish_inline(self._check.check(snapshot), name), name)
             with self._clock.deadline_scope(self._clock.now() + timeout) as scope:
                 reason = await self._check.check(snapshot)
         except Exception as exc:
@@ -333,22 +315,6 @@ def _read(
             return SensorTripped(sensor.name, reading.message)
         feedback.append(Message.feedback(f"sensor:{sensor.name}", reading.message))
     return None
-
-
-def _finish_inline(coroutine: Coroutine[Any, Any, Any], name: str) -> Any:
-    """Run an inline check's coroutine, which must finish without waiting, to its result.
-
-    One that waits instead is closed (it never reaches the event loop) and the check fails
-    with an error saying so: it runs outside any deadline, so it must not wait."""
-    try:
-        coroutine.send(None)
-    except StopIteration as finished:
-        return finished.value
-    coroutine.close()
-    raise RuntimeError(
-        f"{name} is declared inline (inline = True) but waited for something; "
-        "a check that waits must not be inline, so that check_timeout can stop it"
-    )
 
 
 def _validated(reason: Any, name: str) -> str | None:

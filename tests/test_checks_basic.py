@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 from _checks_support import snapshot
 
 from checks import (
     AlwaysComplete,
-    CompletionCheck,
-    FeatureListCheck,
     FilesCheck,
     PlanCheck,
     SignalCheck,
-    is_inline,
 )
-from harness import ConfigurationError, Message, Plan, PlanStep, SessionStateSnapshot
+from harness import ConfigurationError, Message, Plan, PlanStep
 
 pytestmark = pytest.mark.anyio
 
@@ -101,38 +96,3 @@ async def test_always_complete_is_a_value() -> None:
     assert await AlwaysComplete().check(snapshot()) is None
     assert AlwaysComplete() == AlwaysComplete()
     assert repr(AlwaysComplete()) == "AlwaysComplete()"
-
-
-def _finished_at_once(check: CompletionCheck, state: SessionStateSnapshot) -> Any:
-    """The verdict of `check`, which must come from the coroutine's first step: an inline
-    check runs without a deadline scope, so it must never wait."""
-    coroutine = check.check(state)
-    with pytest.raises(StopIteration) as finished:
-        coroutine.send(None)
-    return finished.value.value
-
-
-def test_the_checks_declared_inline_never_wait(tmp_path: Path) -> None:
-    """Every standard check that declares ``inline = True`` reaches its verdict, pass or
-    reason, without waiting: the declaration that lets the policy skip its deadline holds.
-    FilesCheck looks at the disk in a worker thread, so it is not inline."""
-    done = Plan((PlanStep("a", "done"),))
-    features = tmp_path / "feature_list.json"
-    signal = SignalCheck()
-    cases: list[tuple[CompletionCheck, SessionStateSnapshot, bool]] = [
-        (AlwaysComplete(), snapshot(), True),
-        (signal, snapshot(final_text=f"ok\n{signal.token}"), True),
-        (signal, snapshot(final_text="ok"), False),
-        (PlanCheck(), snapshot(store=[done]), True),
-        (PlanCheck(), snapshot(), False),
-        (FeatureListCheck(), snapshot(tmp_path), False),  # no list yet
-        (AlwaysComplete() & PlanCheck(), snapshot(store=[done]), True),
-    ]
-    for check, state, passes in cases:
-        assert is_inline(check), check
-        assert (_finished_at_once(check, state) is None) is passes, check
-    features.write_text(json.dumps([{"description": "a", "passes": False}]))
-    assert _finished_at_once(FeatureListCheck(), snapshot(tmp_path)) is not None
-    features.write_text(json.dumps([{"description": "a", "passes": True}]))
-    assert _finished_at_once(FeatureListCheck(), snapshot(tmp_path)) is None
-    assert not is_inline(FilesCheck(("report.txt",)))

@@ -18,7 +18,6 @@ from checks import (
     CompletionCheck,
     FeatureListCheck,
     SignalCheck,
-    is_inline,
 )
 from harness import ConfigurationError, SessionStateSnapshot
 
@@ -169,17 +168,6 @@ def test_standard_checks_satisfy_the_protocol() -> None:
     """The composites are completion checks themselves."""
     assert isinstance(AllOf.of(AlwaysComplete()), CompletionCheck)
     assert isinstance(FeatureListCheck() | AlwaysComplete(), CompletionCheck)
-
-
-def test_a_combination_is_inline_exactly_when_every_part_is() -> None:
-    """Awaiting checks that never wait never waits, so AllOf and AnyOf of inline checks are
-    inline; one part that may wait (here `Broken`, which declares nothing) makes it not."""
-    inline = AlwaysComplete() & SignalCheck()
-    assert is_inline(inline)
-    assert is_inline(AnyOf.of(AlwaysComplete(), inline))
-    assert not is_inline(inline & Broken())
-    assert not is_inline(AnyOf.of(Broken(), AlwaysComplete()))
-    assert not is_inline(Broken())
 
 
 verdicts = st.lists(st.booleans(), min_size=1, max_size=6)

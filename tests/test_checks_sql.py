@@ -32,10 +32,8 @@ async def run(tool: Tool, query: str, store: SessionStore, workspace: Path) -> t
         call=ToolCall("c1", tool.name, {"query": query}),
         agent="agent",
     )
-    try:
-        return await tool.invoke({"query": query}, context), False
-    except ValueError as exc:
-        return str(exc), True
+    result = await tool.call({"query": query}, context, time_limit=30)
+    return result.content, result.is_error
 
 
 async def test_the_tool_records_each_query_and_shows_a_table(tmp_path: Path) -> None:
@@ -72,12 +70,12 @@ async def test_bad_sql_and_a_missing_database_are_failed_results(tmp_path: Path)
     store = SessionStore()
     text, failed = await run(sqlite_query_tool("shop.db"), "SELEC 1", store, tmp_path)
     assert failed
-    assert text.startswith("OperationalError: near")
+    assert text.startswith("error: ValueError: OperationalError: near")
     text, failed = await run(sqlite_query_tool("shop.db"), "SELECT 1; SELECT 2", store, tmp_path)
     assert failed
     assert "one statement at a time" in text
     text, failed = await run(sqlite_query_tool("nope.db"), "SELECT 1", store, tmp_path)
-    assert (text, failed) == ("the database 'nope.db' does not exist", True)
+    assert (text, failed) == ("error: ValueError: the database 'nope.db' does not exist", True)
 
 
 async def test_the_database_may_not_leave_the_workspace(tmp_path: Path) -> None:
@@ -86,13 +84,13 @@ async def test_the_database_may_not_leave_the_workspace(tmp_path: Path) -> None:
     workspace.mkdir()
     build_db(tmp_path / "shop.db")
     tool = sqlite_query_tool("../shop.db")
-    with pytest.raises(ValueError, match="outside the workspace"):
-        await tool.invoke(
-            {"query": "SELECT 1"},
-            ToolContext(
-                workspace, SessionStore(), as_clock(FakeClock()), ToolCall("c", "x"), "agent"
-            ),
-        )
+    result = await tool.call(
+        {"query": "SELECT 1"},
+        ToolContext(workspace, SessionStore(), as_clock(FakeClock()), ToolCall("c", "x"), "agent"),
+        time_limit=30,
+    )
+    assert result.is_error
+    assert "outside the workspace" in result.content
 
 
 async def test_rows_stop_at_max_rows(tmp_path: Path) -> None:

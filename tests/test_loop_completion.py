@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-import anyio
-import anyio.lowlevel
 import pytest
 from attrs import define, field
 
@@ -290,31 +288,6 @@ async def test_a_check_past_its_timeout_is_not_complete() -> None:
     assert clock.now() == 5
 
 
-class WaitsThoughInline:
-    """Declares itself inline, then waits anyway."""
-
-    inline: ClassVar[bool] = True
-
-    async def check(self, state: SessionStateSnapshot) -> str | None:
-        await anyio.lowlevel.checkpoint()
-        return None
-
-    def description(self) -> str:
-        return "Waits."
-
-
-async def test_a_check_declared_inline_that_waits_is_not_complete() -> None:
-    """An inline check runs without a deadline, so one that waits is stopped before it reaches
-    the event loop and counts as a rejection that names the broken declaration."""
-    result, _ = await run_until_rejections(WaitsThoughInline())
-    assert result.halt_reason == RejectionLimit(
-        1,
-        "the completion check WaitsThoughInline failed with RuntimeError: WaitsThoughInline "
-        "is declared inline (inline = True) but waited for something; a check that waits "
-        "must not be inline, so that check_timeout can stop it",
-    )
-
-
 @define
 class ScopeCountingClock(FakeClock):
     """A `FakeClock` that records the deadline of every scope opened on it."""
@@ -326,20 +299,15 @@ class ScopeCountingClock(FakeClock):
         return super().deadline_scope(deadline)
 
 
-@pytest.mark.parametrize(
-    ("make_check", "scopes"), [(AlwaysComplete, []), (lambda: Scripted([None]), [5.0])]
-)
-async def test_only_a_check_that_may_wait_runs_under_check_timeout(
-    make_check: Any, scopes: list[float]
-) -> None:
-    """A deadline scope can only stop a check at a point where it waits: an inline check (one
-    that never waits) runs without one, any other check under `check_timeout`."""
+@pytest.mark.parametrize("make_check", [AlwaysComplete, lambda: Scripted([None])])
+async def test_every_check_runs_under_check_timeout(make_check: Any) -> None:
+    """The completion check runs under one deadline scope, `check_timeout` from the claim."""
     clock = ScopeCountingClock()
     model = ScriptedModelClient.from_responses([{"text": "done"}])
     policy = TerminationPolicy(completion_check=make_check(), check_timeout=5)
     result = await Harness(model=model, policy=policy, clock=clock).run("work")
     assert result.halt_reason == Completed()
-    assert clock.deadlines == scopes
+    assert clock.deadlines == [5.0]
 
 
 @pytest.mark.parametrize(
