@@ -152,7 +152,7 @@ class Session:
         halt = self._policy.before_call(snapshot)
         while halt is None:
             try:
-                response = await self._call_model(started=snapshot.now)
+                response = await self._call_model()
             except ModelError as exc:
                 halt = ModelFailed(exc.kind, str(exc))
                 break
@@ -177,16 +177,12 @@ class Session:
                 return SessionEnd(None, snapshot, rejection=decision.rejection)
         return SessionEnd(halt, self.snapshot())
 
-    async def _call_model(self, *, started: float) -> ModelResponse:
-        """One model call: counted, announced, accounted and appended to the conversation.
-
-        `started` is the time of the snapshot that admitted the call: nothing has waited
-        since, so the clock is not read again.
-        """
+    async def _call_model(self) -> ModelResponse:
+        """One model call: counted, announced, accounted and appended to the conversation."""
         run = self._run
         self.turns += 1
         run.turns += 1
-        run.emit(TurnStarted(started - run.started_at, self.agent, self.iteration, self.turns))
+        run.emit(TurnStarted(run.elapsed(), self.agent, self.iteration, self.turns))
         request = ModelRequest(
             messages=HistoryView(self._messages),
             tools=self._specs,
