@@ -19,6 +19,7 @@ from harness import (
     WorkspaceEscape,
     resolve_in_workspace,
 )
+from harness._validate import positive
 
 from ._compose import Combinable
 from ._sandbox import LocalSandbox, SandboxProvider
@@ -55,15 +56,6 @@ def convert_env(value: Mapping[str, str]) -> dict[str, str]:
         if not isinstance(key, str) or not isinstance(item, str):
             raise ConfigurationError(f"'env' must map names to strings (got {key!r}: {item!r})")
     return env
-
-
-def validate_timeout(instance: object, attribute: Any, value: object) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ConfigurationError(
-            f"{attribute.name!r} must be a positive number of seconds (got {value!r})"
-        )
 
 
 def validate_sandbox(instance: object, attribute: Any, value: object) -> None:
@@ -131,7 +123,7 @@ class CommandCheck(Combinable):
 
     command: str | tuple[str, ...] = field(converter=convert_command)
     working_dir: str = "."
-    timeout: float | None = field(default=120.0, validator=validate_timeout)
+    timeout: float | None = field(default=120.0, validator=positive(allow_none=True))
     sandbox: SandboxProvider = field(factory=LocalSandbox, validator=validate_sandbox)
     what: str | None = None
     env: Mapping[str, str] = field(factory=dict, converter=convert_env, hash=False)

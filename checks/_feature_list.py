@@ -10,7 +10,8 @@ from typing import Any
 
 from attrs import Factory, define, field, frozen
 
-from harness import ConfigurationError, SessionStateSnapshot, WorkspaceEscape, resolve_in_workspace
+from harness import SessionStateSnapshot, WorkspaceEscape, resolve_in_workspace
+from harness._validate import check_positive
 
 from ._compose import Combinable
 
@@ -18,6 +19,12 @@ _SHOW = 5
 DEFAULT_MAX_RUNS = 64
 
 Baseline = dict[str, dict[str, Any]]
+
+
+def _max_runs(value: int) -> int:
+    """Checked as it is converted, before the bounded history built from it."""
+    check_positive("max_runs", value, integer=True)
+    return value
 
 
 @frozen
@@ -118,12 +125,6 @@ class _Baselines:
 
     def __len__(self) -> int:
         return len(self._runs)
-
-
-def _max_runs(value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigurationError(f"'max_runs' must be a positive int (got {value!r})")
-    return value
 
 
 @frozen

@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 from attrs import field, frozen
 
 from harness import Clock, ConfigurationError, ProcessResult, SystemClock, run_process
+from harness._validate import positive
 
 DEFAULT_MAX_OUTPUT = 64 * 1024
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
@@ -40,14 +41,6 @@ class SandboxProvider(Protocol):
     ) -> ProcessResult: ...
 
 
-def _positive_int(name: str) -> Any:
-    def validate(instance: object, attribute: object, value: object) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigurationError(f"{name!r} must be a positive int (got {value!r})")
-
-    return validate
-
-
 @frozen
 class LocalSandbox:
     """The command runs on this machine as this user, in its own process group.
@@ -56,7 +49,7 @@ class LocalSandbox:
     machine has nothing better. `clock` times the deadline (the event loop's by default).
     """
 
-    max_output: int = field(default=DEFAULT_MAX_OUTPUT, validator=_positive_int("max_output"))
+    max_output: int = field(default=DEFAULT_MAX_OUTPUT, validator=positive(integer=True))
     clock: Clock = field(factory=SystemClock, eq=False, repr=False)
 
     name = "local"
@@ -108,7 +101,7 @@ class BubblewrapSandbox:
 
     read_only: tuple[Path, ...] = field(default=(), converter=_absolute_paths)
     executable: str = "bwrap"
-    max_output: int = field(default=DEFAULT_MAX_OUTPUT, validator=_positive_int("max_output"))
+    max_output: int = field(default=DEFAULT_MAX_OUTPUT, validator=positive(integer=True))
     clock: Clock = field(factory=SystemClock, eq=False, repr=False)
     _program: str = field(init=False, eq=False, repr=False)
 

@@ -25,6 +25,7 @@ from harness import (
     WorkspaceEscape,
     resolve_in_workspace,
 )
+from harness._validate import check_positive
 
 from ._compose import Combinable
 
@@ -84,10 +85,8 @@ def sqlite_query_tool(
     A relative `database` lies in the run's workspace (and may not leave it). Every query's
     `SqlResult` goes into the session store, where `SqlResultCheck` reads the latest one.
     """
-    if max_rows < 1 or shown_rows < 1:
-        raise ConfigurationError(
-            f"'max_rows' and 'shown_rows' must be positive ints (got {max_rows}, {shown_rows})"
-        )
+    check_positive("max_rows", max_rows, integer=True)
+    check_positive("shown_rows", shown_rows, integer=True)
 
     async def run_query(query: str, ctx: ToolContext) -> str:
         """Run one read-only SQL query on the database and show its result.

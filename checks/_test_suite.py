@@ -9,6 +9,7 @@ import anyio
 from attrs import field, frozen
 
 from harness import ProcessResult, SessionStateSnapshot, WorkspaceEscape, resolve_in_workspace
+from harness._validate import positive
 
 from ._command import (
     command_text,
@@ -17,7 +18,6 @@ from ._command import (
     failure_headline,
     run_in_workspace,
     validate_sandbox,
-    validate_timeout,
     with_output,
 )
 from ._compose import Combinable
@@ -42,7 +42,7 @@ class TestSuiteCheck(Combinable):
 
     command: str | tuple[str, ...] = field(converter=convert_command)
     working_dir: str = "."
-    timeout: float | None = field(default=600.0, validator=validate_timeout)
+    timeout: float | None = field(default=600.0, validator=positive(allow_none=True))
     sandbox: SandboxProvider = field(factory=LocalSandbox, validator=validate_sandbox)
     junit_xml: str | None = None
     env: Mapping[str, str] = field(factory=dict, converter=convert_env, hash=False)

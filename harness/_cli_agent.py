@@ -21,6 +21,7 @@ from ._clock import Clock, SystemClock
 from ._errors import ConfigurationError, ModelError
 from ._messages import ModelRequest, ModelResponse, Usage
 from ._process import DEFAULT_MAX_OUTPUT, run_process
+from ._validate import check_positive
 
 PromptMode = Literal["stdin", "argument"]
 PROMPT_FIELD = "{prompt}"
@@ -82,14 +83,12 @@ class CliAgentClient:
             )
         if prompt not in ("stdin", "argument"):
             raise ConfigurationError(f"'prompt' must be 'stdin' or 'argument' (got {prompt!r})")
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-            raise ConfigurationError(f"'timeout' must be a number of seconds > 0 (got {timeout!r})")
+        check_positive("timeout", timeout)
         if isinstance(pass_env, str) or not all(isinstance(n, str) and n for n in pass_env):
             raise ConfigurationError(
                 f"'pass_env' must be a list of variable names (got {pass_env!r})"
             )
-        if isinstance(max_output, bool) or not isinstance(max_output, int) or max_output < 1:
-            raise ConfigurationError(f"'max_output' must be a positive int (got {max_output!r})")
+        check_positive("max_output", max_output, integer=True)
         self.argv = tuple(argv)
         self.prompt_mode: PromptMode = prompt
         self.timeout = float(timeout)

@@ -21,11 +21,7 @@ from ._policy import Policy
 from ._result import BudgetExceeded, Completed, HaltReason, ModelFailed, RunResult
 from ._run import Run, SingleSession, Strategy
 from ._tools import Tool, as_tools
-
-
-def _positive(name: str, value: float | None) -> None:
-    if value is not None and (isinstance(value, bool) or value <= 0):
-        raise ConfigurationError(f"{name!r} must be > 0 (got {value!r})")
+from ._validate import check_positive
 
 
 @define(kw_only=True, eq=False)
@@ -60,8 +56,8 @@ class Harness:
             raise ConfigurationError(f"'policy' must be a Policy (got {self.policy!r})")
         if not isinstance(self.strategy, Strategy):
             raise ConfigurationError(f"'strategy' must be a Strategy (got {self.strategy!r})")
-        _positive("tool_timeout", self.tool_timeout)
-        _positive("context_window", self.context_window)
+        check_positive("tool_timeout", self.tool_timeout)
+        check_positive("context_window", self.context_window, integer=True, allow_none=True)
         self._tools = as_tools(self.tools)
         if isinstance(self.model, ReadsClock):
             self.model.bind_clock(self.clock)

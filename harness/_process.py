@@ -27,6 +27,7 @@ from attrs import define, field, frozen
 
 from ._clock import Clock
 from ._errors import ConfigurationError
+from ._validate import check_positive
 
 DEFAULT_MAX_OUTPUT = 64 * 1024
 KILL_GRACE = 2.0
@@ -101,10 +102,8 @@ async def run_process(
     environment (see `minimal_env`), never to this process's own. Cancellation from outside
     kills the process group and then propagates.
     """
-    if timeout is not None and not timeout > 0:
-        raise ConfigurationError(f"'timeout' must be a positive number of seconds (got {timeout})")
-    if max_output < 1:
-        raise ConfigurationError(f"'max_output' must be a positive int (got {max_output})")
+    check_positive("timeout", timeout, allow_none=True)
+    check_positive("max_output", max_output, integer=True)
     argv = ["/bin/sh", "-c", argv_or_shell] if isinstance(argv_or_shell, str) else [*argv_or_shell]
     if not argv:
         raise ConfigurationError("the command to run is empty")

@@ -24,6 +24,7 @@ from ._clock import Clock
 from ._errors import ConfigurationError
 from ._messages import ToolCall, ToolSpec
 from ._state import SessionStore
+from ._validate import check_positive
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -100,8 +101,7 @@ class Tool:
         tool_name = name or fn.__name__
         if not _NAME.match(tool_name):
             raise ConfigurationError(f"tool name must match {_NAME.pattern} (got {tool_name!r})")
-        if timeout is not None and timeout <= 0:
-            raise ConfigurationError(f"'timeout' of tool {tool_name!r} must be > 0 (got {timeout})")
+        check_positive("timeout", timeout, allow_none=True, owner=f"tool {tool_name!r}")
         summary, arg_docs = _parse_docstring(inspect.getdoc(fn) or "")
         schema, context_param = _schema_for(fn, arg_docs)
         return cls(

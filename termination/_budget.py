@@ -4,24 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from attrs import frozen
+from attrs import field, frozen
 
 from harness import BudgetExceeded, ConfigurationError, SessionStateSnapshot
 from harness._policy import Scope
+from harness._validate import positive
 
-
-def _positive_or_none(_: Any, attribute: Any, value: object) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ConfigurationError(f"{attribute.name!r} must be a positive number (got {value!r})")
-
-
-def _positive_int_or_none(_: Any, attribute: Any, value: object) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigurationError(f"{attribute.name!r} must be a positive int (got {value!r})")
+_COUNT = positive(integer=True, allow_none=True)
+_AMOUNT = positive(allow_none=True)
 
 
 @frozen(kw_only=True)
@@ -34,25 +24,13 @@ class Budget:
     also a deadline scope that cancels whatever is running when it passes.
     """
 
-    max_turns: int | None = None
-    max_tool_calls: int | None = None
-    max_input_tokens: int | None = None
-    max_output_tokens: int | None = None
-    max_total_tokens: int | None = None
-    max_cost_usd: float | None = None
-    max_wall_time: float | None = None
-
-    def __attrs_post_init__(self) -> None:
-        for name in (
-            "max_turns",
-            "max_tool_calls",
-            "max_input_tokens",
-            "max_output_tokens",
-            "max_total_tokens",
-        ):
-            _positive_int_or_none(self, _Named(name), getattr(self, name))
-        for name in ("max_cost_usd", "max_wall_time"):
-            _positive_or_none(self, _Named(name), getattr(self, name))
+    max_turns: int | None = field(default=None, validator=_COUNT)
+    max_tool_calls: int | None = field(default=None, validator=_COUNT)
+    max_input_tokens: int | None = field(default=None, validator=_COUNT)
+    max_output_tokens: int | None = field(default=None, validator=_COUNT)
+    max_total_tokens: int | None = field(default=None, validator=_COUNT)
+    max_cost_usd: float | None = field(default=None, validator=_AMOUNT)
+    max_wall_time: float | None = field(default=None, validator=_AMOUNT)
 
     @property
     def wall_time(self) -> float | None:
@@ -131,10 +109,3 @@ class Budget:
             return cls(**table)
         except ConfigurationError as exc:
             raise ConfigurationError(f"{where}: {exc}") from None
-
-
-class _Named:
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name

@@ -5,6 +5,7 @@ from __future__ import annotations
 from attrs import frozen
 
 from harness import ConfigurationError, SensorReading, SessionStateSnapshot
+from harness._validate import check_positive
 
 from ._sensors import Action, check_action, check_name, graded
 
@@ -46,19 +47,11 @@ class ContextPressureSensor:
             )
         check_action("ContextPressureSensor", self.action)
         check_name("ContextPressureSensor", self.name)
-        window = self.context_window
-        if window is not None and (
-            isinstance(window, bool) or not isinstance(window, int) or window <= 0
-        ):
-            raise ConfigurationError(
-                f"ContextPressureSensor: 'context_window' must be a positive int (got {window!r})"
-            )
-        ratio = self.chars_per_token
-        if isinstance(ratio, bool) or not isinstance(ratio, int | float) or ratio <= 0:
-            raise ConfigurationError(
-                f"ContextPressureSensor: 'chars_per_token' must be a positive number "
-                f"(got {ratio!r})"
-            )
+        owner = "ContextPressureSensor"
+        check_positive(
+            "context_window", self.context_window, integer=True, allow_none=True, owner=owner
+        )
+        check_positive("chars_per_token", self.chars_per_token, owner=owner)
 
     def bind(self) -> _BoundContextPressure:
         return _BoundContextPressure(self)

@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol, get_args, runtime_checkable
 from attrs import field, frozen
 
 from harness import ConfigurationError, SessionStateSnapshot, ToolOutcome
+from harness._validate import check_positive
 
 from ._budget import Budget
 
@@ -144,15 +145,6 @@ class ProviderBindsPerSession(Protocol):
     def bind(self) -> FeedbackProvider: ...
 
 
-def _positive(name: str, value: object, *, integer: bool) -> None:
-    if value is None:
-        return
-    kind = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kind) or value <= 0:
-        what = "a positive int" if integer else "a positive number"
-        raise ConfigurationError(f"FeedbackTrigger: {name!r} must be {what} (got {value!r})")
-
-
 @frozen(kw_only=True)
 class FeedbackTrigger:
     """When a provider is asked: any of the conditions set (OR'd); with none, never.
@@ -170,8 +162,16 @@ class FeedbackTrigger:
     file_appears: str | None = None
 
     def __attrs_post_init__(self) -> None:
-        _positive("every_n_calls", self.every_n_calls, integer=True)
-        _positive("every_n_seconds", self.every_n_seconds, integer=False)
+        check_positive(
+            "every_n_calls",
+            self.every_n_calls,
+            integer=True,
+            allow_none=True,
+            owner="FeedbackTrigger",
+        )
+        check_positive(
+            "every_n_seconds", self.every_n_seconds, allow_none=True, owner="FeedbackTrigger"
+        )
         pattern = self.file_appears
         if pattern is None:
             return

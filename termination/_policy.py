@@ -23,6 +23,7 @@ from harness import (
     SensorTripped,
     SessionStateSnapshot,
 )
+from harness._validate import check_positive
 
 from ._budget import Budget
 from ._feedback import FeedbackProviderConfig
@@ -59,15 +60,6 @@ def _check(value: object) -> CompletionCheck:
             f"'completion_check' must have async check(state) and description() (got {value!r})"
         )
     return value
-
-
-def _positive(name: str, value: float | None, *, integer: bool = False) -> None:
-    if value is None:
-        return
-    kind = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kind) or value <= 0:
-        what = "a positive int" if integer else "a positive number"
-        raise ConfigurationError(f"{name!r} must be {what} (got {value!r})")
 
 
 @frozen(kw_only=True)
@@ -107,8 +99,8 @@ class TerminationPolicy:
     _starters: tuple[Sensor, ...] = field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
-        _positive("check_timeout", self.check_timeout)
-        _positive("max_rejections", self.max_rejections, integer=True)
+        check_positive("check_timeout", self.check_timeout, allow_none=True)
+        check_positive("max_rejections", self.max_rejections, integer=True, allow_none=True)
         size = self.feedback_max_chars
         if isinstance(size, bool) or not isinstance(size, int) or size < 200:
             raise ConfigurationError(f"'feedback_max_chars' must be an int >= 200 (got {size!r})")

@@ -8,16 +8,14 @@ from typing import Any
 from attrs import field, frozen
 
 from harness import ConfigurationError, Plan, SessionStateSnapshot
+from harness._validate import check_positive
 
 from ._feedback import Feedback, FeedbackContext, Observation, Severity
 from ._fingerprint import DEFAULT_IGNORE, WorkspaceScanner
 
 
 def _number(owner: str, name: str, value: object, *, integer: bool = False) -> None:
-    kind = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kind) or value <= 0:
-        what = "a positive int" if integer else "a positive number"
-        raise ConfigurationError(f"{owner}: {name!r} must be {what} (got {value!r})")
+    check_positive(name, value, integer=integer, owner=owner)
 
 
 def _fraction(owner: str, name: str, value: object) -> None:

@@ -196,7 +196,7 @@ def test_description_says_what_done_means() -> None:
     [
         ({"command": ""}, "'command' must not be empty"),
         ({"command": []}, "'command' must be a shell string or a non-empty list"),
-        ({"command": "x", "timeout": 0}, "'timeout' must be a positive number of seconds"),
+        ({"command": "x", "timeout": 0}, r"'timeout' must be a positive number \(got 0\)"),
         ({"command": "x", "sandbox": "local"}, "'sandbox' must be a SandboxProvider"),
     ],
 )

@@ -204,7 +204,7 @@ async def test_missing_program_or_directory_is_a_result(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"timeout": 0}, "'timeout' must be a positive number of seconds (got 0)"),
+        ({"timeout": 0}, "'timeout' must be a positive number (got 0)"),
         ({"max_output": 0}, "'max_output' must be a positive int (got 0)"),
     ],
 )

@@ -147,5 +147,5 @@ def test_bad_configuration_is_refused(kwargs: dict[str, object], message: str) -
 
 def test_the_tool_factory_validates_its_limits() -> None:
     """Non-positive row limits are a configuration error."""
-    with pytest.raises(ConfigurationError, match="'max_rows' and 'shown_rows' must be positive"):
+    with pytest.raises(ConfigurationError, match="'max_rows' must be a positive int"):
         sqlite_query_tool("x.db", max_rows=0)

@@ -142,7 +142,7 @@ CONFIG_ERRORS: list[tuple[str, Callable[[], object], str]] = [
     (
         "tool_timeout",
         lambda: Harness(model=model(), policy=TerminationPolicy(), tool_timeout=0),
-        "'tool_timeout' must be > 0 (got 0)",
+        "'tool_timeout' must be a positive number (got 0)",
     ),
     (
         "not a model",
@@ -167,7 +167,11 @@ CONFIG_ERRORS: list[tuple[str, Callable[[], object], str]] = [
     ("tool *args", lambda: Tool.from_function(f_args), "may not take *args or **kwargs"),
     ("tool type", lambda: Tool.from_function(f_type), "has a type the schema cannot express"),
     ("tool name", lambda: tool(name="has space")(echo), "tool name must match"),
-    ("tool timeout", lambda: tool(timeout=-1)(echo), "'timeout' of tool 'echo' must be > 0"),
+    (
+        "tool timeout",
+        lambda: tool(timeout=-1)(echo),
+        "tool 'echo': 'timeout' must be a positive number (got -1)",
+    ),
     (
         "check timeout",
         lambda: TerminationPolicy(check_timeout=0),
