@@ -244,3 +244,19 @@ def test_evaluator_must_use_tools_spec_errors(
     spec.write_text(body.replace(*change))
     assert main(["run", str(spec), "-q"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_spec_can_watch_for_a_repeated_claim(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`[[sensors]] type = "repeated_claim"` halts a run whose agent repeats its rejected claim,
+    by name, before the policy's max_rejections."""
+    body = (
+        BASE.replace('type = "ralph"\nmax_iterations = 1', 'type = "loop"')
+        + '[[sensors]]\ntype = "repeated_claim"\nlimit = 2\n[policy]\nmax_rejections = 5\n'
+    )
+    spec = _spec(tmp_path, body, '{"text": "done.txt is written"}\n' * 2)
+    assert main(["run", str(spec), "-q"]) == 1
+    out = capsys.readouterr().out
+    assert "repeated_claim" in out
+    assert "the same claim of done 2 times in a row" in out
