@@ -79,5 +79,5 @@ def test_there_is_one_parser() -> None:
 
     assert strategies.parse_verdict is checks.parse_verdict
     assert strategies.Verdict is checks.Verdict
-    assert _judge.parse_verdict is parse_verdict
-    assert _self_verifying.parse_verdict is parse_verdict
+    assert vars(_judge)["parse_verdict"] is parse_verdict
+    assert vars(_self_verifying)["parse_verdict"] is parse_verdict
