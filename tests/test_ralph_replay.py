@@ -97,6 +97,22 @@ async def test_each_iteration_starts_fresh_and_the_workspace_persists(tmp_path: 
     assert result.turns == 5
 
 
+async def completes_in_two_iterations_of_two_turns(
+    model: ScriptedModelClient, workspace: Path
+) -> None:
+    """Run `model` under Ralph with two-turn iterations: complete after two, each checked."""
+    check = PartsCheck()
+    result = await ralph_harness(
+        model,
+        workspace,
+        ralph=Ralph(max_iterations=3, iteration_budget=Budget(max_turns=2)),
+        check=check,
+    ).run("notes")
+    assert result.halt_reason == Completed()
+    assert result.iterations == 2
+    assert check.calls == 2
+
+
 async def test_an_iteration_that_runs_out_of_its_budget_is_checked_and_carried(
     tmp_path: Path,
 ) -> None:
@@ -122,32 +138,14 @@ async def test_an_iteration_that_runs_out_of_its_budget_is_checked_and_carried(
             {"text": "done"},
         ]
     )
-    check = PartsCheck()
-    result = await ralph_harness(
-        model,
-        tmp_path,
-        ralph=Ralph(max_iterations=3, iteration_budget=Budget(max_turns=2)),
-        check=check,
-    ).run("notes")
-    assert result.halt_reason == Completed()
-    assert result.iterations == 2
-    assert check.calls == 2
+    await completes_in_two_iterations_of_two_turns(model, tmp_path)
 
 
 async def test_a_claim_on_the_last_budgeted_turn_is_carried_as_a_claim(tmp_path: Path) -> None:
     """An iteration that claims done on the turn that uses up its budget ended with a claim:
     the next iteration is told the check rejected its claim, not that it ran out of budget."""
     model = ScriptedModelClient.from_jsonl(FIXTURES / "ralph_claim_on_last_turn.jsonl")
-    check = PartsCheck()
-    result = await ralph_harness(
-        model,
-        tmp_path,
-        ralph=Ralph(max_iterations=3, iteration_budget=Budget(max_turns=2)),
-        check=check,
-    ).run("notes")
-    assert result.halt_reason == Completed()
-    assert result.iterations == 2
-    assert check.calls == 2
+    await completes_in_two_iterations_of_two_turns(model, tmp_path)
 
 
 async def test_a_sensor_trip_ends_the_run_and_carries_nothing(tmp_path: Path) -> None:

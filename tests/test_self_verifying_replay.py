@@ -68,6 +68,12 @@ def build(
     )
 
 
+def writes_then_claims() -> ScriptedModelClient:
+    """A builder that writes a wrong hello.py (the check only wants it to exist), then claims."""
+    write = {"name": "write_file", "arguments": {"path": "hello.py", "content": "x"}}
+    return ScriptedModelClient.from_responses([{"tool_calls": [write]}, {"text": "done"}])
+
+
 @pytest.mark.anyio
 async def test_a_failed_verdict_goes_back_to_the_builder_until_a_clear_pass(
     tmp_path: Path,
@@ -189,16 +195,7 @@ async def test_an_evaluator_out_of_budget_is_a_fail_not_a_pass(tmp_path: Path) -
 @pytest.mark.anyio
 async def test_the_run_budget_bounds_builder_and_evaluator_together(tmp_path: Path) -> None:
     """The run's own budget counts the evaluator's turns too and halts the run unverified."""
-    builder = ScriptedModelClient.from_responses(
-        [
-            {
-                "tool_calls": [
-                    {"name": "write_file", "arguments": {"path": "hello.py", "content": "x"}}
-                ]
-            },
-            {"text": "done"},
-        ]
-    )
+    builder = writes_then_claims()
     evaluator = ScriptedModelClient.from_responses(
         [{"tool_calls": [{"name": "read_file", "arguments": {"path": "hello.py"}}]}]
     )
@@ -250,16 +247,7 @@ async def test_a_pass_without_opening_the_work_does_not_count(tmp_path: Path) ->
 @pytest.mark.anyio
 async def test_without_the_option_an_unread_pass_completes_the_run(tmp_path: Path) -> None:
     """The default in Python: the evaluator's word is taken, even on wrong work it never read."""
-    builder = ScriptedModelClient.from_responses(
-        [
-            {
-                "tool_calls": [
-                    {"name": "write_file", "arguments": {"path": "hello.py", "content": "x"}}
-                ]
-            },
-            {"text": "done"},
-        ]
-    )
+    builder = writes_then_claims()
     evaluator = ScriptedModelClient.from_responses(
         [{"text": "VERDICT: PASS", "expect": {"not_contains": "does not count"}}]
     )
