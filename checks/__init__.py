@@ -19,13 +19,14 @@ if typing.TYPE_CHECKING:
     from ._config import CHECK_TYPES, check_from_config
     from ._feature_list import Feature, FeatureListCheck, FeatureListError, load_features
     from ._files import FilesCheck
-    from ._judge import JUDGE_SYSTEM, QuestionAnsweredCheck, parse_verdict
+    from ._judge import JUDGE_SYSTEM, QuestionAnsweredCheck
     from ._plan_check import PlanCheck
     from ._sandbox import BubblewrapSandbox, LocalSandbox, SandboxProvider, sandbox_by_name
     from ._signal import DEFAULT_SIGNAL, SignalCheck
     from ._sql import SqlResult, SqlResultCheck, sqlite_query_tool
     from ._test_output import failing_tests
     from ._test_suite import TestSuiteCheck
+    from ._verdict import Verdict, parse_verdict
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
@@ -40,7 +41,6 @@ _LAZY = {
     "FilesCheck": "._files",
     "JUDGE_SYSTEM": "._judge",
     "QuestionAnsweredCheck": "._judge",
-    "parse_verdict": "._judge",
     "PlanCheck": "._plan_check",
     "BubblewrapSandbox": "._sandbox",
     "LocalSandbox": "._sandbox",
@@ -53,6 +53,8 @@ _LAZY = {
     "sqlite_query_tool": "._sql",
     "failing_tests": "._test_output",
     "TestSuiteCheck": "._test_suite",
+    "Verdict": "._verdict",
+    "parse_verdict": "._verdict",
 }
 
 
@@ -83,6 +85,7 @@ __all__ = [
     "SqlResult",
     "SqlResultCheck",
     "TestSuiteCheck",
+    "Verdict",
     "check_from_config",
     "failing_tests",
     "load_features",

@@ -107,9 +107,12 @@ def failure_headline(
 
 
 def with_output(headline: str, result: ProcessResult) -> str:
+    """`headline`, then the end of the output; "(no output)" ends the headline's first line
+    when there is none, so it is never read as part of what follows (a list of names)."""
     output = tail(result.output_tail)
     if not output:
-        return f"{headline} (no output)"
+        first, newline, rest = headline.partition("\n")
+        return f"{first} (no output){newline}{rest}"
     return f"{headline}\nthe end of its output:\n{output}"
 
 

@@ -1,14 +1,14 @@
 """`QuestionAnsweredCheck`: an LLM judge decides whether the final answer answers the question.
 
 The judge sees the question, the rubric and the agent's final answer (marked as data, not
-instructions) and must end with one verdict line, ``VERDICT: PASS`` or ``VERDICT: FAIL``.
-Anything else fails closed: no verdict, two different verdicts, an empty reply, or a
-`ModelError` from the judge are all "not complete", with what the judge said.
+instructions) and must end with one verdict line, ``VERDICT: PASS`` or ``VERDICT: FAIL``, read
+by `parse_verdict` (shared with `SelfVerifying`). Anything but a clear PASS fails closed: any
+FAIL line, no verdict, an empty reply, or a `ModelError` from the judge are all "not complete",
+with what the judge said.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from attrs import field, frozen
@@ -23,6 +23,7 @@ from harness import (
 )
 
 from ._compose import Combinable
+from ._verdict import parse_verdict
 
 JUDGE_AGENT = "judge"
 JUDGE_SYSTEM = (
@@ -32,7 +33,6 @@ JUDGE_SYSTEM = (
     "missing or wrong, if anything), then end with one line that is exactly `VERDICT: PASS` "
     "or `VERDICT: FAIL`."
 )
-_VERDICT = re.compile(r"^[\s*`_]*verdict[\s*`_]*:[\s*`_]*(pass|fail)[\s*`_.]*$", re.IGNORECASE)
 _REASON_CHARS = 1000
 
 
@@ -45,24 +45,6 @@ def _question(value: object) -> str:
 def _judge(instance: object, attribute: object, value: Any) -> None:
     if not isinstance(value, ModelClient):
         raise ConfigurationError(f"'judge_model' must be a ModelClient (got {value!r})")
-
-
-def parse_verdict(text: str) -> tuple[bool | None, str]:
-    """(True for PASS, False for FAIL, None when unclear; the judge's words without verdicts)."""
-    verdicts = set()
-    words = []
-    for line in text.splitlines():
-        match = _VERDICT.match(line)
-        if match:
-            verdicts.add(match[1].lower())
-        else:
-            words.append(line)
-    reasons = "\n".join(words).strip()
-    if len(reasons) > _REASON_CHARS:
-        reasons = reasons[: _REASON_CHARS - 3].rstrip() + "..."
-    if len(verdicts) != 1:
-        return None, reasons
-    return verdicts == {"pass"}, reasons
 
 
 @frozen
@@ -102,13 +84,12 @@ class QuestionAnsweredCheck(Combinable):
                 f"the judge could not rule ({type(exc).__name__}: {exc}); "
                 "the answer is not accepted"
             )
-        passed, reasons = parse_verdict(response.text)
-        if passed:
+        verdict = parse_verdict(response.text, who="the judge")
+        if verdict.passed:
             return None
-        said = reasons or "(no reasons given)"
-        if passed is None:
-            return (
-                "the judge gave no clear verdict (one line 'VERDICT: PASS' or 'VERDICT: FAIL'), "
-                f"so the answer is not accepted; the judge said:\n{said}"
-            )
-        return f"the judge ruled the answer incomplete:\n{said}"
+        reasons = verdict.reasons
+        if len(reasons) > _REASON_CHARS:
+            reasons = reasons[: _REASON_CHARS - 3].rstrip() + "..."
+        if not verdict.clear:
+            return f"{reasons}\nThe answer is not accepted."
+        return f"the judge ruled the answer incomplete:\n{reasons}"

@@ -22,20 +22,22 @@ from ._command import (
 )
 from ._compose import Combinable
 from ._sandbox import LocalSandbox, SandboxProvider
-from ._test_output import JunitError, failing_tests, junit_failures, summary_counts
+from ._test_output import JunitError, SuiteOutput, junit_failures, read_output
 
 _SHOW = 8
-_PYTEST_NO_TESTS = 5
 
 
 @frozen
 class TestSuiteCheck(Combinable):
-    """Complete when the test command exits 0 within `timeout`.
+    """Complete when the test command exits 0 within `timeout` and ran at least one test.
 
-    Otherwise the reason names the failing tests where the output says which (pytest,
-    unittest, go test) or where the command writes a JUnit XML report at `junit_xml`
-    (a workspace path; a report left over from before the run is ignored), then the end of
+    Otherwise the reason names the failing tests: from a JUnit XML report the command writes
+    at `junit_xml` (a workspace path; a report left over from before the run is ignored), or
+    else from the output (pytest, unittest, go test, node --test, cargo test); then the end of
     the output. Failures listed in a fresh report fail the check even when the command exits 0.
+    A run that ran no tests is not complete whatever its exit code: a fresh report with no
+    test cases, or output that says so (``Ran 0 tests``, ``no tests ran``, ``[no test
+    files]``, ``# tests 0``, ``running 0 tests``, ...) with no line showing a test ran.
     """
 
     __test__ = False  # not a pytest test class, despite the name
@@ -50,8 +52,8 @@ class TestSuiteCheck(Combinable):
     def description(self) -> str:
         where = "" if self.working_dir in (".", "") else f" (in {self.working_dir})"
         return (
-            f"The test suite passes: `{command_text(self.command)}`{where} exits with code 0. "
-            "Fix the code, not the tests."
+            f"The test suite passes: `{command_text(self.command)}`{where} runs at least one "
+            "test and exits with code 0. Fix the code, not the tests."
         )
 
     async def check(self, state: SessionStateSnapshot) -> str | None:
@@ -69,16 +71,25 @@ class TestSuiteCheck(Combinable):
         )
         if isinstance(result, str):
             return result
+        report_cases: int | None = None
         from_report: list[str] = []
         report_note = None
         if report is not None and await _stamp(report) not in (before, None):
             try:
-                _, from_report = junit_failures(report, label=str(self.junit_xml))
+                report_cases, from_report = junit_failures(report, label=str(self.junit_xml))
             except JunitError as exc:
                 report_note = str(exc)
-        if result.ok and not from_report:
+        said = read_output(result.output_tail, complete=not result.truncated)
+        none_ran = None
+        if result.timed_out or result.exit_code < 0:
+            pass  # stopped before it could finish: what it ran so far says nothing
+        elif report_cases == 0:
+            none_ran = f"its JUnit report {self.junit_xml} lists no test cases"
+        elif report_cases is None and said.ran is False:
+            none_ran = f"its output says `{said.none_ran}`"
+        if result.ok and not from_report and none_ran is None:
             return None
-        return self._reason(result, from_report, report_note)
+        return self._reason(result, said, from_report, none_ran, report_note)
 
     def _report_path(self, state: SessionStateSnapshot) -> Path | str | None:
         if self.junit_xml is None or state.workspace is None:
@@ -88,24 +99,34 @@ class TestSuiteCheck(Combinable):
         except WorkspaceEscape as exc:
             return f"the JUnit report path is not usable: {exc}"
 
-    def _reason(self, result: ProcessResult, from_report: list[str], note: str | None) -> str:
-        if result.exit_code == _PYTEST_NO_TESTS and "no tests ran" in result.output_tail:
-            headline = f"`{command_text(self.command)}` collected no tests (exit code 5)"
-        elif result.ok:
+    def _reason(
+        self,
+        result: ProcessResult,
+        said: SuiteOutput,
+        from_report: list[str],
+        none_ran: str | None,
+        note: str | None,
+    ) -> str:
+        shown = f"`{command_text(self.command)}`"
+        if none_ran is not None:
+            code = "" if result.ok else f"exit code {result.exit_code}; "
             headline = (
-                f"`{command_text(self.command)}` exited 0 but its JUnit report lists failures"
+                f"{shown} ran no tests ({code}{none_ran}); a suite that runs nothing "
+                "does not show the work is done"
             )
+        elif result.ok:
+            headline = f"{shown} exited 0 but its JUnit report lists failures"
         else:
             headline = failure_headline(self.command, result, self.timeout)
-        counts = summary_counts(result.output_tail)
-        if counts:
-            headline += f" ({counts})"
-        failing = list(from_report)
-        failing += [name for name in failing_tests(result.output_tail) if name not in failing]
+        if said.counts and none_ran is None:
+            headline += f" ({said.counts})"
+        # A fresh report names every failure; the output may name the same ones differently
+        # (pytest's node ids beside the report's dotted names), so it is read only without one.
+        failing = from_report or list(said.failing)
         if failing:
-            shown = ", ".join(failing[:_SHOW])
+            names = ", ".join(failing[:_SHOW])
             more = f" and {len(failing) - _SHOW} more" if len(failing) > _SHOW else ""
-            headline += f"\nfailing: {shown}{more}"
+            headline += f"\nfailing: {names}{more}"
         if note:
             headline += f"\n{note}"
         return with_output(headline, result)

@@ -8,8 +8,10 @@ from ._loop import Loop
 from ._reasons import RalphCompletionUnmet, SelfVerifyExhausted
 
 if typing.TYPE_CHECKING:
+    from checks import Verdict, parse_verdict
+
     from ._ralph import Ralph
-    from ._self_verifying import EVALUATOR_PROMPT, SelfVerifying, Verdict, parse_verdict
+    from ._self_verifying import EVALUATOR_PROMPT, SelfVerifying
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
@@ -17,6 +19,7 @@ _LAZY = {
     "Ralph": "._ralph",
     "EVALUATOR_PROMPT": "._self_verifying",
     "SelfVerifying": "._self_verifying",
+    # One verdict reading for the evaluator and QuestionAnsweredCheck's judge (checks._verdict).
     "Verdict": "._self_verifying",
     "parse_verdict": "._self_verifying",
 }

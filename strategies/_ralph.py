@@ -65,18 +65,36 @@ class Ralph:
             if missing is None:
                 return Completed()
             last_reason = missing
-            how = (
-                "ran out of its iteration budget"
-                if reason is not None
-                else "ended with a claim of done"
-            )
-            carry = (
-                f"This is iteration {iteration + 1} of at most {self.max_iterations}, in a fresh "
-                f"context. Iteration {iteration} {how}, and the completion check then reported "
-                f"what is still missing:\n{missing}\n"
-                "The workspace keeps everything done so far; look at it before you continue."
+            carry = _carry(
+                iteration, self.max_iterations, end.snapshot.claims_done, reason, missing
             )
         return RalphCompletionUnmet(self.max_iterations, last_reason)
+
+
+def _carry(
+    iteration: int, most: int, claimed: bool, reason: HaltReason | None, missing: str
+) -> str:
+    """What the next iteration is told about how this one ended.
+
+    A claim of done is what happened whenever the agent made one, even on the very turn that
+    used up the iteration's budget (the budget is checked first and ends the session, but the
+    agent did not run out of room: it stopped)."""
+    if claimed or reason is None:
+        how = (
+            f"Iteration {iteration} ended when you claimed the task was done, and the "
+            "completion check rejected the claim, saying what is still missing"
+        )
+    else:
+        how = (
+            f"Iteration {iteration} ran out of its iteration budget ({reason.describe()}) "
+            "before you claimed the task was done; the completion check then looked at the "
+            "workspace and reported what is still missing"
+        )
+    return (
+        f"This is iteration {iteration + 1} of at most {most}, in a fresh context. {how}:\n"
+        f"{missing}\n"
+        "The workspace keeps everything done so far; look at it before you continue."
+    )
 
 
 def _iteration_ran_out(reason: HaltReason) -> bool:

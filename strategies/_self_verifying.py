@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from attrs import field, frozen
 
+from checks import Verdict, parse_verdict
 from harness import (
     BudgetExceeded,
     Completed,
@@ -16,6 +16,7 @@ from harness import (
     Message,
     ModelClient,
     Run,
+    SessionStateSnapshot,
     Tool,
     VerdictReached,
 )
@@ -30,33 +31,6 @@ EVALUATOR_PROMPT = (
     "your answer with exactly one line `VERDICT: PASS` or `VERDICT: FAIL`; with FAIL, say "
     "precisely what is wrong or missing."
 )
-
-_VERDICT = re.compile(r"^[*_`\s]*verdict[*_`\s]*:[*_`\s]*(pass|fail)[*_`.!\s]*$", re.IGNORECASE)
-
-
-@frozen
-class Verdict:
-    """The evaluator's judgement: a pass only when it said exactly one clear PASS."""
-
-    passed: bool
-    reasons: str
-
-
-def parse_verdict(text: str | None) -> Verdict:
-    """Anything but exactly one ``VERDICT: PASS`` line (and no FAIL) is a FAIL."""
-    if not text or not text.strip():
-        return Verdict(False, "the evaluator gave no answer")
-    lines = text.strip().splitlines()
-    verdicts = [m.group(1).upper() for line in lines if (m := _VERDICT.match(line))]
-    body = "\n".join(line for line in lines if not _VERDICT.match(line)).strip()
-    if verdicts == ["PASS"]:
-        return Verdict(True, body)
-    if not verdicts:
-        why = "the evaluator gave no clear verdict (no `VERDICT: PASS` line)"
-        return Verdict(False, f"{why}: {body}" if body else why)
-    if len(verdicts) > 1 and "FAIL" not in verdicts:
-        return Verdict(False, f"the evaluator gave more than one verdict line: {body}")
-    return Verdict(False, body or "the evaluator failed the work without saying why")
 
 
 def _positive_int(name: str, value: object) -> None:
@@ -73,6 +47,11 @@ class SelfVerifying:
     read-only tools) then returns a verdict. Anything but a clear PASS is a FAIL whose reasons
     go into the builder's next turn. After `max_rounds` failed verdicts the run halts with
     `SelfVerifyExhausted`.
+
+    With `evaluator_must_use_tools`, a PASS counts only when the evaluator used at least one of
+    its tools successfully in that round (it opened the work rather than trusting the builder's
+    summary); a PASS without one is a FAIL that says so. Off by default here, so an evaluator
+    that judges from the claim alone keeps working; the command line turns it on.
     """
 
     evaluator: ModelClient
@@ -80,17 +59,29 @@ class SelfVerifying:
     evaluator_tools: Sequence[Tool | Callable[..., Any]] | None = None
     evaluator_budget: Budget | None = None
     max_rounds: int = 3
+    evaluator_must_use_tools: bool = False
     name: str = "self_verifying"
     _tools: dict[str, Tool] | None = field(init=False, default=None, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         _positive_int("max_rounds", self.max_rounds)
+        if not isinstance(self.evaluator_must_use_tools, bool):
+            raise ConfigurationError(
+                "'evaluator_must_use_tools' must be true or false "
+                f"(got {self.evaluator_must_use_tools!r})"
+            )
         if not callable(getattr(self.evaluator, "complete", None)):
             raise ConfigurationError(f"'evaluator' must be a ModelClient (got {self.evaluator!r})")
         if self.evaluator_tools is not None:
             object.__setattr__(self, "_tools", as_tools(self.evaluator_tools))
 
     async def run(self, run: Run) -> HaltReason:
+        tools = self._evaluator_tools(run)
+        if self.evaluator_must_use_tools and not tools:
+            raise ConfigurationError(
+                "SelfVerifying: 'evaluator_must_use_tools' is on but the evaluator has no tools "
+                "(the run has no read-only tool); give it evaluator_tools or turn the option off"
+            )
         run.use_model(self.evaluator)
         builder = run.new_session(agent="builder")
         last_reason = ""
@@ -99,28 +90,34 @@ class SelfVerifying:
             if not isinstance(end.reason, Completed):
                 assert end.reason is not None
                 return end.reason
-            outcome = await self._evaluate(run, end.snapshot.final_text)
+            outcome = await self._evaluate(run, end.snapshot.final_text, tools)
             if isinstance(outcome, HaltReason):
                 return outcome
             run.emit(VerdictReached(run.elapsed(), round_, outcome.passed, outcome.reasons))
             if outcome.passed:
                 return Completed()
             last_reason = outcome.reasons
-            builder.inject(
-                "evaluator",
-                "An independent evaluator reviewed your work and did not pass it:\n"
-                f"{outcome.reasons}\nFix this, then claim done again.",
-            )
+            builder.inject("evaluator", _to_builder(outcome))
         return SelfVerifyExhausted(self.max_rounds, last_reason)
 
-    async def _evaluate(self, run: Run, claim: str | None) -> Verdict | HaltReason:
-        tools = self._tools
-        if tools is None:
-            tools = {name: t for name, t in run.tools.items() if t.read_only}
+    def _evaluator_tools(self, run: Run) -> dict[str, Tool]:
+        if self._tools is not None:
+            return self._tools
+        return {name: t for name, t in run.tools.items() if t.read_only}
+
+    async def _evaluate(
+        self, run: Run, claim: str | None, tools: dict[str, Tool]
+    ) -> Verdict | HaltReason:
+        must_look = (
+            " You must open the work with your tools before you judge it: a PASS given "
+            "without using any tool does not count."
+            if self.evaluator_must_use_tools
+            else ""
+        )
         request = (
             f"The task given to the builder:\n{run.task}\n\n"
             f"The builder says it is done:\n{claim or '(no summary given)'}\n\n"
-            "Check the work yourself, then give your verdict."
+            f"Check the work yourself, then give your verdict.{must_look}"
         )
         session = run.new_session(
             agent="evaluator",
@@ -137,4 +134,35 @@ class SelfVerifying:
                     False, f"the evaluator ran out of its budget ({end.reason.describe()})"
                 )
             return end.reason
-        return parse_verdict(end.snapshot.final_text)
+        verdict = parse_verdict(end.snapshot.final_text)
+        if verdict.passed and self.evaluator_must_use_tools and not _looked(end.snapshot, tools):
+            return _UNINSPECTED
+        return verdict
+
+
+# A PASS that does not count: the evaluator never opened the work.
+_UNINSPECTED = Verdict(
+    False,
+    "the evaluator answered VERDICT: PASS without opening the work (it used none of its "
+    "tools this round), so the pass does not count",
+    clear=False,
+)
+
+
+def _to_builder(verdict: Verdict) -> str:
+    if verdict is _UNINSPECTED:
+        return (
+            "The evaluator passed your work without opening it (it used none of its tools), "
+            "so the pass does not count and nothing in your work was found wrong. Make sure "
+            "the work is complete and saved in the workspace, then claim done again so that "
+            "it is evaluated again."
+        )
+    return (
+        "An independent evaluator reviewed your work and did not pass it:\n"
+        f"{verdict.reasons}\nFix this, then claim done again."
+    )
+
+
+def _looked(snapshot: SessionStateSnapshot, tools: dict[str, Tool]) -> bool:
+    """Whether the evaluator's session used one of its tools and got an answer (not an error)."""
+    return any(o.call.name in tools and not o.is_error for o in snapshot.tool_outcomes)

@@ -45,6 +45,7 @@ if typing.TYPE_CHECKING:
         PlanProgressFeedback,
         ToolUsageFeedback,
     )
+    from ._repeated_claim import RepeatedClaimSensor
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
@@ -61,6 +62,7 @@ _LAZY = {
     "DeadlineFeedback": "._providers",
     "PlanProgressFeedback": "._providers",
     "ToolUsageFeedback": "._providers",
+    "RepeatedClaimSensor": "._repeated_claim",
 }
 
 
@@ -88,6 +90,7 @@ __all__ = [
     "PlanProgressFeedback",
     "ProviderBindsPerSession",
     "ReadsVerdicts",
+    "RepeatedClaimSensor",
     "RepeatedToolCallSensor",
     "Sensor",
     "Severity",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from attrs import frozen
 
@@ -13,6 +13,25 @@ from ._sensors import Action, _threshold, check_action, check_name, graded
 
 _SPACE = re.compile(r"\s+")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def collapse_space(text: str) -> str:
+    """`text` with every run of whitespace made one space, and trimmed."""
+    return _SPACE.sub(" ", text).strip()
+
+
+def same_in_a_row(items: Sequence[str], limit: int, normalize: Callable[[str], str]) -> int:
+    """How many of the latest `items` (at most `limit`) equal the newest, after `normalize`."""
+    if not items:
+        return 0
+    tail = items[-limit:]
+    last = normalize(tail[-1])
+    run = 0
+    for item in reversed(tail):
+        if normalize(item) != last:
+            break
+        run += 1
+    return run
 
 
 @frozen
@@ -52,21 +71,12 @@ class CheckChurnSensor:
         )
 
     def normalize(self, reason: str) -> str:
-        text = _SPACE.sub(" ", reason).strip()
+        text = collapse_space(reason)
         return _NUMBER.sub("#", text) if self.ignore_numbers else text
 
     def same_in_a_row(self, reasons: Sequence[str]) -> int:
         """How many of the latest reasons (at most `limit`) equal the newest one."""
-        if not reasons:
-            return 0
-        tail = reasons[-self.limit :]
-        last = self.normalize(tail[-1])
-        run = 0
-        for reason in reversed(tail):
-            if self.normalize(reason) != last:
-                break
-            run += 1
-        return run
+        return same_in_a_row(reasons, self.limit, self.normalize)
 
 
 class _BoundCheckChurn:

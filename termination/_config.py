@@ -21,6 +21,7 @@ from ._feedback import FeedbackProvider, FeedbackProviderConfig, FeedbackTrigger
 from ._no_progress import NoProgressSensor
 from ._oscillation import OscillationSensor
 from ._providers import BudgetFeedback, DeadlineFeedback, PlanProgressFeedback, ToolUsageFeedback
+from ._repeated_claim import RepeatedClaimSensor
 from ._sensors import ConsecutiveToolErrorsSensor, RepeatedToolCallSensor, Sensor
 
 _SENSORS: dict[str, Callable[..., Sensor]] = {
@@ -30,6 +31,7 @@ _SENSORS: dict[str, Callable[..., Sensor]] = {
     "oscillation": OscillationSensor,
     "context_pressure": ContextPressureSensor,
     "check_churn": CheckChurnSensor,
+    "repeated_claim": RepeatedClaimSensor,
 }
 _PROVIDERS: dict[str, Callable[..., FeedbackProvider]] = {
     "deadline": DeadlineFeedback,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from _checks_support import snapshot
 
-from checks import JUDGE_SYSTEM, QuestionAnsweredCheck, parse_verdict
+from checks import JUDGE_SYSTEM, QuestionAnsweredCheck
 from harness import ConfigurationError, ScriptedModelClient
 
 pytestmark = pytest.mark.anyio
@@ -55,21 +55,29 @@ async def test_a_fail_verdict_carries_the_judges_reasons() -> None:
 
 
 @pytest.mark.parametrize(
-    "text",
+    ("text", "starts"),
     [
-        "Looks mostly fine to me.",
-        "VERDICT: PASS\nVERDICT: FAIL",
-        "The verdict: pass, I think",
-        "",
+        ("Looks mostly fine to me.", "the judge gave no clear verdict"),
+        ("VERDICT: PASS\nVERDICT: PASS", "the judge gave more than one verdict line"),
+        ("The verdict: pass, I think", "the judge gave no clear verdict"),
+        ("", "the judge gave no answer"),
     ],
 )
-async def test_an_unclear_verdict_is_not_complete(text: str) -> None:
-    """No verdict line, two different verdicts, a verdict inside a sentence, or nothing."""
+async def test_an_unclear_verdict_is_not_complete(text: str, starts: str) -> None:
+    """No verdict line, two PASS lines, a PASS inside a sentence, or nothing."""
     reason = await QuestionAnsweredCheck(judge({"text": text}), QUESTION).check(
         snapshot(final_text="Canberra, since 1913.")
     )
     assert reason is not None
-    assert reason.startswith("the judge gave no clear verdict")
+    assert reason.startswith(starts)
+    assert reason.endswith("\nThe answer is not accepted.")
+
+
+async def test_a_pass_line_beside_a_fail_line_is_a_fail() -> None:
+    """Any FAIL line fails the answer, even next to a PASS line and with words after it."""
+    model = judge({"text": "VERDICT: PASS\nVERDICT: FAIL - the year is missing"})
+    reason = await QuestionAnsweredCheck(model, QUESTION).check(snapshot(final_text="Canberra."))
+    assert reason == "the judge ruled the answer incomplete:\nVERDICT: FAIL - the year is missing"
 
 
 async def test_a_judge_error_is_not_complete() -> None:
@@ -94,13 +102,6 @@ async def test_no_final_answer_is_not_sent_to_the_judge() -> None:
     reason = await QuestionAnsweredCheck(model, QUESTION).check(snapshot(final_text="  "))
     assert reason == "there is no final answer to judge; put your full answer in your final message"
     assert model.requests == []
-
-
-def test_verdict_parsing_tolerates_markdown_only() -> None:
-    """Bold or backticked verdict lines count; their words are kept apart from the verdict."""
-    assert parse_verdict("ok\n`VERDICT: PASS`") == (True, "ok")
-    assert parse_verdict("__verdict__ : fail.") == (False, "")
-    assert parse_verdict("VERDICT: MAYBE") == (None, "VERDICT: MAYBE")
 
 
 def test_configuration_is_checked() -> None:

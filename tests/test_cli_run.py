@@ -166,7 +166,8 @@ def test_record_captures_the_evaluator_beside_the_builder(
     (tmp_path / "ws").mkdir()
     write = {"name": "write_file", "arguments": {"path": "done.txt", "content": "x"}}
     builder = [{"tool_calls": [write]}, {"text": "done"}, {"text": "fixed it"}]
-    evaluator = [{"text": "too thin\nVERDICT: FAIL"}, {"text": "VERDICT: PASS"}]
+    look = {"tool_calls": [{"name": "read_file", "arguments": {"path": "done.txt"}}]}
+    evaluator = [look, {"text": "too thin\nVERDICT: FAIL"}, look, {"text": "VERDICT: PASS"}]
     (tmp_path / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in builder))
     (tmp_path / "e.jsonl").write_text("".join(json.dumps(r) + "\n" for r in evaluator))
     first = tmp_path / "first.toml"
@@ -175,7 +176,7 @@ def test_record_captures_the_evaluator_beside_the_builder(
     t1, t2 = tmp_path / "t1.jsonl", tmp_path / "t2.jsonl"
     assert main(["run", str(first), "-q", "--record", str(record), "--transcript", str(t1)]) == 0
     assert len(record.read_text().splitlines()) == 3
-    assert len((tmp_path / "rec.evaluator.jsonl").read_text().splitlines()) == 2
+    assert len((tmp_path / "rec.evaluator.jsonl").read_text().splitlines()) == 4
     replay = tmp_path / "replay.toml"
     replay.write_text(SELF_VERIFYING.format(builder="rec.jsonl", evaluator="rec.evaluator.jsonl"))
     (tmp_path / "ws" / "done.txt").unlink()
@@ -189,3 +190,73 @@ def test_record_captures_the_evaluator_beside_the_builder(
         return rows
 
     assert keys(t1) == keys(t2)
+
+
+def test_an_evaluator_pass_without_a_look_does_not_count_by_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """From the command line a PASS counts only after the evaluator used a tool: an evaluator
+    that never opens the work cannot verify the run (exit 1), and the reason says why."""
+    (tmp_path / "ws").mkdir()
+    write = {"name": "write_file", "arguments": {"path": "done.txt", "content": "x"}}
+    builder = [{"tool_calls": [write]}, {"text": "done"}, {"text": "it is saved"}]
+    evaluator = [{"text": "VERDICT: PASS"}, {"text": "VERDICT: PASS"}]
+    (tmp_path / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in builder))
+    (tmp_path / "e.jsonl").write_text("".join(json.dumps(r) + "\n" for r in evaluator))
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SELF_VERIFYING.format(builder="b.jsonl", evaluator="e.jsonl"))
+    assert main(["run", str(spec), "-q"]) == 1
+    assert "without opening the work" in capsys.readouterr().out
+    spec.write_text(
+        SELF_VERIFYING.format(builder="b.jsonl", evaluator="e.jsonl").replace(
+            "max_rounds = 2", "max_rounds = 2\nevaluator_must_use_tools = false"
+        )
+    )
+    (tmp_path / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in builder[:2]))
+    (tmp_path / "e.jsonl").write_text(json.dumps(evaluator[0]) + "\n")
+    assert main(["run", str(spec), "-q"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            ("max_rounds = 2", "max_rounds = 2\nevaluator_must_use_tools = 1"),
+            "strategy.evaluator_must_use_tools must be true or false (got 1)",
+        ),
+        (
+            ('workspace = "ws"', 'workspace = "ws"\ntools = ["write_file"]'),
+            "strategy.evaluator_must_use_tools is on (the default), but the evaluator would "
+            "have no tools",
+        ),
+    ],
+)
+def test_evaluator_must_use_tools_spec_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: tuple[str, str], message: str
+) -> None:
+    """A non-boolean setting, or the default with no read-only tool to look with, is a spec
+    error (exit 2) naming the key, before anything runs."""
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "b.jsonl").write_text('{"text": "done"}\n')
+    (tmp_path / "e.jsonl").write_text('{"text": "VERDICT: PASS"}\n')
+    spec = tmp_path / "spec.toml"
+    body = SELF_VERIFYING.format(builder="b.jsonl", evaluator="e.jsonl")
+    spec.write_text(body.replace(*change))
+    assert main(["run", str(spec), "-q"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_spec_can_watch_for_a_repeated_claim(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`[[sensors]] type = "repeated_claim"` halts a run whose agent repeats its rejected claim,
+    by name, before the policy's max_rejections."""
+    body = (
+        BASE.replace('type = "ralph"\nmax_iterations = 1', 'type = "loop"')
+        + '[[sensors]]\ntype = "repeated_claim"\nlimit = 2\n[policy]\nmax_rejections = 5\n'
+    )
+    spec = _spec(tmp_path, body, '{"text": "done.txt is written"}\n' * 2)
+    assert main(["run", str(spec), "-q"]) == 1
+    out = capsys.readouterr().out
+    assert "repeated_claim" in out
+    assert "the same claim of done 2 times in a row" in out

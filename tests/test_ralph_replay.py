@@ -18,11 +18,12 @@ from harness import (
     IterationStarted,
     ListSink,
     ScriptedModelClient,
+    SensorTripped,
     SessionStateSnapshot,
     workspace_tools,
 )
 from strategies import Ralph, RalphCompletionUnmet
-from termination import Budget, TerminationPolicy
+from termination import Budget, RepeatedToolCallSensor, TerminationPolicy
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "loop"
 
@@ -96,6 +97,22 @@ async def test_each_iteration_starts_fresh_and_the_workspace_persists(tmp_path: 
     assert result.turns == 5
 
 
+async def completes_in_two_iterations_of_two_turns(
+    model: ScriptedModelClient, workspace: Path
+) -> None:
+    """Run `model` under Ralph with two-turn iterations: complete after two, each checked."""
+    check = PartsCheck()
+    result = await ralph_harness(
+        model,
+        workspace,
+        ralph=Ralph(max_iterations=3, iteration_budget=Budget(max_turns=2)),
+        check=check,
+    ).run("notes")
+    assert result.halt_reason == Completed()
+    assert result.iterations == 2
+    assert check.calls == 2
+
+
 async def test_an_iteration_that_runs_out_of_its_budget_is_checked_and_carried(
     tmp_path: Path,
 ) -> None:
@@ -110,24 +127,47 @@ async def test_an_iteration_that_runs_out_of_its_budget_is_checked_and_carried(
                 "expect": {
                     "message_count": 3,
                     "last_message_contains": [
-                        "ran out of its iteration budget",
-                        "notes.txt lacks part two",
+                        "Iteration 1 ran out of its iteration budget (budget exceeded "
+                        "(session): max_turns used 2 of 2) before you claimed the task was done",
+                        "the completion check then looked at the workspace and reported what "
+                        "is still missing:\nnotes.txt lacks part two",
                     ],
+                    "not_contains": "claimed the task was done, and",
                 },
             },
             {"text": "done"},
         ]
     )
+    await completes_in_two_iterations_of_two_turns(model, tmp_path)
+
+
+async def test_a_claim_on_the_last_budgeted_turn_is_carried_as_a_claim(tmp_path: Path) -> None:
+    """An iteration that claims done on the turn that uses up its budget ended with a claim:
+    the next iteration is told the check rejected its claim, not that it ran out of budget."""
+    model = ScriptedModelClient.from_jsonl(FIXTURES / "ralph_claim_on_last_turn.jsonl")
+    await completes_in_two_iterations_of_two_turns(model, tmp_path)
+
+
+async def test_a_sensor_trip_ends_the_run_and_carries_nothing(tmp_path: Path) -> None:
+    """A sensor that halts inside an iteration halts the run by name: no check, no next
+    iteration, so there is nothing to carry (and nothing mislabelled as a budget or a claim)."""
+    look = {"tool_calls": [{"name": "list_files", "arguments": {}}]}
+    model = ScriptedModelClient.from_responses([look, look])
     check = PartsCheck()
-    result = await ralph_harness(
-        model,
-        tmp_path,
-        ralph=Ralph(max_iterations=3, iteration_budget=Budget(max_turns=2)),
-        check=check,
-    ).run("notes")
-    assert result.halt_reason == Completed()
-    assert result.iterations == 2
-    assert check.calls == 2
+    harness = Harness(
+        model=model,
+        policy=TerminationPolicy(sensors=[RepeatedToolCallSensor(limit=2)], completion_check=check),
+        strategy=Ralph(max_iterations=3, iteration_budget=Budget(max_turns=5)),
+        tools=workspace_tools(),
+        workspace=tmp_path,
+        clock=FakeClock(),
+    )
+    result = await harness.run("notes")
+    assert isinstance(result.halt_reason, SensorTripped)
+    assert result.halt_reason.sensor == "repeated_tool_call"
+    assert result.iterations == 1
+    assert check.calls == 0
+    assert not any(m.feedback_source == "previous_iteration" for m in result.sessions[0].messages)
 
 
 async def test_the_run_budget_bounds_the_whole_run_across_iterations(tmp_path: Path) -> None:
@@ -205,7 +245,10 @@ async def test_an_iteration_wall_time_cuts_off_a_hung_call_and_moves_on(tmp_path
             {"text": "thinking very hard", "delay": 10_000},
             {
                 **writes("part one\npart two\n"),
-                "expect": {"last_message_contains": "ran out of its iteration budget"},
+                "expect": {
+                    "last_message_contains": "Iteration 1 ran out of its iteration budget "
+                    "(budget exceeded (session): max_wall_time used 100 of 100)"
+                },
             },
             {"text": "done"},
         ]

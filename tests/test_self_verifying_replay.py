@@ -24,7 +24,7 @@ from harness import (
     tool,
     workspace_tools,
 )
-from strategies import SelfVerifyExhausted, SelfVerifying, Verdict, parse_verdict
+from strategies import SelfVerifyExhausted, SelfVerifying
 from termination import Budget, TerminationPolicy
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "loop"
@@ -66,6 +66,12 @@ def build(
         clock=FakeClock(),
         sinks=[sink] if sink is not None else [],
     )
+
+
+def writes_then_claims() -> ScriptedModelClient:
+    """A builder that writes a wrong hello.py (the check only wants it to exist), then claims."""
+    write = {"name": "write_file", "arguments": {"path": "hello.py", "content": "x"}}
+    return ScriptedModelClient.from_responses([{"tool_calls": [write]}, {"text": "done"}])
 
 
 @pytest.mark.anyio
@@ -134,6 +140,7 @@ async def test_max_rounds_halts_with_self_verify_exhausted(tmp_path: Path) -> No
     [
         "Looks good to me.",
         "VERDICT: PASS\nVERDICT: FAIL",
+        "VERDICT: PASS\nVERDICT: FAIL - it prints 'hi'",
         "VERDICT: PASS\nVERDICT: PASS",
         "The verdict: pass, I think",
         "",
@@ -188,16 +195,7 @@ async def test_an_evaluator_out_of_budget_is_a_fail_not_a_pass(tmp_path: Path) -
 @pytest.mark.anyio
 async def test_the_run_budget_bounds_builder_and_evaluator_together(tmp_path: Path) -> None:
     """The run's own budget counts the evaluator's turns too and halts the run unverified."""
-    builder = ScriptedModelClient.from_responses(
-        [
-            {
-                "tool_calls": [
-                    {"name": "write_file", "arguments": {"path": "hello.py", "content": "x"}}
-                ]
-            },
-            {"text": "done"},
-        ]
-    )
+    builder = writes_then_claims()
     evaluator = ScriptedModelClient.from_responses(
         [{"tool_calls": [{"name": "read_file", "arguments": {"path": "hello.py"}}]}]
     )
@@ -218,6 +216,83 @@ async def test_an_unused_evaluator_line_fails_the_replay(tmp_path: Path) -> None
         await build(builder, evaluator, tmp_path).run("hello")
 
 
+UNREAD = (
+    "the evaluator answered VERDICT: PASS without opening the work (it used none of its "
+    "tools this round), so the pass does not count"
+)
+
+
+@pytest.mark.anyio
+async def test_a_pass_without_opening_the_work_does_not_count(tmp_path: Path) -> None:
+    """With evaluator_must_use_tools, round 1's PASS given without a tool call is a FAIL that
+    tells the builder why; round 2's evaluator looks and finds the fault; round 3's look passes."""
+    builder = ScriptedModelClient.from_jsonl(FIXTURES / "self_verifying_unread_builder.jsonl")
+    evaluator = ScriptedModelClient.from_jsonl(FIXTURES / "self_verifying_unread_evaluator.jsonl")
+    sink = ListSink()
+    result = await build(
+        builder, evaluator, tmp_path, sink=sink, evaluator_must_use_tools=True
+    ).run("Write hello.py that prints 'hello'.")
+    assert result.verified
+    assert (tmp_path / "hello.py").read_text() == "print('hello')\n"
+    verdicts = [
+        (e.round, e.passed, e.reasons) for e in sink.events if isinstance(e, VerdictReached)
+    ]
+    assert verdicts == [
+        (1, False, UNREAD),
+        (2, False, "hello.py prints 'hi', not 'hello'."),
+        (3, True, "It prints 'hello'."),
+    ]
+
+
+@pytest.mark.anyio
+async def test_without_the_option_an_unread_pass_completes_the_run(tmp_path: Path) -> None:
+    """The default in Python: the evaluator's word is taken, even on wrong work it never read."""
+    builder = writes_then_claims()
+    evaluator = ScriptedModelClient.from_responses(
+        [{"text": "VERDICT: PASS", "expect": {"not_contains": "does not count"}}]
+    )
+    result = await build(builder, evaluator, tmp_path).run("hello")
+    assert result.verified
+
+
+@pytest.mark.anyio
+async def test_only_a_tool_call_that_answered_counts_as_looking(tmp_path: Path) -> None:
+    """A failed tool call (a file that is not there) is not a look at the work, and the last
+    round's reason says the pass did not count."""
+    (tmp_path / "hello.py").write_text("print('hello')\n")
+    builder = ScriptedModelClient.from_responses([{"text": "done"}])
+    evaluator = ScriptedModelClient.from_responses(
+        [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "missing.py"}}]},
+            {"text": "VERDICT: PASS"},
+        ]
+    )
+    result = await build(
+        builder, evaluator, tmp_path, max_rounds=1, evaluator_must_use_tools=True
+    ).run("hello")
+    assert result.halt_reason == SelfVerifyExhausted(1, UNREAD)
+
+
+@pytest.mark.anyio
+async def test_requiring_a_look_with_no_tools_to_look_with_is_refused(tmp_path: Path) -> None:
+    """An evaluator that must use a tool but has none could never pass: a ConfigurationError
+    before the builder starts, so no work is spent."""
+    builder = ScriptedModelClient.from_responses([])
+    evaluator = ScriptedModelClient.from_responses([])
+    strategy = SelfVerifying(evaluator=evaluator, evaluator_tools=[], evaluator_must_use_tools=True)
+    harness = Harness(
+        model=builder,
+        policy=TerminationPolicy(completion_check=HelloExists()),
+        strategy=strategy,
+        tools=workspace_tools(),
+        workspace=tmp_path,
+        clock=FakeClock(),
+    )
+    with pytest.raises(ConfigurationError, match="'evaluator_must_use_tools' is on but the"):
+        await harness.run("hello")
+    assert builder.requests == []
+
+
 def test_bad_self_verifying_settings_are_configuration_errors() -> None:
     """max_rounds must be a positive int and the evaluator a model client."""
     evaluator = ScriptedModelClient.from_responses([])
@@ -225,35 +300,8 @@ def test_bad_self_verifying_settings_are_configuration_errors() -> None:
         SelfVerifying(evaluator=evaluator, max_rounds=0)
     with pytest.raises(ConfigurationError, match="'evaluator' must be a ModelClient"):
         SelfVerifying(evaluator="gpt")  # type: ignore[arg-type]
-
-
-NO_CLEAR = "the evaluator gave no clear verdict (no `VERDICT: PASS` line): "
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("All good.\nVERDICT: PASS", Verdict(True, "All good.")),
-        ("verdict: pass", Verdict(True, "")),
-        ("**Verdict:** `PASS`.", Verdict(True, "")),
-        ("Broken import.\nVERDICT: FAIL", Verdict(False, "Broken import.")),
-        ("VERDICT: FAIL", Verdict(False, "the evaluator failed the work without saying why")),
-        ("x\nVERDICT: PASS\nVERDICT: FAIL", Verdict(False, "x")),
-        (
-            "x\nVERDICT: PASS\nVERDICT: PASS",
-            Verdict(False, "the evaluator gave more than one verdict line: x"),
-        ),
-        ("Looks fine", Verdict(False, NO_CLEAR + "Looks fine")),
-        ("The VERDICT: PASS is obvious", Verdict(False, NO_CLEAR + "The VERDICT: PASS is obvious")),
-        ("VERDICT: PASSED", Verdict(False, NO_CLEAR + "VERDICT: PASSED")),
-        ("", Verdict(False, "the evaluator gave no answer")),
-        (None, Verdict(False, "the evaluator gave no answer")),
-        ("  \n ", Verdict(False, "the evaluator gave no answer")),
-    ],
-)
-def test_parse_verdict(text: str | None, expected: Verdict) -> None:
-    """Only exactly one clear PASS line (and no FAIL line) is a pass; the rest is the reasons."""
-    assert parse_verdict(text) == expected
+    with pytest.raises(ConfigurationError, match="'evaluator_must_use_tools' must be true or"):
+        SelfVerifying(evaluator=evaluator, evaluator_must_use_tools="yes")  # type: ignore[arg-type]
 
 
 @pytest.mark.anyio

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from checks import CompletionCheck
 from harness import (
     FakeClock,
     Harness,
@@ -25,6 +26,7 @@ from termination import (
     ContextPressureSensor,
     NoProgressSensor,
     OscillationSensor,
+    RepeatedClaimSensor,
     Sensor,
     TerminationPolicy,
 )
@@ -49,6 +51,20 @@ class SameGap:
         return "The test suite passes."
 
 
+class SlowerEachTime:
+    """A check whose reason names the same failure with a different timing each time."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def check(self, state: SessionStateSnapshot) -> str | None:
+        self.calls += 1
+        return f"tests/test_parser.py: 1 failed in 0.{40 + self.calls}s"
+
+    def description(self) -> str:
+        return "The test suite passes."
+
+
 def _workspace(tmp_path: Path) -> Path:
     (tmp_path / "parser.py").write_text("def parse(text):\n    return text.split()\n")
     (tmp_path / "test_parser.py").write_text("def test_parse():\n    assert True\n")
@@ -61,12 +77,16 @@ async def _replay(
     sensors: list[Sensor],
     tmp_path: Path,
     sink: ListSink,
+    check: CompletionCheck | None = None,
     **harness: object,
 ) -> RunResult:
     clock = FakeClock()
     model = ScriptedModelClient.from_jsonl(FIXTURES / fixture, clock=clock)
     policy = TerminationPolicy(
-        budget=GENEROUS, sensors=sensors, completion_check=SameGap(), max_rejections=10
+        budget=GENEROUS,
+        sensors=sensors,
+        completion_check=check or SameGap(),
+        max_rejections=10,
     )
     run = Harness(
         model=model,
@@ -132,6 +152,31 @@ async def test_an_agent_reclaiming_done_is_halted_by_the_check_churn_sensor(
     )
     failed = [e for e in sink.events if e.name == "check.failed"]
     assert len(failed) == 3  # the third rejection is still recorded
+
+
+async def test_an_agent_repeating_its_claim_is_halted_by_the_repeated_claim_sensor(
+    tmp_path: Path,
+) -> None:
+    """The same claim of done, rejected three times for reasons that differ only in their
+    timing: warned on the second, halted on the third turn that claims (turn 4 of 50), long
+    before max_rejections; CheckChurnSensor, reading the reasons, never trips."""
+    sink = ListSink()
+    sensors: list[Sensor] = [
+        CheckChurnSensor(limit=3),
+        RepeatedClaimSensor(limit=3, warn_at=2),
+    ]
+    check = SlowerEachTime()
+    result = await _replay("same_claim.jsonl", sensors, tmp_path, sink, check=check)
+    reason = _tripped(result, "repeated_claim")
+    assert result.turns == 4
+    assert check.calls == 3
+    assert reason.message == (
+        "the agent made the same claim of done 3 times in a row and the completion check "
+        "rejected it each time: 'All done: parse() now handles repeated spaces and the tests "
+        "pass.'"
+    )
+    statuses = [(e.sensor, e.turn, e.status) for e in sink.events if isinstance(e, SensorRead)]
+    assert statuses == [("repeated_claim", 3, "warn"), ("repeated_claim", 4, "halt")]
 
 
 async def test_an_agent_filling_its_context_is_warned_then_halted(tmp_path: Path) -> None:

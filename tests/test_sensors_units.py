@@ -29,6 +29,7 @@ from termination import (
     ContextPressureSensor,
     NoProgressSensor,
     OscillationSensor,
+    RepeatedClaimSensor,
     RepeatedToolCallSensor,
     sensor_from_config,
 )
@@ -157,6 +158,9 @@ def test_action_warn_turns_the_limit_into_a_warning() -> None:
         (lambda: ContextPressureSensor(context_window=0), "'context_window' must be a positive"),
         (lambda: ContextPressureSensor(chars_per_token=0), "'chars_per_token' must be"),
         (lambda: ConsecutiveToolErrorsSensor(name=""), "'name' must be a non-empty string"),
+        (lambda: RepeatedClaimSensor(limit=1), "RepeatedClaimSensor: 'limit' must be an int >= 2"),
+        (lambda: RepeatedClaimSensor(warn_at=3), "RepeatedClaimSensor: 'warn_at' must be an int"),
+        (lambda: RepeatedClaimSensor(action=STOP), "'action' must be 'warn' or 'halt'"),
     ],
 )
 def test_bad_settings_name_the_field(build: Any, message: str) -> None:
@@ -167,7 +171,12 @@ def test_bad_settings_name_the_field(build: Any, message: str) -> None:
 
 def test_stateful_sensors_must_be_bound() -> None:
     """Reading an unbound stateful sensor is a configuration error, never a silent ok."""
-    for sensor in (NoProgressSensor(), ContextPressureSensor(), CheckChurnSensor()):
+    for sensor in (
+        NoProgressSensor(),
+        ContextPressureSensor(),
+        CheckChurnSensor(),
+        RepeatedClaimSensor(),
+    ):
         with pytest.raises(ConfigurationError, match="bind"):
             sensor.read(snap())
 
@@ -289,6 +298,40 @@ def test_check_churn_compares_normalised_reasons() -> None:
     assert strict.same_in_a_row(["other", "gap", "gap"]) == 2
 
 
+def claim(text: str | None) -> SessionStateSnapshot:
+    """A snapshot right after the check rejected a claim of done whose text is `text`."""
+    return SessionStateSnapshot.standalone(final_text=text, check_reasons=("gap",))
+
+
+def test_repeated_claim_counts_identical_rejected_claims() -> None:
+    """Each rejection is judged once; whitespace never matters; a different claim starts over."""
+    sensor = RepeatedClaimSensor(limit=3, warn_at=2).bind()
+    assert sensor.read(claim("done")).status == "ok"  # only a rejection is judged
+    assert sensor.read_verdict(claim("All done.")).status == "ok"
+    assert sensor.read(claim("All done.")).status == "ok"
+    warned = sensor.read_verdict(claim("All\n  done. "))
+    assert warned.status == "warn"
+    assert "word for word, 2 times in a row" in warned.message
+    assert sensor.read_verdict(claim("Now it is done.")).status == "ok"
+    assert sensor.read_verdict(claim("Now it is done.")).status == "warn"
+    halted = sensor.read_verdict(claim("Now it is done."))
+    assert halted.status == "halt"
+    assert halted.message.endswith("rejected it each time: 'Now it is done.'")
+    assert repr(sensor) == "RepeatedClaimSensor(bound, remembered=3, limit=3)"
+
+
+def test_repeated_claim_names_an_empty_claim_and_can_only_warn() -> None:
+    """Empty claims repeat too; with action="warn" reaching the limit warns instead of halting."""
+    sensor = RepeatedClaimSensor(limit=2).bind()
+    sensor.read_verdict(claim(None))
+    halted = sensor.read_verdict(claim(""))
+    assert halted.status == "halt"
+    assert halted.message.endswith("each time: an empty message")
+    advisory = RepeatedClaimSensor(limit=2, action="warn").bind()
+    advisory.read_verdict(claim("done"))
+    assert advisory.read_verdict(claim("done")).status == "warn"
+
+
 def test_new_sensors_build_from_config_tables() -> None:
     """Every new sensor has a config type; settings are passed through and validated."""
     assert sensor_from_config({"type": "oscillation", "limit": 5}, where="s") == OscillationSensor(
@@ -297,6 +340,9 @@ def test_new_sensors_build_from_config_tables() -> None:
     built = sensor_from_config({"type": "no_progress", "ignore": [".git", "build"]}, where="s")
     assert built == NoProgressSensor(ignore=(".git", "build"))
     assert isinstance(sensor_from_config({"type": "check_churn"}, where="s"), CheckChurnSensor)
+    assert sensor_from_config(
+        {"type": "repeated_claim", "limit": 4, "warn_at": 2}, where="s"
+    ) == RepeatedClaimSensor(limit=4, warn_at=2)
     assert isinstance(
         sensor_from_config({"type": "context_pressure", "limit": 0.8}, where="s"),
         ContextPressureSensor,

@@ -108,12 +108,29 @@ class Spec:
             budget = table.pop("evaluator_budget", None)
             prompt = table.pop("evaluator_prompt", None)
             rounds = table.pop("max_rounds", 3)
+            # On by default here: unattended runs are what the command line is for, and a small
+            # evaluator has been seen to pass wrong work without opening a file.
+            must_look = table.pop("evaluator_must_use_tools", True)
             if table:
                 raise SpecError(f"{where}.{sorted(table)[0]} is not a SelfVerifying setting")
+            if not isinstance(must_look, bool):
+                raise SpecError(
+                    f"{where}.evaluator_must_use_tools must be true or false (got {must_look!r})"
+                )
+            if must_look and not any(t.read_only for t in self.tools):
+                raise SpecError(
+                    f"{where}.evaluator_must_use_tools is on (the default), but the evaluator "
+                    "would have no tools: it gets the spec's read-only tools and `tools` has "
+                    "none (add read_file or list_files, or set evaluator_must_use_tools = false)"
+                )
             evaluator_model = self.build_model(evaluator, where="strategy.evaluator")
             if wrap_model is not None:
                 evaluator_model = wrap_model(evaluator_model, "evaluator")
-            kwargs: dict[str, Any] = {"evaluator": evaluator_model, "max_rounds": rounds}
+            kwargs: dict[str, Any] = {
+                "evaluator": evaluator_model,
+                "max_rounds": rounds,
+                "evaluator_must_use_tools": must_look,
+            }
             if budget is not None:
                 kwargs["evaluator_budget"] = Budget.from_config(
                     _table(budget, f"{where}.evaluator_budget"), where=f"{where}.evaluator_budget"
