@@ -22,6 +22,7 @@ from ._errors import (
     FixtureUnconsumed,
     ModelError,
 )
+from ._jsonl import read_lines
 from ._messages import ModelRequest, ModelResponse, ToolCall, Usage
 
 _LINE_KEYS = frozenset(
@@ -89,11 +90,8 @@ class ScriptedModelClient:
     def from_jsonl(cls, path: str | Path, *, clock: Clock | None = None) -> ScriptedModelClient:
         """Load a fixture file; every malformed line is reported with its number and field."""
         file = Path(path)
-        try:
-            text = file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise FixtureError(f"cannot read the fixture: {exc.strerror}", path=file) from None
-        return cls(parse_script(text.splitlines(), str(file)), clock=clock, name=str(file))
+        lines = read_lines(file, what="fixture")
+        return cls(parse_script(lines, str(file)), clock=clock, name=str(file))
 
     @classmethod
     def from_responses(
