@@ -195,9 +195,11 @@ def _parse_line(row: object, path: str, lineno: int) -> ScriptLine:
     for key in ("model", "stop_reason", "agent"):
         if key in row and not isinstance(row[key], str):
             raise fail(key, f"must be a string (got {type(row[key]).__name__})")
-    delay = row.get("delay", 0)
+    # Recordings made before `delay` held every call's latency wrote it as `latency` only.
+    delay_key = "latency" if "latency" in row and "delay" not in row else "delay"
+    delay = row.get(delay_key, 0)
     if isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0:
-        raise fail("delay", f"must be a number of seconds >= 0 (got {delay!r})")
+        raise fail(delay_key, f"must be a number of seconds >= 0 (got {delay!r})")
     expect = row.get("expect", {})
     if not isinstance(expect, dict):
         raise fail("expect", f"must be an object (got {type(expect).__name__})")

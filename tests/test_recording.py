@@ -109,10 +109,8 @@ async def test_a_recorded_provider_run_replays_to_the_same_events(
         "usage",
         "model",
         "stop_reason",
-        "latency",
-    }
+    }  # no `delay`: the provider answered while the run's FakeClock stood still
     assert lines[3]["usage"]["cached_tokens"] == 40
-    assert all(line["latency"] >= 0 for line in lines)
 
     replay = ScriptedModelClient.from_jsonl(fixture)
     replay_events, replayed = await run(replay, workspace)
@@ -168,6 +166,83 @@ async def test_a_call_cut_off_by_the_deadline_replays_to_the_same_cut(tmp_path: 
     replay_events, replayed = await run(ScriptedModelClient.from_jsonl(fixture), workspace, policy)
     assert replayed.halt_reason == original.halt_reason
     assert keys(replay_events.events) == keys(original_events.events)
+
+
+def timed(events: list[Event]) -> list[dict[str, Any]]:
+    """Events with their times, without the run id."""
+    out = []
+    for event in events:
+        data = event.to_dict()
+        data.pop("run_id", None)
+        out.append(data)
+    return out
+
+
+async def test_a_run_halted_by_its_wall_time_replays_to_the_same_budget_halt(
+    tmp_path: Path,
+) -> None:
+    """Every answered call's latency on the run's clock is recorded as its line's `delay`, so
+    a run stopped by max_wall_time replays to the same BudgetExceeded at the same times (not
+    to a ModelFailed timeout that comes too early because the answered calls took no time)."""
+    inner = ScriptedModelClient.from_responses(
+        [
+            {"tool_calls": [write_call("w1", "x")], "delay": 6},
+            {"tool_calls": [write_call("w2", "xy")], "delay": 3.25},
+            {"text": "never seen", "delay": 100},
+        ]
+    )
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    fixture = tmp_path / "recorded.jsonl"
+    policy = TerminationPolicy(
+        budget=Budget(max_wall_time=10.0), completion_check=FileCheck("a", "never")
+    )
+    original_events, original = await run(RecordingModelClient(inner, fixture), workspace, policy)
+    assert original.halt_reason == BudgetExceeded("max_wall_time", 10.0, 10.0)
+
+    replay = ScriptedModelClient.from_jsonl(fixture)
+    replay_events, replayed = await run(replay, workspace, policy)
+    assert replayed.halt_reason == original.halt_reason
+    assert timed(replay_events.events) == timed(original_events.events)
+    assert replay.remaining == 0
+    lines = [json.loads(line) for line in fixture.read_text().splitlines()]
+    assert [line.get("delay") for line in lines] == [6, 3.25, 0.75]
+    assert "error" not in lines[1]
+
+
+async def test_a_failed_call_keeps_its_latency(tmp_path: Path) -> None:
+    """A provider error that came after some time replays after the same time."""
+    inner = ScriptedModelClient.from_responses(
+        [{"error": {"kind": "server", "message": "overloaded", "retryable": True}, "delay": 4}]
+    )
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    fixture = tmp_path / "recorded.jsonl"
+    original_events, original = await run(RecordingModelClient(inner, fixture), workspace)
+    line = json.loads(fixture.read_text())
+    assert (line["delay"], line["error"]) == (
+        4,
+        {"kind": "server", "message": "overloaded", "retryable": True},
+    )
+    replay_events, replayed = await run(ScriptedModelClient.from_jsonl(fixture), workspace)
+    assert replayed.halt_reason == original.halt_reason == ModelFailed("server", "overloaded")
+    assert timed(replay_events.events) == timed(original_events.events)
+
+
+async def test_an_older_recording_replays_its_latency_as_the_delay(tmp_path: Path) -> None:
+    """Lines recorded before `delay` held the latency have only `latency`; it is the delay."""
+    fixture = tmp_path / "old.jsonl"
+    fixture.write_text(
+        json.dumps({"tool_calls": [write_call("w1", "xy")], "latency": 2.5})
+        + "\n"
+        + json.dumps({"text": "done", "latency": 1, "delay": 0})
+        + "\n"
+    )
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    _, result = await run(ScriptedModelClient.from_jsonl(fixture), workspace)
+    assert result.verified
+    assert result.elapsed == 2.5  # the explicit `delay: 0` wins over the second `latency`
 
 
 async def test_the_recorder_passes_prices_and_fixture_checks_through(tmp_path: Path) -> None:
