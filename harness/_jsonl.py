@@ -1,13 +1,17 @@
-"""Reading a JSONL file (a fixture or a transcript) into text lines, line numbers intact.
+"""Reading a JSONL file (a fixture or a transcript), line numbers intact.
 
-A file that cannot be read, or a line that is not UTF-8, is a `FixtureError` naming the file
-and the line, never a bare `OSError` or `UnicodeDecodeError`.
+A file that cannot be read, a line that is not UTF-8 and a line that is not JSON are
+`FixtureError`s naming the file and the line, never a bare `OSError`, `UnicodeDecodeError`
+or `JSONDecodeError`.
 """
 
 from __future__ import annotations
 
 import codecs
+import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from ._errors import FixtureError
 
@@ -36,3 +40,20 @@ def read_lines(path: str | Path, *, what: str) -> list[str]:
                 line=lineno,
             ) from None
     return lines
+
+
+def json_rows(
+    lines: Iterable[str], path: str | Path, *, comments: bool = False
+) -> Iterator[tuple[int, Any]]:
+    """``(line number, parsed JSON)`` for each line that is not blank (nor, with `comments`,
+    a ``#`` comment)."""
+    for lineno, raw in enumerate(lines, 1):
+        stripped = raw.strip()
+        if not stripped or (comments and stripped.startswith("#")):
+            continue
+        try:
+            yield lineno, json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise FixtureError(
+                f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=lineno
+            ) from None

@@ -22,7 +22,7 @@ from ._errors import (
     FixtureUnconsumed,
     ModelError,
 )
-from ._jsonl import read_lines
+from ._jsonl import json_rows, read_lines
 from ._messages import ModelRequest, ModelResponse, ToolCall, Usage
 
 _LINE_KEYS = frozenset(
@@ -161,19 +161,7 @@ class ScriptedModelClient:
 
 def parse_script(lines: Iterable[str], path: str) -> list[ScriptLine]:
     """Parse fixture lines; blank lines and lines starting with ``#`` are skipped."""
-    parsed: list[ScriptLine] = []
-    for lineno, raw in enumerate(lines, 1):
-        stripped = raw.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        try:
-            row = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise FixtureError(
-                f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=lineno
-            ) from None
-        parsed.append(_parse_line(row, path, lineno))
-    return parsed
+    return [_parse_line(row, path, n) for n, row in json_rows(lines, path, comments=True)]
 
 
 def _parse_line(row: object, path: str, lineno: int) -> ScriptLine:

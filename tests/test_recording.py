@@ -45,11 +45,12 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
 
 
-def keys(events: list[Event]) -> list[dict[str, Any]]:
-    """Events without timing or the run id, for comparing a replay with the original."""
+def keys(events: list[Event], *, times: bool = False) -> list[dict[str, Any]]:
+    """Events without the run id (and without timing unless `times`), for comparing a replay
+    with the original."""
     out = []
     for event in events:
-        key = event.replay_key()
+        key = event.to_dict() if times else event.replay_key()
         key.pop("run_id", None)
         out.append(key)
     return out
@@ -74,6 +75,17 @@ async def run(
         sinks=[sink],
     )
     return sink, await harness.run("write xy to a")
+
+
+async def record(
+    tmp_path: Path, inner: ModelClient, policy: TerminationPolicy | None = None
+) -> tuple[Path, ListSink, Any]:
+    """Run through a recorder in a fresh workspace: the fixture, the events and the result."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    fixture = tmp_path / "recorded.jsonl"
+    events, result = await run(RecordingModelClient(inner, fixture), workspace, policy)
+    return fixture, events, result
 
 
 def write_call(call_id: str, content: str) -> dict[str, Any]:
@@ -151,31 +163,19 @@ async def test_a_call_cut_off_by_the_deadline_replays_to_the_same_cut(tmp_path: 
             {"text": "never seen", "delay": 100},
         ]
     )
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    fixture = tmp_path / "recorded.jsonl"
     policy = TerminationPolicy(
         budget=Budget(max_wall_time=10.0), completion_check=FileCheck("a", "xy")
     )
-    original_events, original = await run(RecordingModelClient(inner, fixture), workspace, policy)
+    fixture, original_events, original = await record(tmp_path, inner, policy)
     assert isinstance(original.halt_reason, BudgetExceeded)
     last = json.loads(fixture.read_text().splitlines()[-1])
     assert last["delay"] == 10.0
     assert "cancelled" in last["comment"]
 
-    replay_events, replayed = await run(ScriptedModelClient.from_jsonl(fixture), workspace, policy)
+    replay = ScriptedModelClient.from_jsonl(fixture)
+    replay_events, replayed = await run(replay, tmp_path / "ws", policy)
     assert replayed.halt_reason == original.halt_reason
     assert keys(replay_events.events) == keys(original_events.events)
-
-
-def timed(events: list[Event]) -> list[dict[str, Any]]:
-    """Events with their times, without the run id."""
-    out = []
-    for event in events:
-        data = event.to_dict()
-        data.pop("run_id", None)
-        out.append(data)
-    return out
 
 
 async def test_a_run_halted_by_its_wall_time_replays_to_the_same_budget_halt(
@@ -191,19 +191,16 @@ async def test_a_run_halted_by_its_wall_time_replays_to_the_same_budget_halt(
             {"text": "never seen", "delay": 100},
         ]
     )
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    fixture = tmp_path / "recorded.jsonl"
     policy = TerminationPolicy(
         budget=Budget(max_wall_time=10.0), completion_check=FileCheck("a", "never")
     )
-    original_events, original = await run(RecordingModelClient(inner, fixture), workspace, policy)
+    fixture, original_events, original = await record(tmp_path, inner, policy)
     assert original.halt_reason == BudgetExceeded("max_wall_time", 10.0, 10.0)
 
     replay = ScriptedModelClient.from_jsonl(fixture)
-    replay_events, replayed = await run(replay, workspace, policy)
+    replay_events, replayed = await run(replay, tmp_path / "ws", policy)
     assert replayed.halt_reason == original.halt_reason
-    assert timed(replay_events.events) == timed(original_events.events)
+    assert keys(replay_events.events, times=True) == keys(original_events.events, times=True)
     assert replay.remaining == 0
     lines = [json.loads(line) for line in fixture.read_text().splitlines()]
     assert [line.get("delay") for line in lines] == [6, 3.25, 0.75]
@@ -215,18 +212,15 @@ async def test_a_failed_call_keeps_its_latency(tmp_path: Path) -> None:
     inner = ScriptedModelClient.from_responses(
         [{"error": {"kind": "server", "message": "overloaded", "retryable": True}, "delay": 4}]
     )
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    fixture = tmp_path / "recorded.jsonl"
-    original_events, original = await run(RecordingModelClient(inner, fixture), workspace)
+    fixture, original_events, original = await record(tmp_path, inner)
     line = json.loads(fixture.read_text())
     assert (line["delay"], line["error"]) == (
         4,
         {"kind": "server", "message": "overloaded", "retryable": True},
     )
-    replay_events, replayed = await run(ScriptedModelClient.from_jsonl(fixture), workspace)
+    replay_events, replayed = await run(ScriptedModelClient.from_jsonl(fixture), tmp_path / "ws")
     assert replayed.halt_reason == original.halt_reason == ModelFailed("server", "overloaded")
-    assert timed(replay_events.events) == timed(original_events.events)
+    assert keys(replay_events.events, times=True) == keys(original_events.events, times=True)
 
 
 async def test_an_older_recording_replays_its_latency_as_the_delay(tmp_path: Path) -> None:
