@@ -16,6 +16,7 @@ import attrs
 import pytest
 
 from harness import ConfigurationError, FakeClock
+from strategies._cli import main
 from strategies._cli._claude_transcript import TAIL_BYTES, TranscriptError, last_answer
 from strategies._cli._hook import DEFAULT_TIME_LIMIT, claude_stop, register
 from strategies._cli._spec import load_spec
@@ -486,3 +487,20 @@ def test_the_default_deadline_leaves_a_margin_under_the_agents_hook_timeout(
     assert answer is not None
     assert "did not finish within the checks' 0.5s deadline" in answer["reason"]
     assert "(--timeout): raise it together" in err
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [["--max-blocks", "many"], ["--bogus"], ["--timeout"], []],
+)
+def test_a_bad_hook_command_line_is_a_non_blocking_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str]
+) -> None:
+    """argparse exits 2 on a bad command line, which the agent takes as "block the stop":
+    for the hook it is exit 1, so a typo in settings.json cannot wedge every session."""
+    argv = ["hook", "claude-stop", *(["--spec", str(tmp_path / "s.toml")] if extra else [])]
+    assert main([*argv, *extra]) == 1
+    assert "error:" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as caught:
+        main(["run"])
+    assert caught.value.code == 2  # other commands keep argparse's usage error

@@ -56,6 +56,7 @@ TRANSCRIPT_FIELD = {"Stop": "transcript_path", "SubagentStop": "agent_transcript
 DEFAULT_TIME_LIMIT = 50.0
 EXIT_OK = 0
 EXIT_BROKEN = 1  # a non-blocking error for the agent: it may stop
+EXIT_ARGPARSE = 2  # argparse's exit code for a bad command line, which would block the stop
 
 
 class HookPayloadError(ValueError):
