@@ -259,21 +259,14 @@ class ListSink:
 
 
 def read_transcript(path: str | Path) -> list[dict[str, Any]]:
-    """Load a JSONL transcript written by `JsonlTranscript`."""
+    """Load a JSONL transcript written by `JsonlTranscript`; a file that cannot be read, a line
+    that is not UTF-8 and a line that is not a JSON event are `FixtureError`s naming the line."""
     from ._errors import FixtureError
+    from ._jsonl import json_rows, read_lines
 
     rows: list[dict[str, Any]] = []
-    with Path(path).open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise FixtureError(
-                    f"not valid JSON ({exc.msg} at column {exc.colno})", path=path, line=lineno
-                ) from None
-            if not isinstance(row, dict) or "event" not in row:
-                raise FixtureError("not a transcript event", path=path, line=lineno, field="event")
-            rows.append(row)
+    for lineno, row in json_rows(read_lines(path, what="transcript"), path):
+        if not isinstance(row, dict) or "event" not in row:
+            raise FixtureError("not a transcript event", path=path, line=lineno, field="event")
+        rows.append(row)
     return rows

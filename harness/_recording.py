@@ -1,10 +1,12 @@
 """`RecordingModelClient`: wraps any model client and writes every exchange as a fixture line.
 
 A line holds the response (text, tool calls, usage, model, stop reason), the agent that asked,
-the request's digest and the call's latency, in the format `ScriptedModelClient` replays. A
-failed call is recorded as an ``error`` line, and a call cut off by a deadline as a line whose
-``delay`` is the time it ran, so the replay, on the same clock, is cut off at the same point.
-Replaying the file with the same tools, checks and workspace reproduces the run's events.
+the request's digest and, as ``delay``, the time the call took on the run's clock, in the
+format `ScriptedModelClient` replays. A failed call is recorded as an ``error`` line after its
+delay, and a call cut off by a deadline as a line whose ``delay`` is the time it ran, so the
+replay, on the same clock, spends the same time in every call and is cut off at the same
+point. Replaying the file with the same tools, checks and workspace reproduces the run's
+events, and a run halted by its wall-time budget halts the same way.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ class RecordingModelClient:
             error: dict[str, Any] = {"kind": exc.kind, "message": str(exc)}
             if exc.retryable:
                 error["retryable"] = True
-            self._write({**head, "error": error, "latency": self._since(started)})
+            self._write({**head, **self._delay(started), "error": error})
             raise
         except anyio.get_cancelled_exc_class():
             ran = self._since(started)
@@ -72,16 +74,20 @@ class RecordingModelClient:
                     "comment": f"cancelled after {ran:g}s (a deadline or the caller)",
                     "delay": ran,
                     "error": {"kind": "timeout", "message": f"the call was cancelled after {ran}s"},
-                    "latency": ran,
                 }
             )
             raise
-        self._write({**head, **response_line(response), "latency": self._since(started)})
+        self._write({**head, **response_line(response), **self._delay(started)})
         return response
 
     def _since(self, started: float) -> float:
         # Not rounded: a replay on the same clock must reach the same deadline exactly.
         return max(self._clock.now() - started, 0.0)
+
+    def _delay(self, started: float) -> dict[str, float]:
+        """The call's latency as the line's ``delay``, which the replay sleeps (none if 0)."""
+        ran = self._since(started)
+        return {"delay": ran} if ran > 0 else {}
 
     def _write(self, line: dict[str, Any]) -> None:
         with self.path.open("a", encoding="utf-8") as handle:

@@ -22,6 +22,7 @@ from ._errors import (
     FixtureUnconsumed,
     ModelError,
 )
+from ._jsonl import json_rows, read_lines
 from ._messages import ModelRequest, ModelResponse, ToolCall, Usage
 
 _LINE_KEYS = frozenset(
@@ -89,11 +90,8 @@ class ScriptedModelClient:
     def from_jsonl(cls, path: str | Path, *, clock: Clock | None = None) -> ScriptedModelClient:
         """Load a fixture file; every malformed line is reported with its number and field."""
         file = Path(path)
-        try:
-            text = file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise FixtureError(f"cannot read the fixture: {exc.strerror}", path=file) from None
-        return cls(parse_script(text.splitlines(), str(file)), clock=clock, name=str(file))
+        lines = read_lines(file, what="fixture")
+        return cls(parse_script(lines, str(file)), clock=clock, name=str(file))
 
     @classmethod
     def from_responses(
@@ -163,19 +161,7 @@ class ScriptedModelClient:
 
 def parse_script(lines: Iterable[str], path: str) -> list[ScriptLine]:
     """Parse fixture lines; blank lines and lines starting with ``#`` are skipped."""
-    parsed: list[ScriptLine] = []
-    for lineno, raw in enumerate(lines, 1):
-        stripped = raw.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        try:
-            row = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise FixtureError(
-                f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=lineno
-            ) from None
-        parsed.append(_parse_line(row, path, lineno))
-    return parsed
+    return [_parse_line(row, path, n) for n, row in json_rows(lines, path, comments=True)]
 
 
 def _parse_line(row: object, path: str, lineno: int) -> ScriptLine:
@@ -197,9 +183,11 @@ def _parse_line(row: object, path: str, lineno: int) -> ScriptLine:
     for key in ("model", "stop_reason", "agent"):
         if key in row and not isinstance(row[key], str):
             raise fail(key, f"must be a string (got {type(row[key]).__name__})")
-    delay = row.get("delay", 0)
+    # Recordings made before `delay` held every call's latency wrote it as `latency` only.
+    delay_key = "latency" if "latency" in row and "delay" not in row else "delay"
+    delay = row.get(delay_key, 0)
     if isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0:
-        raise fail("delay", f"must be a number of seconds >= 0 (got {delay!r})")
+        raise fail(delay_key, f"must be a number of seconds >= 0 (got {delay!r})")
     expect = row.get("expect", {})
     if not isinstance(expect, dict):
         raise fail("expect", f"must be an object (got {type(expect).__name__})")

@@ -89,7 +89,18 @@ def test_check_command_gates_on_every_check(
         (
             BASE.replace('prompt = "make done.txt"', ""),
             "",
-            "'prompt' (or 'prompt_file') is required",
+            "cannot run this spec: it has no 'prompt' (or 'prompt_file')",
+        ),
+        (
+            BASE.replace('[model]\ntype = "fixture"\npath = "script.jsonl"\n', ""),
+            "",
+            "spec.toml: cannot run this spec: it has no [model] table (a spec with only "
+            "[[checks]] serves `harness check` and `harness hook`",
+        ),
+        (
+            BASE.replace('[model]\ntype = "fixture"\npath = "script.jsonl"\n', "model = 3\n"),
+            "",
+            "spec.toml: model must be a table (got int)",
         ),
         (
             BASE.replace('workspace = "ws"', 'workspace = "nowhere"'),
@@ -114,6 +125,53 @@ def test_spec_errors_name_the_file_and_key(
     assert main(["run", str(spec)]) == 2
     err = capsys.readouterr().err
     assert fragment in err
+
+
+CHECKS_ONLY = """
+workspace = "ws"
+[[checks]]
+type = "files"
+paths = ["done.txt"]
+"""
+
+
+def test_a_spec_with_only_checks_is_checked_but_not_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`harness check` needs only [[checks]]; `harness run` names both things it lacks."""
+    spec = _spec(tmp_path, CHECKS_ONLY, "")
+    (tmp_path / "ws" / "done.txt").write_text("yes")
+    assert main(["check", str(spec)]) == 0
+    assert "1 passed, 0 failed" in capsys.readouterr().out
+    assert main(["run", str(spec)]) == 2
+    out, err = capsys.readouterr()
+    assert err == (
+        f"harness: {spec}: cannot run this spec: it has no [model] table and no 'prompt' (or "
+        "'prompt_file') (a spec with only [[checks]] serves `harness check` and `harness "
+        'hook`; to run it, add e.g. [model] type = "fixture", path = ...)\n'
+    )
+    assert out == ""
+
+
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_files_that_are_not_utf8_are_named_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """A spec, prompt file or fixture with a Latin-1 byte is a `harness:` error naming it."""
+    spec = _spec(tmp_path, BASE, "")
+    spec.write_bytes(BASE.encode() + b"# caf\xe9\n")
+    assert main([command, str(spec)]) == 2
+    assert f"harness: {spec}: not UTF-8 (byte 0xe9)" in capsys.readouterr().err
+    (tmp_path / "prompt.txt").write_bytes(b"caf\xe9")
+    spec.write_text(BASE.replace('prompt = "make done.txt"', 'prompt_file = "prompt.txt"'))
+    assert main([command, str(spec)]) == 2
+    assert "prompt.txt' is not UTF-8 (byte 0xe9)" in capsys.readouterr().err
+    if command == "run":
+        spec.write_text(BASE)
+        (tmp_path / "script.jsonl").write_bytes(b'{"text": "caf\xe9"}\n')
+        assert main([command, str(spec)]) == 2
+        err = capsys.readouterr().err
+        assert "script.jsonl:1: not UTF-8: byte 0xe9 at byte 14 of the line" in err
 
 
 def test_missing_spec_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,6 +26,7 @@ from harness import (
     ScriptedModelClient,
     SessionStateSnapshot,
     fixture_from_transcript,
+    read_transcript,
     workspace_tools,
     write_fixture,
 )
@@ -256,6 +257,49 @@ def test_a_missing_fixture_file_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "missing.jsonl"
     with pytest.raises(FixtureError, match=r"missing\.jsonl: cannot read the fixture"):
         ScriptedModelClient.from_jsonl(path)
+
+
+def test_a_line_that_is_not_utf8_names_file_line_and_byte(tmp_path: Path) -> None:
+    """A fixture with a byte that is not UTF-8 is a FixtureError naming the line and the
+    byte, not a UnicodeDecodeError."""
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(b'# header\n{"text": "fine"}\n{"text": "caf\xe9"}\n')
+    with pytest.raises(FixtureError) as caught:
+        ScriptedModelClient.from_jsonl(path)
+    assert str(caught.value) == f"{path}:3: not UTF-8: byte 0xe9 at byte 14 of the line"
+    assert (caught.value.path, caught.value.line) == (str(path), 3)
+
+
+def test_lines_split_only_at_newlines_and_a_bom_is_dropped(tmp_path: Path) -> None:
+    """JSONL lines end at \\n only: a raw U+2028 or U+0085 inside a string (as a recording
+    writes model text) stays in the text, and a leading byte-order mark is ignored."""
+    texts = ["one\u2028two", "three\x85four\x0cfive"]
+    path = tmp_path / "odd.jsonl"
+    body = "".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts)
+    path.write_bytes(b"\xef\xbb\xbf" + body.encode())
+    model = ScriptedModelClient.from_jsonl(path)
+    assert [line.response.text for line in model._lines if line.response] == texts
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"event": "run.started"}\n{"event": "\xff"}\n', ":2: not UTF-8: byte 0xff at byte 12"),
+        (None, ": cannot read the transcript: No such file or directory"),
+    ],
+)
+def test_a_transcript_that_cannot_be_read_is_a_fixture_error(
+    tmp_path: Path, content: bytes | None, message: str
+) -> None:
+    """read_transcript and fixture_from_transcript name the file (and line) of a transcript
+    that is missing or not UTF-8, instead of raising OSError or UnicodeDecodeError."""
+    path = tmp_path / "t.jsonl"
+    if content is not None:
+        path.write_bytes(content)
+    for read in (read_transcript, fixture_from_transcript):
+        with pytest.raises(FixtureError) as caught:
+            read(path)
+        assert str(caught.value).startswith(f"{path}{message}")
 
 
 @pytest.mark.anyio

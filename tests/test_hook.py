@@ -5,13 +5,20 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
+import subprocess
+import sys
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
 
-from strategies._cli._hook import claude_stop, register
+from harness import ConfigurationError, FakeClock
+from strategies._cli import main
+from strategies._cli._claude_transcript import TAIL_BYTES, TranscriptError, last_answer
+from strategies._cli._hook import DEFAULT_TIME_LIMIT, claude_stop, register
 from strategies._cli._spec import load_spec
 
 PAYLOADS = Path(__file__).resolve().parent.parent / "fixtures" / "hooks"
@@ -38,14 +45,20 @@ def setup(tmp_path: Path) -> Path:
     (tmp_path / "workspace").mkdir()
     (tmp_path / "spec.toml").write_text(SPEC)
     (tmp_path / "transcript.jsonl").write_text((PAYLOADS / "transcript.jsonl").read_text())
+    (tmp_path / "subagents").mkdir()
+    (tmp_path / SUBAGENT).write_text((PAYLOADS / SUBAGENT).read_text())
     return tmp_path
+
+
+SUBAGENT = "subagents/agent-a1b2c3d4.jsonl"
 
 
 def payload(root: Path, name: str = "stop.json", **changes: Any) -> dict[str, Any]:
     """A fixture payload with its relative paths made absolute under `root`."""
     data: dict[str, Any] = json.loads((PAYLOADS / name).read_text())
-    data["cwd"] = str(root / data["cwd"])
-    data["transcript_path"] = str(root / data["transcript_path"])
+    for key in ("cwd", "transcript_path", "agent_transcript_path"):
+        if key in data:
+            data[key] = str(root / data[key])
     data.update(changes)
     return data
 
@@ -161,6 +174,34 @@ def test_a_subagent_stop_is_checked_like_a_stop(
     assert answer["decision"] == "block"
 
 
+def test_a_subagent_stop_reads_the_subagents_own_transcript(
+    setup: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A subagent's answer is read from agent_transcript_path: transcript_path is the main
+    session's, whose DONE must not pass the subagent's stop (and the other way round)."""
+    (setup / "workspace" / "report.md").write_text("# Report\n")
+    code, answer, _ = hook(setup, payload(setup, "subagent_stop.json"), capsys, monkeypatch)
+    assert code == 0
+    assert answer is not None
+    assert "does not contain the completion signal DONE" in answer["reason"]
+    (setup / SUBAGENT).write_text(
+        json.dumps({"message": {"role": "assistant", "content": "Report written.\nDONE"}}) + "\n"
+    )
+    (setup / "transcript.jsonl").write_text("")
+    code, answer, _ = hook(setup, payload(setup, "subagent_stop.json"), capsys, monkeypatch)
+    assert (code, answer) == (0, None)
+    # A main-session Stop still reads transcript_path, now empty: no answer, so blocked.
+    _, answer, _ = hook(setup, payload(setup), capsys, monkeypatch)
+    assert answer is not None
+    # A SubagentStop without agent_transcript_path has no answer (the main one is not it).
+    bare = payload(setup, "subagent_stop.json")
+    del bare["agent_transcript_path"]
+    (setup / "transcript.jsonl").write_text((PAYLOADS / "transcript.jsonl").read_text())
+    _, answer, _ = hook(setup, bare, capsys, monkeypatch)
+    assert answer is not None
+    assert "your final message is empty" in answer["reason"]
+
+
 def test_block_counts_are_kept_per_session(
     setup: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -231,8 +272,6 @@ async def test_a_check_that_raises_blocks_fail_closed(setup: Path) -> None:
 @pytest.mark.anyio
 async def test_max_blocks_must_be_positive(setup: Path) -> None:
     """A cap of zero would never block; it is refused by name."""
-    from harness import ConfigurationError
-
     with pytest.raises(ConfigurationError, match="'max_blocks'"):
         await claude_stop(
             payload(setup), load_spec(setup / "spec.toml"), state_dir=setup, max_blocks=0
@@ -253,20 +292,17 @@ async def test_max_blocks_must_be_positive(setup: Path) -> None:
             True,
         ),
         ('{"message": {"role": "assistant", "content": "no signal here"}}\n', False),
-        (None, False),
+        ("", False),
     ],
 )
 @pytest.mark.anyio
 async def test_the_last_answer_is_read_from_whatever_the_transcript_holds(
-    setup: Path, transcript: str | None, passes: bool
+    setup: Path, transcript: str, passes: bool
 ) -> None:
-    """Skips lines that are not answers; a missing transcript means no answer (not done)."""
+    """Skips lines that are not answers; no answer in the transcript, or no transcript named
+    in the payload, means no answer (not done)."""
     (setup / "workspace" / "report.md").write_text("# Report\n")
-    path = setup / "transcript.jsonl"
-    if transcript is None:
-        path.unlink()
-    else:
-        path.write_text(transcript)
+    (setup / "transcript.jsonl").write_text(transcript)
     spec = load_spec(setup / "spec.toml")
     decision = await claude_stop(payload(setup), spec, state_dir=setup / "state")
     assert decision.block is not passes
@@ -274,3 +310,197 @@ async def test_the_last_answer_is_read_from_whatever_the_transcript_holds(
     del bare["transcript_path"]
     unanswered = await claude_stop(bare, spec, state_dir=setup / "state")
     assert unanswered.block
+
+
+def test_a_tilde_in_the_transcript_path_means_home(
+    setup: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code may send ``~/.claude/projects/...``: the hook reads it under HOME."""
+    monkeypatch.setenv("HOME", str(setup))
+    (setup / "workspace" / "report.md").write_text("# Report\n")
+    stop = payload(setup, transcript_path="~/transcript.jsonl")
+    assert hook(setup, stop, capsys, monkeypatch)[:2] == (0, None)
+    subagent = payload(setup, "subagent_stop.json", agent_transcript_path=f"~/{SUBAGENT}")
+    _, answer, _ = hook(setup, subagent, capsys, monkeypatch)
+    assert answer is not None
+    assert "does not contain the completion signal DONE" in answer["reason"]
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("missing.jsonl", "cannot read the transcript {path!r}: No such file or directory"),
+        ("workspace", "the transcript {path!r} is not a regular file"),
+    ],
+)
+def test_a_transcript_that_cannot_be_read_is_an_error_not_an_empty_answer(
+    setup: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    message: str,
+) -> None:
+    """A transcript named but unreadable is reported (exit 1, non-blocking), never checked as
+    if the agent's final message were empty."""
+    path = str(setup / name)
+    code, answer, err = hook(setup, payload(setup, transcript_path=path), capsys, monkeypatch)
+    assert (code, answer) == (1, None)
+    assert err == f"harness hook: transcript_path: {message.format(path=path)}\n"
+    subagent = payload(setup, "subagent_stop.json", agent_transcript_path=path)
+    code, _, err = hook(setup, subagent, capsys, monkeypatch)
+    assert code == 1
+    assert err.startswith("harness hook: agent_transcript_path: ")
+
+
+def _limit_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (512 * 1024 * 1024, 512 * 1024 * 1024))
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_fifo_or_device_as_the_transcript_neither_hangs_nor_fills_memory(
+    setup: Path, kind: str
+) -> None:
+    """The real command, as the agent runs it: a FIFO with no writer or /dev/zero as the
+    transcript is refused at once (opened without blocking, and not a regular file)."""
+    if kind == "fifo":
+        path = setup / "fifo"
+        os.mkfifo(path)
+    else:
+        path = Path("/dev/zero")
+    argv = [sys.executable, "-m", "strategies", "hook", "claude-stop"]
+    argv += ["--spec", str(setup / "spec.toml"), "--state-dir", str(setup / "state")]
+    done = subprocess.run(
+        argv,
+        input=json.dumps(payload(setup, transcript_path=str(path))),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        preexec_fn=_limit_memory,  # a regression fails with MemoryError, not the machine
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        f"harness hook: transcript_path: the transcript {str(path)!r} is not a regular file\n"
+    )
+
+
+def test_only_the_tail_of_a_long_transcript_is_read(tmp_path: Path) -> None:
+    """The answer is found in the last TAIL_BYTES; memory stays near that bound however long
+    the transcript; an answer that does not fit in the tail is an error, not an older answer."""
+    path = tmp_path / "long.jsonl"
+    early = json.dumps({"message": {"role": "assistant", "content": "EARLY DONE"}})
+    late = json.dumps({"message": {"role": "assistant", "content": "late " * 40}})
+    with path.open("w") as handle:
+        handle.write(early + "\n" + "x" * (4 * TAIL_BYTES) + "\n" + late + "\n")
+    tracemalloc.start()
+    try:
+        assert last_answer(path) == ("late " * 40)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * TAIL_BYTES  # the whole file is 4 times the tail
+    with pytest.raises(TranscriptError, match="no assistant answer in its last 100 bytes"):
+        last_answer(path, limit=100)
+    assert last_answer(path, limit=len(late) + 2) == "late " * 40
+
+
+CHECKS_ONLY = """\
+[[checks]]
+type = "files"
+paths = ["report.md"]
+"""
+
+
+def test_a_spec_with_only_checks_serves_the_hook(
+    setup: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No prompt, no [model]: the hook runs the checks all the same."""
+    (setup / "spec.toml").write_text(CHECKS_ONLY)
+    code, answer, _ = hook(setup, payload(setup), capsys, monkeypatch)
+    assert code == 0
+    assert answer is not None
+    assert "report.md" in answer["reason"]
+    (setup / "workspace" / "report.md").write_text("# Report\n")
+    assert hook(setup, payload(setup), capsys, monkeypatch)[:2] == (0, None)
+
+
+class Sleeper:
+    """A check that takes `seconds` on the clock (a slow test suite)."""
+
+    def __init__(self, clock: FakeClock, seconds: float) -> None:
+        self.clock = clock
+        self.seconds = seconds
+
+    async def check(self, state: Any) -> str | None:
+        await self.clock.sleep(self.seconds)
+        return None
+
+    def description(self) -> str:
+        return f"a check that takes {self.seconds:g}s"
+
+
+@pytest.mark.anyio
+async def test_the_checks_end_within_the_hooks_own_deadline(setup: Path) -> None:
+    """All checks together get time_limit: the one running then is cancelled and the rest are
+    not started; both count as not done, and the note says which two settings to raise."""
+    clock = FakeClock()
+    checks = (Sleeper(clock, 20), Sleeper(clock, 1000), Sleeper(clock, 1))
+    spec = attrs.evolve(load_spec(setup / "spec.toml"), checks=checks)
+    decision = await claude_stop(
+        payload(setup), spec, state_dir=setup / "state", time_limit=50, clock=clock
+    )
+    assert clock.now() == 50
+    assert decision.block
+    assert decision.reason is not None
+    lines = decision.reason.splitlines()
+    assert lines[1:5] == [
+        "- a check that takes 1000s",
+        "  did not finish within the checks' 50s deadline",
+        "- a check that takes 1s",
+        "  was not started within the checks' 50s deadline",
+    ]
+    assert decision.note == (
+        "the checks were cut off by the hook's 50s deadline (--timeout): raise it together "
+        "with the hook's \"timeout\" in the agent's settings"
+    )
+    with pytest.raises(ConfigurationError, match="'time_limit' must be a positive number"):
+        await claude_stop(payload(setup), spec, state_dir=setup / "state", time_limit=0)
+
+
+def test_the_default_deadline_leaves_a_margin_under_the_agents_hook_timeout(
+    setup: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By default a slow check is cut at 50 s, 10 s before the 60 s after which Claude Code
+    (before it raised its default) kills a command hook; --timeout gives more time."""
+    assert DEFAULT_TIME_LIMIT == 50
+    parser = argparse.ArgumentParser(prog="harness")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["hook", "claude-stop", "--spec", "s.toml"])
+    assert args.timeout == DEFAULT_TIME_LIMIT
+    (setup / "spec.toml").write_text(
+        '[[checks]]\ntype = "command"\ncommand = ["sleep", "30"]\nwhat = "the suite"\n'
+    )
+    code, answer, err = hook(setup, payload(setup), capsys, monkeypatch, "--timeout", "0.5")
+    assert code == 0
+    assert answer is not None
+    assert "did not finish within the checks' 0.5s deadline" in answer["reason"]
+    assert "(--timeout): raise it together" in err
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [["--max-blocks", "many"], ["--bogus"], ["--timeout"], []],
+)
+def test_a_bad_hook_command_line_is_a_non_blocking_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str]
+) -> None:
+    """argparse exits 2 on a bad command line, which the agent takes as "block the stop":
+    for the hook it is exit 1, so a typo in settings.json cannot wedge every session."""
+    argv = ["hook", "claude-stop", *(["--spec", str(tmp_path / "s.toml")] if extra else [])]
+    assert main([*argv, *extra]) == 1
+    assert "error:" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as caught:
+        main(["run"])
+    assert caught.value.code == 2  # other commands keep argparse's usage error

@@ -28,7 +28,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse arguments and run the chosen subcommand; returns the exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        if exc.code == _hook.EXIT_ARGPARSE and argv[:1] == ["hook"]:
+            # To the agent, exit 2 from a Stop hook blocks the stop: a typo in the hook's
+            # command line would send the agent back to work at every stop, for ever.
+            return _hook.EXIT_BROKEN
+        raise
     code: int = args.handler(args)
     return code
 

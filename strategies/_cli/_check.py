@@ -11,7 +11,7 @@ import anyio
 
 from harness import ConfigurationError
 
-from ._checking import Verdict, run_checks
+from ._checking import Checked, run_checks
 from ._spec import load_spec
 
 
@@ -38,10 +38,10 @@ def handle(args: argparse.Namespace) -> int:
         print(f"harness: workspace {str(workspace)!r} is not a folder", file=sys.stderr)
         return 2
 
-    async def go() -> list[Verdict]:
+    async def go() -> Checked:
         return await run_checks(spec, workspace, final_text=args.answer)
 
-    verdicts = anyio.run(go)
+    verdicts = anyio.run(go).verdicts
     for verdict in verdicts:
         mark = "PASS" if verdict.passed else "FAIL"
         print(f"{mark}  {verdict.description}")

@@ -4,8 +4,10 @@ checks on the workspace and blocks the stop, with the reason, until they pass.
 The agent (Claude Code, or anything that speaks its hook protocol) pipes a JSON payload to
 stdin: ``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name`` (``"Stop"`` or
 ``"SubagentStop"``) and ``stop_hook_active``, which is true when the agent is already going
-on because a Stop hook blocked it. The answer is ``{"decision": "block", "reason": ...}`` on
-stdout, or nothing (exit 0) to let it stop.
+on because a Stop hook blocked it. The agent's final answer is ``last_assistant_message``, or
+the last answer in its transcript: ``transcript_path`` for a Stop, ``agent_transcript_path``
+(the subagent's own) for a SubagentStop. The answer is ``{"decision": "block", "reason":
+...}`` on stdout, or nothing (exit 0) to let it stop.
 
 It can never wedge a session:
 
@@ -16,9 +18,11 @@ It can never wedge a session:
   the checks run again on re-entry, because the agent did more work since the last block,
   and the cap bounds the chain. With ``--reentry allow`` a re-entered stop is always allowed:
   at most one block per chain.
-- A payload or spec that cannot be read is reported on stderr with exit code 1, which the
-  agent treats as a non-blocking error: a broken setup never traps the agent. A check that
-  fails or times out counts as "not done" (fail closed), within the cap.
+- A payload, spec or transcript that cannot be read is reported on stderr with exit code 1,
+  which the agent treats as a non-blocking error: a broken setup never traps the agent. A
+  check that fails or times out counts as "not done" (fail closed), within the cap.
+- The checks together get ``--timeout`` seconds (`DEFAULT_TIME_LIMIT`), less than the time
+  after which the agent kills the hook, so the hook always answers.
 """
 
 from __future__ import annotations
@@ -35,16 +39,24 @@ from typing import Any, Literal
 import anyio
 from attrs import frozen
 
-from harness import ConfigurationError
+from harness import Clock, ConfigurationError
 
 from ._checking import run_checks
+from ._claude_transcript import TranscriptError, last_answer
 from ._spec import Spec, load_spec
 
 Reentry = Literal["check", "allow"]
 DEFAULT_MAX_BLOCKS = 5
 EVENTS = ("Stop", "SubagentStop")
+# The payload field naming the transcript of the agent that is stopping: a subagent's own
+# answer is in its own transcript, while its `transcript_path` is the main session's.
+TRANSCRIPT_FIELD = {"Stop": "transcript_path", "SubagentStop": "agent_transcript_path"}
+# The hook's own deadline for all its checks: below the 60 s that Claude Code gave a command
+# hook by default before it raised that to 600 s, with a margin for starting and answering.
+DEFAULT_TIME_LIMIT = 50.0
 EXIT_OK = 0
 EXIT_BROKEN = 1  # a non-blocking error for the agent: it may stop
+EXIT_ARGPARSE = 2  # argparse's exit code for a bad command line, which would block the stop
 
 
 class HookPayloadError(ValueError):
@@ -94,19 +106,25 @@ class StopPayload:
         active = data.get("stop_hook_active", False)
         if not isinstance(active, bool):
             raise HookPayloadError(f"'stop_hook_active' must be true or false (got {active!r})")
-        cwd = data.get("cwd")
-        transcript = data.get("transcript_path")
         last = data.get("last_assistant_message")
         return cls(
             session_id=session,
-            cwd=Path(cwd) if isinstance(cwd, str) and cwd else None,
+            cwd=_path(data, "cwd"),
             event=event,
             reentry=active,
-            transcript_path=Path(transcript)
-            if isinstance(transcript, str) and transcript
-            else None,
+            transcript_path=_path(data, TRANSCRIPT_FIELD[event]),
             last_message=last if isinstance(last, str) else None,
         )
+
+
+def _path(data: dict[str, Any], key: str) -> Path | None:
+    """The payload's path `key` with ``~`` expanded; None if it is missing or empty."""
+    value = data.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise HookPayloadError(f"{key!r} must be a path (got {value!r})")
+    return Path(value).expanduser()
 
 
 async def claude_stop(
@@ -117,13 +135,21 @@ async def claude_stop(
     max_blocks: int = DEFAULT_MAX_BLOCKS,
     reentry: Reentry = "check",
     workspace: Path | None = None,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    clock: Clock | None = None,
 ) -> StopDecision:
     """Decide one stop: run the spec's checks on the workspace and block or allow.
 
-    The workspace is `workspace`, else the payload's ``cwd``, else the spec's own.
+    The workspace is `workspace`, else the payload's ``cwd``, else the spec's own. The checks
+    together get `time_limit` seconds (on `clock`); a check still running then, and any not
+    yet started, count as not done.
     """
     if isinstance(max_blocks, bool) or not isinstance(max_blocks, int) or max_blocks < 1:
         raise ConfigurationError(f"'max_blocks' must be a positive int (got {max_blocks!r})")
+    if isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or time_limit <= 0:
+        raise ConfigurationError(
+            f"'time_limit' must be a positive number of seconds (got {time_limit!r})"
+        )
     stop = StopPayload.from_json(payload)
     state = _State(state_dir, stop.session_id)
     if stop.reentry and reentry == "allow":
@@ -132,8 +158,17 @@ async def claude_stop(
     folder = workspace or stop.cwd or spec.workspace
     if folder is None or not folder.is_dir():
         raise ConfigurationError(f"the workspace {str(folder)!r} is not an existing folder")
-    verdicts = await run_checks(spec, folder, final_text=_final_text(stop))
+    checked = await run_checks(
+        spec, folder, final_text=_final_text(stop), time_limit=time_limit, clock=clock
+    )
+    verdicts = checked.verdicts
     failed = [v for v in verdicts if not v.passed]
+    late = (
+        f"the checks were cut off by the hook's {time_limit:g}s deadline (--timeout): raise it "
+        "together with the hook's \"timeout\" in the agent's settings"
+        if checked.timed_out
+        else None
+    )
     if not failed:
         state.save(0)
         return StopDecision(False, note="the completion checks pass")
@@ -145,6 +180,7 @@ async def claude_stop(
             note=(
                 f"stop allowed although {len(failed)} check(s) fail: this session was already "
                 f"blocked {blocks} time(s) in a row (--max-blocks {max_blocks})"
+                + (f"; {late}" if late else "")
             ),
             blocks=blocks,
         )
@@ -158,7 +194,7 @@ async def claude_stop(
         lines.append(f"- {verdict.description}")
         lines.extend(f"  {line}" for line in (verdict.reason or "").splitlines())
     lines.append("Keep working on what is missing, then stop again.")
-    return StopDecision(True, reason="\n".join(lines), blocks=blocks)
+    return StopDecision(True, reason="\n".join(lines), note=late, blocks=blocks)
 
 
 def _final_text(stop: StopPayload) -> str | None:
@@ -168,31 +204,9 @@ def _final_text(stop: StopPayload) -> str | None:
     if stop.transcript_path is None:
         return None
     try:
-        lines = stop.transcript_path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return None
-    for raw in reversed(lines):
-        try:
-            entry = json.loads(raw)
-        except ValueError:
-            continue
-        message = entry.get("message") if isinstance(entry, dict) else None
-        if not isinstance(message, dict) or message.get("role") != "assistant":
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            return content
-        if isinstance(content, list):
-            texts = [
-                b["text"]
-                for b in content
-                if isinstance(b, dict)
-                and b.get("type") == "text"
-                and isinstance(b.get("text"), str)
-            ]
-            if texts:
-                return "\n".join(texts)
-    return None
+        return last_answer(stop.transcript_path)
+    except TranscriptError as exc:
+        raise HookPayloadError(f"{TRANSCRIPT_FIELD[stop.event]}: {exc}") from None
 
 
 class _State:
@@ -246,6 +260,15 @@ def register(sub: Any) -> None:
         default="check",
         help="when stop_hook_active is true: check again (default) or always allow",
     )
+    stop.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIME_LIMIT,
+        help=(
+            f"seconds all checks may take together (default {DEFAULT_TIME_LIMIT:g}); keep it below "
+            "the hook's \"timeout\" in the agent's settings"
+        ),
+    )
     stop.add_argument("--state-dir", type=Path, help="where block counts are kept")
     stop.set_defaults(handler=handle_claude_stop)
 
@@ -267,6 +290,7 @@ def handle_claude_stop(args: argparse.Namespace) -> int:
                 max_blocks=args.max_blocks,
                 reentry=args.reentry,
                 workspace=args.workspace,
+                time_limit=args.timeout,
             )
 
         decision = anyio.run(decide)

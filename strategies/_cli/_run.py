@@ -78,6 +78,7 @@ def handle(args: argparse.Namespace) -> int:
 def _handle(args: argparse.Namespace) -> int:
     try:
         spec = load_spec(args.spec)
+        prompt = spec.require_run()
         if args.workspace is not None and not args.workspace.is_dir():
             print(f"harness: --workspace {str(args.workspace)!r} is not a folder", file=sys.stderr)
             return EXIT_ERROR
@@ -113,7 +114,7 @@ def _handle(args: argparse.Namespace) -> int:
         return EXIT_ERROR
 
     async def go() -> RunResult:
-        return await harness.run(spec.prompt)
+        return await harness.run(prompt)
 
     try:
         result = anyio.run(go, backend=args.backend)

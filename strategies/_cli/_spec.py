@@ -1,7 +1,8 @@
 """Run specs: a TOML file naming the prompt, workspace, model, strategy, budget and checks.
 
 Every error names the spec file and the key at fault. Paths in a spec are relative to the
-spec file's folder.
+spec file's folder. Only ``[[checks]]`` is required to load: that is all `harness check` and
+the stop hook use. `harness run` also needs ``prompt`` and ``[model]`` (`Spec.require_run`).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class Spec:
     """A loaded spec: everything needed to build a `Harness` and run it."""
 
     path: Path
-    prompt: str
+    prompt: str | None
     workspace: Path | None
     workspace_template: Path | None
     transcript: Path | None
@@ -76,17 +77,38 @@ class Spec:
     done_tool: bool
     tool_timeout: float
     context_window: int | None
-    model: Mapping[str, Any]
+    model: Mapping[str, Any] | None
     strategy: Mapping[str, Any]
     policy: TerminationPolicy
     checks: tuple[CompletionCheck, ...]
 
+    def require_run(self) -> str:
+        """The prompt to run, or a `SpecError` naming what a run needs and the spec lacks."""
+        if self.model is None or self.prompt is None:
+            missing = [
+                name
+                for name, absent in (
+                    ("[model] table", self.model is None),
+                    ("'prompt' (or 'prompt_file')", self.prompt is None),
+                )
+                if absent
+            ]
+            raise SpecError(
+                f"{self.path}: cannot run this spec: it has no {' and no '.join(missing)} "
+                "(a spec with only [[checks]] serves `harness check` and `harness hook`; "
+                'to run it, add e.g. [model] type = "fixture", path = ...)'
+            )
+        return self.prompt
+
     def build_model(
         self, table: Mapping[str, Any] | None = None, *, where: str = "model"
     ) -> ModelClient:
-        return model_from_config(
-            dict(table or self.model), where=f"{self.path}: {where}", base=self.path.parent
-        )
+        """The model `table` describes (by default the spec's [model])."""
+        if table is None:
+            if self.model is None:
+                raise SpecError(f'{self.path}: a [model] table is required (type = "...")')
+            table = self.model
+        return model_from_config(dict(table), where=f"{self.path}: {where}", base=self.path.parent)
 
     def build_strategy(
         self, *, wrap_model: Callable[[ModelClient, str], ModelClient] | None = None
@@ -163,6 +185,8 @@ def load_spec(path: str | Path, *, model_factory: Callable[..., ModelClient] | N
         raise SpecError(f"{file}: no such spec file") from None
     except OSError as exc:
         raise SpecError(f"{file}: cannot read the spec: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{file}: not UTF-8 (byte 0x{exc.object[exc.start]:02x})") from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{file}: not valid TOML: {exc}") from None
     where = str(file)
@@ -186,8 +210,8 @@ def load_spec(path: str | Path, *, model_factory: Callable[..., ModelClient] | N
         else None
     )
     model = data.get("model")
-    if not isinstance(model, dict):
-        raise SpecError(f'{where}: a [model] table is required (e.g. type = "fixture", path = ...)')
+    if model is not None and not isinstance(model, dict):
+        raise SpecError(f"{where}: model must be a table (got {type(model).__name__})")
     strategy = data.get("strategy", {"type": "loop"})
     if not isinstance(strategy, dict):
         raise SpecError(f"{where}: strategy must be a table")
@@ -233,7 +257,7 @@ def load_spec(path: str | Path, *, model_factory: Callable[..., ModelClient] | N
     )
 
 
-def _prompt(data: Mapping[str, Any], base: Path, where: str) -> str:
+def _prompt(data: Mapping[str, Any], base: Path, where: str) -> str | None:
     if "prompt" in data and "prompt_file" in data:
         raise SpecError(f"{where}: give 'prompt' or 'prompt_file', not both")
     if "prompt" in data:
@@ -246,7 +270,12 @@ def _prompt(data: Mapping[str, Any], base: Path, where: str) -> str:
             raise SpecError(
                 f"{where}: prompt_file {str(file)!r} cannot be read: {exc.strerror}"
             ) from None
-    raise SpecError(f"{where}: 'prompt' (or 'prompt_file') is required")
+        except UnicodeDecodeError as exc:
+            raise SpecError(
+                f"{where}: prompt_file {str(file)!r} is not UTF-8 "
+                f"(byte 0x{exc.object[exc.start]:02x})"
+            ) from None
+    return None
 
 
 def _policy(
