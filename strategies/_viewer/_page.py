@@ -163,7 +163,7 @@ def _summary(run: RunView) -> Html:
     )
     cards: list[tuple[str, Child]] = [
         ("turns", str(turns)),
-        ("tool calls", [str(calls), failed]),
+        ("tool calls", [str(calls), " " if failed else None, failed]),
         ("sessions", str(run.sessions)),
         ("tokens in", tokens(usage.input_tokens)),
         ("tokens out", tokens(usage.output_tokens)),
