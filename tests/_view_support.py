@@ -58,7 +58,7 @@ def self_verifying_transcript(tmp_path: Path) -> Path:
     put it, a sensor warning, an evaluator FAIL then PASS, and prices unknown from turn 7."""
     (tmp_path / "ws").mkdir()
     read = {"name": "read_file", "arguments": {"path": "done.txt"}}
-    builder = [
+    builder: list[dict[str, Any]] = [
         {
             "text": "Looking first.",
             "tool_calls": [{"id": "a1", "name": "read_file", "arguments": {"path": "nope.txt"}}],

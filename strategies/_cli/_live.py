@@ -179,16 +179,18 @@ def status_parts(s: RunStatus, elapsed: float) -> list[tuple[int, str]]:
 
 
 def fit(parts: list[tuple[int, str]], width: int) -> str:
-    """The parts joined with " · ", dropping the highest-ranked until they fit in `width`,
-    then cutting the rest with an ellipsis."""
-    kept = list(parts)
-    while len(kept) > 1 and len(" · ".join(t for _, t in kept)) > width:
-        worst = max(rank for rank, _ in kept)
-        if worst == 0:
-            break
-        index = max(i for i, (rank, _) in enumerate(kept) if rank == worst)
-        del kept[index]
-    text = " · ".join(t for _, t in kept)
+    """The parts joined with " · " in their order: every part of rank 0, then each other part,
+    lowest rank first, if it still fits in `width`; what does not fit is cut with an
+    ellipsis."""
+    kept = {i for i, (rank, _) in enumerate(parts) if rank == 0}
+
+    def joined(indexes: set[int]) -> str:
+        return " · ".join(text for i, (_, text) in enumerate(parts) if i in indexes)
+
+    for i in sorted(set(range(len(parts))) - kept, key=lambda i: (parts[i][0], i)):
+        if len(joined(kept | {i})) <= width:
+            kept.add(i)
+    text = joined(kept)
     if len(text) > width:
         text = text[: max(0, width - 1)] + "…"
     return text
