@@ -29,7 +29,7 @@ from strategies._cli import main
 from strategies._viewer import build_view, read_for_view, render_page
 from strategies._viewer._chart import axis, nice_ceiling
 from strategies._viewer._markup import cost, seconds, tag
-from strategies._viewer._page import MAX_TEXT
+from strategies._viewer._timeline import MAX_TEXT
 
 
 def view(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Node, str]:
@@ -352,7 +352,7 @@ def test_long_text_folds_and_very_long_text_is_clipped_naming_the_line(
 
 def test_unknown_halt_types_and_formatting() -> None:
     """A halt reason the viewer cannot rebuild is shown by type and fields; numbers read well."""
-    from strategies._viewer._model import describe_halt
+    from strategies._viewer._fold import describe_halt
 
     assert describe_halt("Completed", {"early": True}).startswith("completed: the work was")
     assert describe_halt("BudgetExceeded", {"limit": "max_turns", "used": 3, "limit_value": 3}) == (

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._model import TranscriptView, build_view
+from ._fold import build_view
 from ._page import render_page
 from ._read import read_for_view
+from ._records import TranscriptView
 
 __all__ = ["TranscriptView", "build_view", "read_for_view", "render_page", "write_view"]
 

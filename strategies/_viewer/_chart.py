@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 
 from ._markup import Html, cost, tag, tokens
-from ._model import TurnView
+from ._records import TurnView
 
 WIDTH, HEIGHT = 960, 260
 LEFT, RIGHT, TOP, BOTTOM = 64, 72, 24, 40

@@ -1,4 +1,4 @@
-"""What the viewer shows, folded from a transcript's events: runs, sessions, turns and notes.
+"""Folding a transcript's events into what the viewer shows: runs, sessions, turns, notes.
 
 A run's events arrive in the order they happened. Each session (a Ralph iteration, a builder
 or evaluator session) is known by its agent and iteration; a stretch of events from one
@@ -11,161 +11,23 @@ transcript from a newer harness still shows everything.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
-from attrs import define, field, frozen
+from attrs import define, field
 
-from harness import HaltReason
+from harness import HaltReason, Usage
 
 from ._read import Row, Transcript
-
-Tone = Literal["good", "bad", "warn", "info"]
-
-
-@frozen
-class UsageView:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
-    cost_usd: float | None = 0.0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
-    def __add__(self, other: UsageView) -> UsageView:
-        cost = None
-        if self.cost_usd is not None and other.cost_usd is not None:
-            cost = self.cost_usd + other.cost_usd
-        return UsageView(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cached_tokens + other.cached_tokens,
-            cost,
-        )
-
-    @classmethod
-    def from_row(cls, row: Row) -> UsageView:
-        return cls(
-            row.integer("input_tokens", 0),
-            row.integer("output_tokens", 0),
-            row.integer("cached_tokens", 0),
-            row.optional_number("cost_usd"),
-        )
-
-
-@frozen
-class CallView:
-    """A tool call and its result (None when the transcript has none: a crash, a refusal)."""
-
-    id: str
-    name: str
-    arguments: Mapping[str, Any]
-    result: str | None = None
-    is_error: bool = False
-    line: int | None = None
-
-
-@frozen
-class TurnView:
-    """One model call of a session. `response_line` is None when the call never returned."""
-
-    number: int  # the run's count of turns, from 1
-    agent: str
-    iteration: int
-    turn: int  # the session's count of turns
-    started_at: float | None
-    at: float | None
-    text: str
-    calls: tuple[CallView, ...]
-    usage: UsageView | None
-    model: str | None
-    stop_reason: str | None
-    line: int
-    response_line: int | None
-
-    @property
-    def errors(self) -> int:
-        return sum(c.is_error for c in self.calls)
-
-
-@frozen
-class NoteView:
-    """Anything else that happened: a check's verdict, feedback, a sensor, an evaluator."""
-
-    kind: str
-    tone: Tone
-    title: str
-    body: str
-    at: float
-    line: int
-
-
-@frozen
-class Segment:
-    """A stretch of one session's events (agent None: events of the run as a whole)."""
-
-    agent: str | None
-    iteration: int | None
-    resumed: bool
-    items: tuple[TurnView | NoteView, ...]
-
-
-@frozen
-class HaltView:
-    type: str
-    fields: Mapping[str, Any]
-    description: str
-    verified: bool
-    turns: int
-    tool_calls: int
-    usage: UsageView
-    at: float
-    line: int
-
-
-@frozen
-class RunView:
-    run_id: str | None
-    task: str | None
-    strategy: str | None
-    workspace: str | None
-    check: str | None
-    segments: tuple[Segment, ...]
-    turns: tuple[TurnView, ...]
-    halt: HaltView | None
-    elapsed: float
-
-    @property
-    def tool_calls(self) -> int:
-        return sum(len(t.calls) for t in self.turns)
-
-    @property
-    def tool_errors(self) -> int:
-        return sum(t.errors for t in self.turns)
-
-    @property
-    def sessions(self) -> int:
-        return len({(s.agent, s.iteration) for s in self.segments if s.agent is not None})
-
-    @property
-    def usage(self) -> UsageView:
-        """The run's usage: as `run.halted` reported it, else the sum of the turns recorded."""
-        if self.halt is not None:
-            return self.halt.usage
-        total = UsageView()
-        for turn in self.turns:
-            if turn.usage is not None:
-                total = total + turn.usage
-        return total
-
-
-@frozen
-class TranscriptView:
-    path: str
-    runs: tuple[RunView, ...]
-    cut_off_line: int | None
-    events: int
+from ._records import (
+    CallView,
+    HaltView,
+    NoteView,
+    RunView,
+    Segment,
+    Tone,
+    TranscriptView,
+    TurnView,
+)
 
 
 def build_view(transcript: Transcript) -> TranscriptView:
@@ -197,7 +59,7 @@ class _TurnDraft:
     at: float | None = None
     text: str = ""
     calls: dict[str, CallView] = field(factory=dict)
-    usage: UsageView | None = None
+    usage: Usage | None = None
     model: str | None = None
     stop_reason: str | None = None
     response_line: int | None = None
@@ -329,9 +191,7 @@ class _RunBuilder:
         draft.text = response.text("text", "")
         draft.model = response.optional_text("model")
         draft.stop_reason = response.optional_text("stop_reason")
-        draft.usage = (
-            UsageView.from_row(response.nested("usage")) if response.has("usage") else None
-        )
+        draft.usage = _usage(response.nested("usage")) if response.has("usage") else None
         for call in response.nested_list("tool_calls"):
             view = _call(call)
             draft.calls[view.id] = view
@@ -396,7 +256,7 @@ class _RunBuilder:
             row.flag("verified"),
             row.integer("turns"),
             row.integer("tool_calls"),
-            UsageView.from_row(row.nested("usage")),
+            _usage(row.nested("usage")),
             row.at,
             row.line,
         )
@@ -454,3 +314,12 @@ def _halt_reasons() -> list[type[HaltReason]]:
         found.append(cls)
         pending.extend(cls.__subclasses__())
     return found
+
+
+def _usage(row: Row) -> Usage:
+    return Usage(
+        row.integer("input_tokens", 0),
+        row.integer("output_tokens", 0),
+        row.integer("cached_tokens", 0),
+        row.optional_number("cost_usd"),
+    )
