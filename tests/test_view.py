@@ -27,7 +27,7 @@ from _view_support import (
 from harness import FixtureError
 from strategies._cli import main
 from strategies._viewer import build_view, read_for_view, render_page
-from strategies._viewer._chart import axis, nice_ceiling
+from strategies._viewer._chart import MAX_DOTS, axis, label_step, nice_ceiling
 from strategies._viewer._markup import cost, seconds, tag
 from strategies._viewer._timeline import MAX_TEXT
 
@@ -370,6 +370,27 @@ def test_unknown_halt_types_and_formatting() -> None:
     assert nice_ceiling(0.0212) == 0.025
     assert axis(1700) == [0, 500, 1000, 1500, 2000]
     assert axis(0.0212, 4, exactly=True) == [0, 0.01, 0.02, 0.03, 0.04]
+
+
+def test_a_long_run_keeps_its_chart_readable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hundreds of turns: axis labels at round turn numbers, and a cost line without a dot per
+    turn."""
+    rows = [started()]
+    for n in range(1, 251):
+        rows += turn(n, "step")
+    rows.append(halted(turns=250))
+    page, _ = view(write_events(tmp_path / "t.jsonl", rows), capsys)
+    chart = page.find("svg", "chart")
+    labels = [
+        t.text() for t in chart.find_all("text", "axis") if t.attrs.get("text-anchor") == "middle"
+    ]
+    assert labels == ["1", "50", "100", "150", "200", "250"]
+    assert len(chart.find_all("a", "bar")) == 250
+    assert chart.find_all("circle", "cost-dot") == []
+    assert [label_step(n) for n in (12, 13, 25, 100, 1000)] == [1, 2, 5, 10, 100]
+    assert MAX_DOTS < 250
 
 
 def test_an_empty_transcript_renders_a_page_that_says_so(

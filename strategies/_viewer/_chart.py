@@ -15,6 +15,7 @@ from ._records import TurnView
 
 WIDTH, HEIGHT = 960, 260
 LEFT, RIGHT, TOP, BOTTOM = 64, 72, 24, 40
+MAX_DOTS = 60  # beyond this many turns, the cost line has no dot per turn
 
 
 def nice_ceiling(value: float) -> float:
@@ -34,6 +35,18 @@ def axis(largest: float, divisions: int = 4, *, exactly: bool = False) -> list[f
     step = nice_ceiling(largest / divisions) if largest > 0 else 1.0
     count = divisions if exactly else max(1, math.ceil(largest / step - 1e-9))
     return [round(step * i, 12) for i in range(count + 1)]
+
+
+def label_step(count: int) -> int:
+    """Label every turn up to 12, else every 1, 2 or 5 times a power of ten turns (at most
+    about 12 labels)."""
+    if count <= 12:
+        return 1
+    power = int(10 ** math.floor(math.log10(count / 12)))
+    for factor in (1, 2, 5, 10):
+        if count / (factor * power) <= 12:
+            return factor * power
+    return 10 * power  # pragma: no cover - 10 * power always leaves at most 12
 
 
 def _fmt_axis(value: float) -> str:
@@ -80,7 +93,7 @@ def usage_chart(turns: Sequence[TurnView], anchor: str) -> Html:
     spent: float | None = 0.0
     unknown_from: int | None = None
     previous: tuple[str, int] | None = None
-    step = max(1, math.ceil(len(turns) / 12))
+    step = label_step(len(turns))
     for index, turn in enumerate(turns):
         x = LEFT + slot * index + slot / 2
         session = (turn.agent, turn.iteration)
@@ -99,7 +112,7 @@ def usage_chart(turns: Sequence[TurnView], anchor: str) -> Html:
                 )
             )
         previous = session
-        if index % step == 0 or index == len(turns) - 1:
+        if index == 0 or turn.number % step == 0:
             parts.append(
                 tag(
                     "text",
@@ -229,7 +242,7 @@ def _cost_line(
         )
     line = " ".join(f"{_n(x)},{_n(y_cost(c))}" for x, c in points)
     parts.append(tag("polyline", {"class": "cost-line", "points": line}))
-    for x, c in points:
+    for x, c in points if len(points) <= MAX_DOTS else ():
         parts.append(
             tag(
                 "circle",
