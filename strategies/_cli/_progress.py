@@ -1,14 +1,36 @@
-"""A sink that prints a run's progress for a person: one short line per step."""
+"""Showing runs to a person while they happen.
+
+The pieces, for `harness run` and for anything else that runs several at once (a board):
+
+- `describe(event)`: the one line worth printing for an event, or None.
+- `RunTracker`: an event sink that folds one run's events into a `RunStatus` (turn, session,
+  tokens, cost, last tool, what it is doing now), and prints nothing.
+- A display, made by `open_progress(stream)`: `LiveProgress` (in `_live`) on a terminal,
+  which keeps a status line per run redrawn in place and prints what happened above it, or
+  `PlainProgress` anywhere else, which prints one plain line per step. Both have the same API:
+
+      with open_progress(sys.stderr) as progress:
+          sink = progress.track(label="T-1", budget=policy.budget)  # one per run
+          await Harness(..., sinks=[sink]).run(task)
+          progress.write("a line from elsewhere\\n")  # e.g. a log line; never garbles the panel
+
+  `track` returns an `EventSink` for that run; the display is thread-safe.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import TextIO
+from types import TracebackType
+from typing import Literal, Protocol, TextIO
+
+from attrs import define, field
 
 from harness import (
     CheckFailed,
     CheckPassed,
     Event,
+    EventSink,
     FeedbackInjected,
     IterationStarted,
     RunHalted,
@@ -18,51 +40,130 @@ from harness import (
     TurnFinished,
     VerdictReached,
 )
+from termination import Budget
 
-_WIDTH = 110
+from ._tracker import RunStatus, RunTracker, short
+
+__all__ = [
+    "PlainProgress",
+    "Progress",
+    "ProgressPrinter",
+    "RunStatus",
+    "RunTracker",
+    "describe",
+    "is_live_terminal",
+    "open_progress",
+]
+
+Tone = Literal["plain", "good", "bad", "warn", "strong"]
 
 
-def _short(text: str, width: int = _WIDTH) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+def describe(event: Event) -> tuple[str, Tone] | None:
+    """The line to print for `event` (and how it reads: good, bad, ...), or None."""
+    match event:
+        case RunStarted():
+            return f"run {event.run_id} started ({event.strategy}) in {event.workspace}", "plain"
+        case IterationStarted():
+            return f"{event.agent} session {event.iteration} started", "strong"
+        case TurnFinished():
+            calls = ", ".join(c.name for c in event.response.tool_calls)
+            said = short(event.response.text, 60) if event.response.text else ""
+            what = f"calls {calls}" if calls else f"says done: {said!r}"
+            return f"{event.agent} turn {event.turn}: {what}", "plain"
+        case ToolCalled() if event.is_error:
+            return f"  {event.call.name} failed: {short(event.content, 80)}", "bad"
+        case SensorRead():
+            tone: Tone = "bad" if event.status == "halt" else "warn"
+            return f"sensor {event.sensor} {event.status}: {short(event.message)}", tone
+        case CheckPassed():
+            return "check passed", "good"
+        case CheckFailed():
+            return f"check failed: {short(event.reason)}", "bad"
+        case FeedbackInjected():
+            return f"feedback from {event.source} goes into the next turn", "warn"
+        case VerdictReached():
+            verdict = "PASS" if event.passed else "FAIL"
+            tone = "good" if event.passed else "bad"
+            return f"evaluator round {event.round}: {verdict} {short(event.reasons, 80)}", tone
+        case RunHalted():
+            return f"halted: {event.reason.describe()}", "good" if event.verified else "strong"
+    return None
+
+
+class Progress(Protocol):
+    """What every display offers (see the module's docstring)."""
+
+    def track(self, label: str = "", budget: Budget | None = None) -> EventSink: ...
+
+    def write(self, text: str) -> None: ...
+
+    def __enter__(self) -> Progress: ...
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None: ...
 
 
 class ProgressPrinter:
-    """Prints each notable event as ``[  1.2s] what happened``."""
+    """A sink that prints each notable event as ``[  1.2s] what happened`` (with the run's
+    label first, when it has one)."""
 
-    def __init__(self, stream: TextIO | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, label: str = "") -> None:
         self._out = stream if stream is not None else sys.stderr
+        self._prefix = f"{label}: " if label else ""
 
     def emit(self, event: Event) -> None:
-        line = self._describe(event)
-        if line is not None:
-            self._out.write(f"[{event.at:7.2f}s] {line}\n")
+        described = describe(event)
+        if described is not None:
+            self._out.write(f"[{event.at:7.2f}s] {self._prefix}{described[0]}\n")
             self._out.flush()
 
-    def _describe(self, event: Event) -> str | None:
-        match event:
-            case RunStarted():
-                return f"run {event.run_id} started ({event.strategy}) in {event.workspace}"
-            case IterationStarted():
-                return f"{event.agent} session {event.iteration} started"
-            case TurnFinished():
-                calls = ", ".join(c.name for c in event.response.tool_calls)
-                said = _short(event.response.text, 60) if event.response.text else ""
-                what = f"calls {calls}" if calls else f"says done: {said!r}"
-                return f"{event.agent} turn {event.turn}: {what}"
-            case ToolCalled() if event.is_error:
-                return f"  {event.call.name} failed: {_short(event.content, 80)}"
-            case SensorRead():
-                return f"sensor {event.sensor} {event.status}: {_short(event.message)}"
-            case CheckPassed():
-                return "check passed"
-            case CheckFailed():
-                return f"check failed: {_short(event.reason)}"
-            case FeedbackInjected():
-                return f"feedback from {event.source} goes into the next turn"
-            case VerdictReached():
-                verdict = "PASS" if event.passed else "FAIL"
-                return f"evaluator round {event.round}: {verdict} {_short(event.reasons, 80)}"
-            case RunHalted():
-                return f"halted: {event.reason.describe()}"
+
+@define
+class PlainProgress:
+    """The display for a log, a pipe or a dumb terminal: one plain line per step."""
+
+    stream: TextIO = field(factory=lambda: sys.stderr)
+
+    def track(self, label: str = "", budget: Budget | None = None) -> EventSink:
+        return ProgressPrinter(self.stream, label)
+
+    def write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+
+    def __enter__(self) -> PlainProgress:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
         return None
+
+
+def is_live_terminal(stream: TextIO) -> bool:
+    """True when `stream` is a terminal that can redraw in place (not TERM=dumb)."""
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):  # a closed or stand-in stream
+        return False
+    return tty and os.environ.get("TERM", "") not in ("dumb", "")
+
+
+def open_progress(stream: TextIO | None = None, *, live: bool | None = None) -> Progress:
+    """The display for `stream` (stderr by default): live on a terminal, plain lines otherwise
+    (`live` forces one or the other)."""
+    out = stream if stream is not None else sys.stderr
+    if live is None:
+        live = is_live_terminal(out)
+    if live:
+        from ._live import LiveProgress
+
+        return LiveProgress(out)
+    return PlainProgress(out)

@@ -1,17 +1,23 @@
-"""`harness run SPEC.toml`: run a spec, show progress, exit 0 only when the work is verified."""
+"""`harness run SPEC.toml`: run a spec, show progress, exit 0 only when the work is verified.
+
+With ``--json`` the outcome is one JSON object on stdout (`result_json`) and every line for a
+person goes to stderr, so CI can read the halt, the verified flag and the usage.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import anyio
 import structlog
+from attrs import frozen
 
 from harness import (
     ConfigurationError,
@@ -23,7 +29,7 @@ from harness import (
     RunResult,
 )
 
-from ._progress import ProgressPrinter
+from ._progress import Progress, open_progress
 from ._spec import load_spec
 
 EXIT_VERIFIED = 0
@@ -40,28 +46,41 @@ def register(sub: Any) -> None:
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the outcome")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every event")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the outcome as one JSON object on stdout (everything else goes to stderr)",
+    )
     parser.set_defaults(handler=handle)
 
 
 class _Stderr:
-    """Whatever `sys.stderr` is at the moment of writing (tests swap it)."""
+    """Whatever `sys.stderr` is at the moment of writing (tests swap it), or the live
+    display's `write`, which prints above its panel."""
+
+    def __init__(self, progress: Progress | None = None) -> None:
+        self._progress = progress
 
     def write(self, text: str) -> int:
+        if self._progress is not None:
+            self._progress.write(text)
+            return len(text)
         return sys.stderr.write(text)
 
     def flush(self) -> None:
-        sys.stderr.flush()
+        if self._progress is None:
+            sys.stderr.flush()
 
 
 @contextmanager
-def logging_to_stderr(verbose: bool) -> Iterator[None]:
+def logging_to_stderr(verbose: bool, progress: Progress | None = None) -> Iterator[None]:
     """Structured logs go to stderr for the command's duration: warnings by default, every
     event with --verbose. The caller's structlog configuration is restored afterwards."""
     saved = structlog.get_config()
     level = logging.DEBUG if verbose else logging.WARNING
     structlog.configure(
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=_Stderr()),  # type: ignore[arg-type]
+        logger_factory=structlog.PrintLoggerFactory(file=_Stderr(progress)),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
     try:
@@ -71,17 +90,24 @@ def logging_to_stderr(verbose: bool) -> Iterator[None]:
 
 
 def handle(args: argparse.Namespace) -> int:
-    with logging_to_stderr(args.verbose):
-        return _handle(args)
+    # Progress on stderr: a live panel on a terminal, plain lines otherwise.
+    progress = None if args.quiet else open_progress(sys.stderr)
+    with logging_to_stderr(args.verbose, progress):
+        outcome = _handle(args, progress)
+    if args.json:
+        print(json.dumps(outcome.to_json(), ensure_ascii=False))
+    return outcome.exit_code
 
 
-def _handle(args: argparse.Namespace) -> int:
+def _handle(args: argparse.Namespace, progress: Progress | None) -> Outcome:
+    out = sys.stderr if args.json else sys.stdout
+    workspace: Path | None = None
+    transcript: Path | None = None
     try:
         spec = load_spec(args.spec)
         prompt = spec.require_run()
         if args.workspace is not None and not args.workspace.is_dir():
-            print(f"harness: --workspace {str(args.workspace)!r} is not a folder", file=sys.stderr)
-            return EXIT_ERROR
+            return _error(f"--workspace {str(args.workspace)!r} is not a folder")
         workspace = spec.prepare_workspace(args.workspace)
         model = spec.build_model()
         wrap = None
@@ -95,7 +121,9 @@ def _handle(args: argparse.Namespace) -> int:
                 return RecordingModelClient(client, record.with_suffix(f".{role}{record.suffix}"))
 
         transcript = args.transcript or spec.transcript
-        sinks: list[EventSink] = [] if args.quiet else [ProgressPrinter()]
+        sinks: list[EventSink] = []
+        if progress is not None:
+            sinks.append(progress.track(budget=spec.policy.budget))
         harness = Harness(
             model=model,
             policy=spec.policy,
@@ -110,35 +138,78 @@ def _handle(args: argparse.Namespace) -> int:
             context_window=spec.context_window,
         )
     except (ConfigurationError, FixtureError) as exc:
-        print(f"harness: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return _error(str(exc), workspace, transcript)
 
     async def go() -> RunResult:
         return await harness.run(prompt)
 
     try:
-        result = anyio.run(go, backend=args.backend)
+        with progress if progress is not None else nullcontext():
+            result = anyio.run(go, backend=args.backend)
     except FixtureError as exc:
         print(f"harness: {exc}", file=sys.stderr)
         if exc.result is not None:
-            _report(exc.result, workspace, transcript)
-        return EXIT_ERROR
+            _report(exc.result, workspace, transcript, out)
+        return Outcome(EXIT_ERROR, exc.result, workspace, transcript, str(exc))
     except ConfigurationError as exc:
-        print(f"harness: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    _report(result, workspace, transcript)
-    return EXIT_VERIFIED if result.verified else EXIT_UNVERIFIED
+        return _error(str(exc), workspace, transcript)
+    _report(result, workspace, transcript, out)
+    code = EXIT_VERIFIED if result.verified else EXIT_UNVERIFIED
+    return Outcome(code, result, workspace, transcript)
 
 
-def _report(result: RunResult, workspace: Path | None, transcript: Path | None) -> None:
+def _error(message: str, workspace: Path | None = None, transcript: Path | None = None) -> Outcome:
+    print(f"harness: {message}", file=sys.stderr)
+    return Outcome(EXIT_ERROR, None, workspace, transcript, message)
+
+
+def _report(
+    result: RunResult, workspace: Path | None, transcript: Path | None, out: TextIO
+) -> None:
     status = "VERIFIED COMPLETE" if result.verified else "NOT VERIFIED"
     cost = "unknown" if result.usage.cost_usd is None else f"${result.usage.cost_usd:.4f}"
-    print(f"{status}: {result.halt_reason.describe()}")
+    print(f"{status}: {result.halt_reason.describe()}", file=out)
     print(
         f"  turns={result.turns} tool_calls={result.tool_calls} iterations={result.iterations} "
-        f"tokens={result.usage.total_tokens} cost={cost} elapsed={result.elapsed:.2f}s"
+        f"tokens={result.usage.total_tokens} cost={cost} elapsed={result.elapsed:.2f}s",
+        file=out,
     )
     if workspace is not None:
-        print(f"  workspace: {workspace}")
+        print(f"  workspace: {workspace}", file=out)
     if transcript is not None:
-        print(f"  transcript: {transcript}")
+        print(f"  transcript: {transcript}", file=out)
+
+
+@frozen
+class Outcome:
+    """How `harness run` ended: the exit code, the result if the run got that far, and the
+    error that stopped it, if any."""
+
+    exit_code: int
+    result: RunResult | None
+    workspace: Path | None
+    transcript: Path | None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` object (its schema is in the README's command-line section)."""
+        result = self.result
+        halt = None
+        usage = None
+        if result is not None:
+            halt = {**result.halt_reason.to_dict(), "description": result.halt_reason.describe()}
+            usage = {**result.usage.to_dict(), "total_tokens": result.usage.total_tokens}
+        return {
+            "exit_code": self.exit_code,
+            "verified": result is not None and result.verified,
+            "halt": halt,
+            "run_id": result.run_id if result else None,
+            "turns": result.turns if result else None,
+            "tool_calls": result.tool_calls if result else None,
+            "iterations": result.iterations if result else None,
+            "usage": usage,
+            "elapsed": result.elapsed if result else None,
+            "transcript": str(self.transcript.resolve()) if self.transcript else None,
+            "workspace": str(self.workspace.resolve()) if self.workspace else None,
+            "error": self.error,
+        }

@@ -1,0 +1,57 @@
+"""`harness view TRANSCRIPT.jsonl`: write the run as one self-contained HTML page."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness import FixtureError
+
+EXIT_OK = 0
+EXIT_ERROR = 2
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "view", help="write a run's transcript as a self-contained HTML page to open in a browser"
+    )
+    parser.add_argument("transcript", type=Path, help="the JSONL transcript of a run")
+    parser.add_argument(
+        "-o", "--output", type=Path, help="where to write the page (default: beside it, .html)"
+    )
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    # Imported here: `harness run` should not pay for the viewer at start-up.
+    from strategies._viewer import write_view
+
+    source: Path = args.transcript
+    out: Path = args.output or source.with_suffix(".html")
+    if out.resolve() == source.resolve():
+        print(f"harness: the page would overwrite the transcript {str(source)!r}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        view = write_view(source, out)
+    except FileNotFoundError as exc:
+        missing = source if not source.exists() else Path(exc.filename or out)
+        print(f"harness: no such file or folder: {str(missing)!r}", file=sys.stderr)
+        return EXIT_ERROR
+    except (IsADirectoryError, PermissionError) as exc:
+        print(f"harness: {exc.strerror}: {exc.filename!r}", file=sys.stderr)
+        return EXIT_ERROR
+    except FixtureError as exc:
+        print(f"harness: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print(out)
+    if view.cut_off_line is not None:
+        print(
+            f"harness: {source}:{view.cut_off_line} was cut off mid-write; the page shows the "
+            "lines before it",
+            file=sys.stderr,
+        )
+    if not view.runs or view.runs[-1].halt is None:
+        print("harness: the transcript ends without run.halted (a crashed run?)", file=sys.stderr)
+    return EXIT_OK

@@ -1,0 +1,19 @@
+"""The run viewer: a self-contained HTML page for a JSONL transcript (`harness view`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ._fold import build_view
+from ._page import render_page
+from ._read import read_for_view
+from ._records import TranscriptView
+
+__all__ = ["TranscriptView", "build_view", "read_for_view", "render_page", "write_view"]
+
+
+def write_view(transcript: str | Path, out: str | Path) -> TranscriptView:
+    """Render `transcript` into the HTML file `out`; a malformed line raises `FixtureError`."""
+    view = build_view(read_for_view(transcript))
+    Path(out).write_text(render_page(view), encoding="utf-8")
+    return view
