@@ -40,6 +40,7 @@ path = "builder.jsonl"
 [strategy]
 type = "self_verifying"
 max_rounds = 3
+evaluator_must_use_tools = false
 [strategy.evaluator]
 type = "fixture"
 path = "evaluator.jsonl"
