@@ -9,6 +9,8 @@ from attrs import frozen
 from harness import BudgetExceeded, ConfigurationError, SessionStateSnapshot
 from harness._policy import Scope
 
+from ._keys import BUDGET
+
 
 def _positive_or_none(_: Any, attribute: Any, value: object) -> None:
     if value is None:
@@ -113,20 +115,7 @@ class Budget:
     @classmethod
     def from_config(cls, table: dict[str, Any], *, where: str = "budget") -> Budget:
         """Build from a config table; unknown keys are an error naming the key."""
-        known = {
-            "max_turns",
-            "max_tool_calls",
-            "max_input_tokens",
-            "max_output_tokens",
-            "max_total_tokens",
-            "max_cost_usd",
-            "max_wall_time",
-        }
-        unknown = sorted(set(table) - known)
-        if unknown:
-            raise ConfigurationError(
-                f"{where}.{unknown[0]} is not a budget limit (expected one of {sorted(known)})"
-            )
+        BUDGET.validate(table, where)
         try:
             return cls(**table)
         except ConfigurationError as exc:
