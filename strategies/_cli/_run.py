@@ -24,7 +24,8 @@ from harness import (
 )
 
 from ._progress import ProgressPrinter
-from ._spec import load_spec
+from ._spec import Spec, load_spec
+from ._telemetry import tracer_provider_from_env
 
 EXIT_VERIFIED = 0
 EXIT_UNVERIFIED = 1
@@ -38,6 +39,12 @@ def register(sub: Any) -> None:
     parser.add_argument("--transcript", type=Path, help="write the JSONL transcript here")
     parser.add_argument("--record", type=Path, help="record every model exchange as a fixture")
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        help="emit OpenTelemetry spans; the exporter comes from OTEL_TRACES_EXPORTER "
+        "(console on stderr by default, or otlp)",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the outcome")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every event")
     parser.set_defaults(handler=handle)
@@ -76,6 +83,7 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _handle(args: argparse.Namespace) -> int:
+    provider: Any = None
     try:
         spec = load_spec(args.spec)
         if args.workspace is not None and not args.workspace.is_dir():
@@ -95,6 +103,9 @@ def _handle(args: argparse.Namespace) -> int:
 
         transcript = args.transcript or spec.transcript
         sinks: list[EventSink] = [] if args.quiet else [ProgressPrinter()]
+        if args.otel:
+            provider = tracer_provider_from_env()
+            sinks.append(otel_sink(spec, provider))
         harness = Harness(
             model=model,
             policy=spec.policy,
@@ -125,6 +136,9 @@ def _handle(args: argparse.Namespace) -> int:
     except ConfigurationError as exc:
         print(f"harness: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    finally:
+        if provider is not None:
+            provider.shutdown()  # flushes the exporter before the outcome is printed
     _report(result, workspace, transcript)
     return EXIT_VERIFIED if result.verified else EXIT_UNVERIFIED
 
@@ -141,3 +155,20 @@ def _report(result: RunResult, workspace: Path | None, transcript: Path | None) 
         print(f"  workspace: {workspace}")
     if transcript is not None:
         print(f"  transcript: {transcript}")
+
+
+def otel_sink(spec: Spec, provider: Any) -> EventSink:
+    """An `OtelSink` on `provider`, told the spec's requested models and provider."""
+    from harness import OtelSink
+
+    models: dict[str, str] = {}
+    evaluator = spec.strategy.get("evaluator")
+    for agent, table in (("builder", spec.model), ("evaluator", evaluator)):
+        if isinstance(table, dict) and isinstance(table.get("model"), str):
+            models[agent] = table["model"]
+    kind = spec.model.get("type")
+    return OtelSink(
+        provider,
+        request_model=models,
+        provider_name=kind if kind in ("openai", "anthropic") else None,
+    )
