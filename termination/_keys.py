@@ -9,18 +9,9 @@ from __future__ import annotations
 
 from harness._schema import REQUIRED, Key, Schema, Variants
 
+from ._fingerprint import DEFAULT_IGNORE
+
 _NAMES = "Names skipped when the workspace is compared (folders and files, anywhere)."
-_IGNORE_DEFAULT = (
-    ".git",
-    ".hg",
-    ".svn",
-    "__pycache__",
-    ".pytest_cache",
-    ".mypy_cache",
-    ".ruff_cache",
-    ".venv",
-    "node_modules",
-)
 
 
 def _limit(default: int, what: str) -> Key:
@@ -131,7 +122,7 @@ SENSORS = Variants(
             [
                 _limit(8, "turns without a change to the workspace's files or the plan"),
                 *_common("no_progress"),
-                Key("ignore", ("array of strings", "string"), _NAMES, default=_IGNORE_DEFAULT),
+                Key("ignore", ("array of strings", "string"), _NAMES, default=DEFAULT_IGNORE),
             ],
             help="`NoProgressSensor`: neither the workspace's files nor the plan changed.",
         ),
@@ -231,7 +222,7 @@ FEEDBACK = Variants(
                     default=20,
                 ),
                 _provider_name("ToolUsage"),
-                Key("ignore", ("array of strings", "string"), _NAMES, default=_IGNORE_DEFAULT),
+                Key("ignore", ("array of strings", "string"), _NAMES, default=DEFAULT_IGNORE),
                 TRIGGER_KEY,
             ],
             help="`ToolUsageFeedback`: many tool calls and no progress.",
