@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from harness import ConfigurationError, ModelClient
+from harness._providers._config import MODELS
+from harness._schema import REQUIRED, Key, Schema, Variants
 
 from ._always import AlwaysComplete
 from ._command import CommandCheck
@@ -28,40 +30,190 @@ from ._test_suite import TestSuiteCheck
 
 ModelFactory = Callable[[Mapping[str, Any], str], ModelClient]
 
-_NUMBER = (int, float)
-# type -> {key: (accepted types, required)}
-_KEYS: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
-    "always_complete": {},
-    "feature_list": {"path": ((str,), False), "max_runs": ((int,), False)},
-    "test_suite": {
-        "command": ((str, list), True),
-        "working_dir": ((str,), False),
-        "timeout": (_NUMBER, False),
-        "sandbox": ((str, dict), False),
-        "junit_xml": ((str,), False),
-        "env": ((dict,), False),
+SANDBOXES = Variants(
+    "sandbox",
+    {
+        "local": Schema(
+            "the local sandbox",
+            [Key("max_output", "integer", "Bytes of output kept (the tail).", default=65536)],
+            help="Its own process group with a minimal environment; the whole tree is killed "
+            "on timeout or cancellation.",
+        ),
+        "bubblewrap": Schema(
+            "the bubblewrap sandbox",
+            [
+                Key(
+                    "read_only",
+                    "array of strings",
+                    "More absolute paths bound read-only "
+                    "(a virtualenv outside the workspace, say).",
+                    default=(),
+                ),
+                Key("executable", "string", "The `bwrap` program.", default="bwrap"),
+                Key("max_output", "integer", "Bytes of output kept (the tail).", default=65536),
+            ],
+            help="`bwrap`: a read-only system, no network, only the workspace writable "
+            "(`bwrap` is also accepted as the type).",
+        ),
     },
-    "command": {
-        "command": ((str, list), True),
-        "working_dir": ((str,), False),
-        "timeout": (_NUMBER, False),
-        "sandbox": ((str, dict), False),
-        "what": ((str,), False),
-        "env": ((dict,), False),
+    help="A check's `sandbox`: a name, or a table such as "
+    '`sandbox = { type = "bubblewrap", read_only = ["/opt/venv"] }`.',
+)
+_SANDBOX = Key(
+    "sandbox",
+    ("string", "table"),
+    'Where the command runs: `"local"`, `"bubblewrap"`, or a table with `type` and its settings.',
+    default_text='`"local"`',
+    see=SANDBOXES,
+)
+_COMMAND_KEYS = (
+    Key(
+        "command",
+        ("string", "array of strings"),
+        "The command: a shell line, or an argv array (no shell).",
+        default=REQUIRED,
+    ),
+    Key("working_dir", "string", "The folder it runs in, inside the workspace.", default="."),
+    _SANDBOX,
+    Key("env", "table", "Extra environment variables (string values).", default_text="none"),
+)
+CHECKS = Variants(
+    "checks",
+    {
+        "always_complete": Schema(
+            "an always_complete check", [], help="`AlwaysComplete`: done when the agent says so."
+        ),
+        "feature_list": Schema(
+            "a feature_list check",
+            [
+                Key(
+                    "path",
+                    "string",
+                    "The feature list, a JSON file in the workspace.",
+                    default="feature_list.json",
+                ),
+                Key(
+                    "max_runs",
+                    "integer",
+                    "Runs sharing this check whose baselines are kept.",
+                    default=64,
+                ),
+            ],
+            help='`FeatureListCheck`: every feature has `"passes": true`; a feature removed '
+            "or reworded since the run started is refused.",
+        ),
+        "test_suite": Schema(
+            "a test_suite check",
+            [
+                *_COMMAND_KEYS[:2],
+                Key("timeout", "number", "Seconds the suite may take.", default=600.0),
+                *_COMMAND_KEYS[2:],
+                Key(
+                    "junit_xml",
+                    "string",
+                    "A JUnit XML report the command writes (a workspace "
+                    "path), read for the names of failing tests.",
+                ),
+            ],
+            help="`TestSuiteCheck`: the test command exits 0; otherwise the reason names the "
+            "failing tests (pytest, unittest, go, JUnit XML) and the output's tail.",
+        ),
+        "command": Schema(
+            "a command check",
+            [
+                *_COMMAND_KEYS[:2],
+                Key("timeout", "number", "Seconds the command may take.", default=120.0),
+                *_COMMAND_KEYS[2:],
+                Key(
+                    "what",
+                    "string",
+                    "What the command verifies, in words: the description the agent reads.",
+                    default_text="the command",
+                ),
+            ],
+            help="`CommandCheck`: a verify command exits 0.",
+        ),
+        "files": Schema(
+            "a files check",
+            [
+                Key(
+                    "paths",
+                    ("array of strings", "string"),
+                    "Required files or folders (globs allowed), inside the workspace.",
+                    default=REQUIRED,
+                ),
+                Key("non_empty", "boolean", "Each must also have content.", default=False),
+            ],
+            help="`FilesCheck`: required artifacts exist inside the workspace.",
+        ),
+        "signal": Schema(
+            "a signal check",
+            [
+                Key(
+                    "token",
+                    "string",
+                    "The line the agent's final text must contain.",
+                    default="<promise>DONE</promise>",
+                )
+            ],
+            help="`SignalCheck`: the agent's own final text has the signal as an exact line.",
+        ),
+        "plan": Schema(
+            "a plan check", [], help="`PlanCheck`: every step of the session's plan is done."
+        ),
+        "sql_result": Schema(
+            "a sql_result check",
+            [
+                Key(
+                    "expected_columns",
+                    "array of strings",
+                    "Columns the result must have (any case, any order).",
+                    default_text="any",
+                ),
+                Key("min_rows", "integer", "Rows the result must have.", default_text="1"),
+            ],
+            help="`SqlResultCheck`: the latest result of the agent's SQL tool has those columns "
+            "and rows.",
+        ),
+        "question_answered": Schema(
+            "a question_answered check",
+            [
+                Key("question", "string", "The question the answer must answer.", default=REQUIRED),
+                Key("judge", "table", "The judge's model table.", default=REQUIRED, see=MODELS),
+                Key("rubric", "string", "What a good answer has, for the judge."),
+            ],
+            help="`QuestionAnsweredCheck`: an LLM judge gives exactly one `VERDICT: PASS`; "
+            "anything unclear, or a judge error, is a reason.",
+        ),
+        "all_of": Schema(
+            "an all_of check",
+            [
+                Key(
+                    "checks",
+                    "array of tables",
+                    "The checks, each a table like this one.",
+                    default=REQUIRED,
+                )
+            ],
+            help="`AllOf`: every child passes (stops at the first reason).",
+        ),
+        "any_of": Schema(
+            "an any_of check",
+            [
+                Key(
+                    "checks",
+                    "array of tables",
+                    "The checks, each a table like this one.",
+                    default=REQUIRED,
+                )
+            ],
+            help="`AnyOf`: one child passes (stops at the first pass).",
+        ),
     },
-    "files": {"paths": ((list, str), True), "non_empty": ((bool,), False)},
-    "signal": {"token": ((str,), False)},
-    "plan": {},
-    "sql_result": {"expected_columns": ((list,), False), "min_rows": ((int,), False)},
-    "question_answered": {
-        "question": ((str,), True),
-        "rubric": ((str,), False),
-        "judge": ((dict,), True),
-    },
-    "all_of": {"checks": ((list,), True)},
-    "any_of": {"checks": ((list,), True)},
-}
-CHECK_TYPES = tuple(sorted(_KEYS))
+    help="The completion check, run only when the agent claims done. Several tables are "
+    "combined with `AllOf`.",
+)
+CHECK_TYPES = tuple(sorted(CHECKS.schemas))
 
 
 def check_from_config(
@@ -71,14 +223,7 @@ def check_from_config(
     model_factory: ModelFactory | None = None,
 ) -> CompletionCheck:
     """Build the check `table` describes; errors name `where` and the key at fault."""
-    if not isinstance(table, Mapping):
-        raise ConfigurationError(f"{where}: a check must be a table (got {table!r})")
-    kind = table.get("type")
-    if kind not in _KEYS:
-        raise ConfigurationError(
-            f"{where}: 'type' must be one of {list(CHECK_TYPES)} (got {kind!r})"
-        )
-    options = _validated(table, kind, where)
+    kind, options = CHECKS.validate(table, where)
     try:
         return _build(kind, options, where, model_factory)
     except ConfigurationError as exc:
@@ -87,42 +232,13 @@ def check_from_config(
         raise ConfigurationError(f"{where}: {exc}") from None
 
 
-def _validated(table: Mapping[str, Any], kind: str, where: str) -> dict[str, Any]:
-    allowed = _KEYS[kind]
-    options = {k: v for k, v in table.items() if k != "type"}
-    for key in options:
-        if key not in allowed:
-            expected = sorted(allowed) or "no other keys"
-            raise ConfigurationError(
-                f"{where}: unknown key {key!r} for a {kind} check (expected {expected})"
-            )
-    for key, (types, required) in allowed.items():
-        if key not in options:
-            if required:
-                raise ConfigurationError(f"{where}: a {kind} check needs {key!r}")
-            continue
-        value = options[key]
-        numeric_bool = isinstance(value, bool) and bool not in types
-        if numeric_bool or not isinstance(value, types):
-            names = " or ".join(t.__name__ for t in types)
-            raise ConfigurationError(f"{where}: {key!r} must be {names} (got {value!r})")
-    return options
-
-
 def _sandbox(value: object, where: str) -> SandboxProvider:
     if isinstance(value, str):
         return sandbox_by_name(value)
     assert isinstance(value, dict)
-    options = dict(value)
-    name = options.pop("type", None)
-    if not isinstance(name, str):
-        raise ConfigurationError(f"{where}: a sandbox table needs a 'type' (got {value!r})")
-    try:
-        return sandbox_by_name(name, **options)
-    except TypeError as exc:
-        raise ConfigurationError(
-            f"{where}: sandbox {name!r} does not take these options: {exc}"
-        ) from None
+    table = {**value, "type": "bubblewrap"} if value.get("type") == "bwrap" else value
+    name, options = SANDBOXES.validate(table, where)
+    return sandbox_by_name(name, **options)
 
 
 def _build(

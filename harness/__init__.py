@@ -66,6 +66,7 @@ from ._workspace import WorkspaceEscape, resolve_in_workspace
 if typing.TYPE_CHECKING:
     from ._builtin_tools import list_files, read_file, workspace_tools, write_file
     from ._cli_agent import CliAgentClient, render_prompt
+    from ._otel import OtelSink
     from ._plan import Plan, PlanStep, update_plan
     from ._process import ProcessResult, run_process
     from ._providers import (
@@ -87,6 +88,7 @@ _LAZY = {
     "write_file": "._builtin_tools",
     "CliAgentClient": "._cli_agent",
     "render_prompt": "._cli_agent",
+    "OtelSink": "._otel",
     "Plan": "._plan",
     "PlanStep": "._plan",
     "update_plan": "._plan",
@@ -146,6 +148,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "OpenAIClient",
+    "OtelSink",
     "Plan",
     "PlanStep",
     "Policy",

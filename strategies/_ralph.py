@@ -3,8 +3,6 @@ last reason carry over."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from attrs import frozen
 
 from harness import BudgetExceeded, Completed, ConfigurationError, HaltReason, Run
@@ -99,19 +97,3 @@ def _carry(
 
 def _iteration_ran_out(reason: HaltReason) -> bool:
     return isinstance(reason, BudgetExceeded) and reason.scope == "session"
-
-
-def ralph_from_config(table: dict[str, Any], *, where: str) -> Ralph:
-    args = dict(table)
-    budget = args.pop("iteration_budget", None)
-    if budget is not None:
-        if not isinstance(budget, dict):
-            raise ConfigurationError(f"{where}.iteration_budget must be a table")
-        args["iteration_budget"] = Budget.from_config(budget, where=f"{where}.iteration_budget")
-    unknown = sorted(set(args) - {"max_iterations", "cooldown", "iteration_budget"})
-    if unknown:
-        raise ConfigurationError(f"{where}.{unknown[0]} is not a Ralph setting")
-    try:
-        return Ralph(**args)
-    except ConfigurationError as exc:
-        raise ConfigurationError(f"{where}: {exc}") from None

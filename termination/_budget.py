@@ -10,6 +10,8 @@ from harness import BudgetExceeded, ConfigurationError, SessionStateSnapshot
 from harness._policy import Scope
 from harness._validate import positive
 
+from ._keys import BUDGET
+
 _COUNT = positive(integer=True, allow_none=True)
 _AMOUNT = positive(allow_none=True)
 
@@ -91,20 +93,7 @@ class Budget:
     @classmethod
     def from_config(cls, table: dict[str, Any], *, where: str = "budget") -> Budget:
         """Build from a config table; unknown keys are an error naming the key."""
-        known = {
-            "max_turns",
-            "max_tool_calls",
-            "max_input_tokens",
-            "max_output_tokens",
-            "max_total_tokens",
-            "max_cost_usd",
-            "max_wall_time",
-        }
-        unknown = sorted(set(table) - known)
-        if unknown:
-            raise ConfigurationError(
-                f"{where}.{unknown[0]} is not a budget limit (expected one of {sorted(known)})"
-            )
+        BUDGET.validate(table, where)
         try:
             return cls(**table)
         except ConfigurationError as exc:

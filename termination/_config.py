@@ -1,23 +1,25 @@
 """Sensors and feedback providers from config tables (a run spec's ``[[sensors]]`` and
 ``[[feedback]]``): the ``type`` key picks the class, every other key is a setting.
 
-Unknown types and keys are errors naming the key and what was expected; a setting of the
-wrong type is the class's own error, prefixed with where it came from.
+Tables are validated against the schemas in `_keys` (unknown types and keys, missing and
+mistyped values are errors naming the key); a bad value is the class's own error, prefixed
+with where it came from.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import attrs
+from attrs import evolve
 
 from harness import ConfigurationError
+from harness._schema import Schema
 
 from ._check_churn import CheckChurnSensor
 from ._context_pressure import ContextPressureSensor
 from ._feedback import FeedbackProvider, FeedbackProviderConfig, FeedbackTrigger
+from ._keys import FEEDBACK, SENSORS, TRIGGER, TRIGGER_KEY
 from ._no_progress import NoProgressSensor
 from ._oscillation import OscillationSensor
 from ._providers import BudgetFeedback, DeadlineFeedback, PlanProgressFeedback, ToolUsageFeedback
@@ -41,23 +43,37 @@ _PROVIDERS: dict[str, Callable[..., FeedbackProvider]] = {
 }
 
 
-def register_sensor(kind: str, factory: Callable[..., Sensor]) -> None:
-    """Make a sensor type available to config files under ``type = kind``."""
+def register_sensor(
+    kind: str, factory: Callable[..., Sensor], schema: Schema | None = None
+) -> None:
+    """Make a sensor type available to config files under ``type = kind``.
+
+    `schema` describes its keys (for validation and the spec reference); without one, they are
+    read off `factory`'s signature.
+    """
+    title = f"sensor {kind!r}"
+    SENSORS.add(kind, schema or Schema.from_callable(factory, title))
     _SENSORS[kind] = factory
 
 
-def register_feedback(kind: str, factory: Callable[..., FeedbackProvider]) -> None:
-    """Make a feedback provider type available to config files under ``type = kind``."""
+def register_feedback(
+    kind: str, factory: Callable[..., FeedbackProvider], schema: Schema | None = None
+) -> None:
+    """Make a feedback provider type available to config files under ``type = kind``.
+
+    `schema` describes its keys, as for `register_sensor`; the ``trigger`` key is added.
+    """
+    schema = schema or Schema.from_callable(factory, f"feedback provider {kind!r}")
+    if "trigger" not in schema.names:
+        schema = evolve(schema, keys=(*schema.keys, TRIGGER_KEY))
+    FEEDBACK.add(kind, schema)
     _PROVIDERS[kind] = factory
 
 
 def sensor_from_config(table: Mapping[str, Any], *, where: str) -> Sensor:
     """Build a sensor from a config table with a ``type`` key."""
-    args = dict(table)
-    kind = args.pop("type", None)
-    if kind not in _SENSORS:
-        raise ConfigurationError(f"{where}.type must be one of {sorted(_SENSORS)} (got {kind!r})")
-    sensor: Sensor = _build(_SENSORS[kind], args, where, f"sensor {kind!r}")
+    kind, args = SENSORS.validate(table, where)
+    sensor: Sensor = _build(_SENSORS[kind], args, where)
     return sensor
 
 
@@ -66,55 +82,23 @@ def feedback_from_config(table: Mapping[str, Any], *, where: str) -> FeedbackPro
 
     ``{type = "deadline", warning_threshold_seconds = 120, trigger = {every_n_seconds = 30}}``
     """
-    args = dict(table)
-    kind = args.pop("type", None)
-    if kind not in _PROVIDERS:
-        raise ConfigurationError(f"{where}.type must be one of {sorted(_PROVIDERS)} (got {kind!r})")
-    if "trigger" not in args:
-        raise ConfigurationError(
-            f"{where}.trigger is required: a table with every_n_calls, every_n_seconds "
-            "and/or file_appears"
-        )
+    kind, args = FEEDBACK.validate(table, where)
     spec = args.pop("trigger")
-    if not isinstance(spec, Mapping):
-        raise ConfigurationError(f"{where}.trigger must be a table (got {spec!r})")
-    trigger: FeedbackTrigger = _build(FeedbackTrigger, dict(spec), f"{where}.trigger", "trigger")
+    settings = TRIGGER.validate(spec, f"{where}.trigger")
+    trigger: FeedbackTrigger = _build(FeedbackTrigger, settings, f"{where}.trigger")
     if trigger.never:
         raise ConfigurationError(
             f"{where}.trigger sets no condition, so the provider would never run "
             "(set every_n_calls, every_n_seconds or file_appears)"
         )
-    provider: FeedbackProvider = _build(
-        _PROVIDERS[kind], args, where, f"feedback provider {kind!r}"
-    )
+    provider: FeedbackProvider = _build(_PROVIDERS[kind], args, where)
     try:
         return FeedbackProviderConfig(provider, trigger)
     except ConfigurationError as exc:
         raise ConfigurationError(f"{where}: {exc}") from None
 
 
-def _settings(factory: Callable[..., Any]) -> set[str] | None:
-    """The keyword names `factory` accepts, or None when it takes any (``**kwargs``)."""
-    if isinstance(factory, type) and attrs.has(factory):
-        return {a.alias or a.name for a in attrs.fields(factory) if a.init}
-    try:
-        parameters = inspect.signature(factory).parameters.values()
-    except (TypeError, ValueError):
-        return None
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
-        return None
-    return {p.name for p in parameters if p.kind is not inspect.Parameter.POSITIONAL_ONLY}
-
-
-def _build(factory: Callable[..., Any], args: dict[str, Any], where: str, what: str) -> Any:
-    known = _settings(factory)
-    if known is not None:
-        unknown = sorted(set(args) - known)
-        if unknown:
-            raise ConfigurationError(
-                f"{where}.{unknown[0]} is not a setting of {what} "
-                f"(expected some of {sorted(known)})"
-            )
+def _build(factory: Callable[..., Any], args: dict[str, Any], where: str) -> Any:
     try:
         return factory(**args)
     except (ConfigurationError, TypeError) as exc:

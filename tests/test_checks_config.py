@@ -130,28 +130,39 @@ def test_question_answered_without_a_factory_is_refused() -> None:
 @pytest.mark.parametrize(
     ("table", "message"),
     [
-        ({"type": "nope"}, "c: 'type' must be one of ["),
-        ({}, "c: 'type' must be one of ["),
-        ({"type": "signal", "tokn": "X"}, "c: unknown key 'tokn' for a signal check"),
-        ({"type": "plan", "x": 1}, "c: unknown key 'x' for a plan check (expected no other keys)"),
-        ({"type": "test_suite"}, "c: a test_suite check needs 'command'"),
-        ({"type": "test_suite", "command": "x", "timeout": "1"}, "c: 'timeout' must be int or"),
-        ({"type": "test_suite", "command": "x", "timeout": True}, "c: 'timeout' must be int or"),
+        ({"type": "nope"}, "c.type must be one of 'always_complete', 'feature_list'"),
+        ({}, "c.type must be one of 'always_complete'"),
+        ({"type": "signl"}, "c.type must be one of"),
+        (
+            {"type": "signal", "tokn": "X"},
+            "c: unknown key 'tokn' for a signal check; did you mean 'token'? "
+            "(valid keys: token, type)",
+        ),
+        ({"type": "plan", "x": 1}, "c: unknown key 'x' for a plan check (valid keys: type)"),
+        ({"type": "test_suite"}, "c.command is required for a test_suite check"),
+        (
+            {"type": "test_suite", "command": "x", "timeout": "1"},
+            "c.timeout must be a number (got '1')",
+        ),
+        (
+            {"type": "test_suite", "command": "x", "timeout": True},
+            "c.timeout must be a number (got True)",
+        ),
         ({"type": "test_suite", "command": "x", "timeout": -1}, "c: 'timeout' must be a positive"),
         ({"type": "command", "command": "x", "sandbox": "docker"}, "c: unknown sandbox 'docker'"),
         (
             {"type": "command", "command": "x", "sandbox": {"name": "local"}},
-            "c.sandbox: a sandbox table needs a 'type'",
+            "c.sandbox.type must be one of 'local', 'bubblewrap' (got None)",
         ),
         (
             {"type": "command", "command": "x", "sandbox": {"type": "local", "net": True}},
-            "c.sandbox: sandbox 'local' does not take these options",
+            "c.sandbox: unknown key 'net' for the local sandbox (valid keys: max_output, type)",
         ),
         ({"type": "files", "paths": ["../x"]}, "c: 'paths' entries are relative to the workspace"),
         ({"type": "sql_result", "min_rows": -2}, "c: 'min_rows' must be an int >= 0"),
         ({"type": "all_of", "checks": []}, "c: AllOf needs at least one check"),
-        ({"type": "any_of", "checks": [{"type": "x"}]}, "c.checks[0]: 'type' must be one of"),
-        ("signal", "c: a check must be a table"),
+        ({"type": "any_of", "checks": [{"type": "x"}]}, "c.checks[0].type must be one of"),
+        ("signal", "c must be a table (got 'signal')"),
     ],
 )
 def test_mistakes_name_where_and_the_key(table: Any, message: str) -> None:

@@ -100,7 +100,7 @@ def test_check_command_gates_on_every_check(
         (
             BASE.replace('[model]\ntype = "fixture"\npath = "script.jsonl"\n', "model = 3\n"),
             "",
-            "spec.toml: model must be a table (got int)",
+            "spec.toml.model must be a table (got 3)",
         ),
         (
             BASE.replace('workspace = "ws"', 'workspace = "nowhere"'),
@@ -280,7 +280,7 @@ def test_an_evaluator_pass_without_a_look_does_not_count_by_default(
     [
         (
             ("max_rounds = 2", "max_rounds = 2\nevaluator_must_use_tools = 1"),
-            "strategy.evaluator_must_use_tools must be true or false (got 1)",
+            "strategy.evaluator_must_use_tools must be a boolean (got 1)",
         ),
         (
             ('workspace = "ws"', 'workspace = "ws"\ntools = ["write_file"]'),

@@ -290,15 +290,16 @@ def test_feedback_from_config_builds_provider_and_trigger() -> None:
         ({"type": "deadline", "trigger": {}}, "spec: feedback[0].trigger sets no condition"),
         (
             {"type": "deadline", "trigger": {"every_n_call": 3}},
-            "spec: feedback[0].trigger.every_n_call is not a setting of trigger",
+            "spec: feedback[0].trigger: unknown key 'every_n_call' for a trigger; "
+            "did you mean 'every_n_calls'?",
         ),
         (
             {"type": "deadline", "trigger": {"every_n_calls": "3"}},
-            "spec: feedback[0].trigger: FeedbackTrigger: 'every_n_calls' must be a positive int",
+            "spec: feedback[0].trigger.every_n_calls must be an integer",
         ),
         (
             {"type": "deadline", "treshold": 1, "trigger": {"every_n_calls": 3}},
-            "spec: feedback[0].treshold is not a setting of feedback provider 'deadline'",
+            "spec: feedback[0]: unknown key 'treshold' for feedback provider 'deadline'",
         ),
         (
             {"type": "budget", "warning_at": 2, "trigger": {"every_n_calls": 3}},
@@ -329,11 +330,15 @@ def test_registered_providers_are_available_to_config_tables() -> None:
             {"type": "greeter", "greeting": "hello", "trigger": {"every_n_calls": 1}}, where="f"
         )
         assert config.provider.provide(context(snap())).summary == "hello"
-        with pytest.raises(ConfigurationError, match=r"f.greting is not a setting of"):
+        with pytest.raises(
+            ConfigurationError, match=r"f: unknown key 'greting' .*did you mean 'greeting'"
+        ):
             feedback_from_config(
                 {"type": "greeter", "greting": "x", "trigger": {"every_n_calls": 1}}, where="f"
             )
     finally:
         from termination._config import _PROVIDERS
+        from termination._keys import FEEDBACK
 
         del _PROVIDERS["greeter"]
+        del FEEDBACK.schemas["greeter"]

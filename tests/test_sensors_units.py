@@ -353,9 +353,13 @@ def test_new_sensors_build_from_config_tables() -> None:
     ("table", "message"),
     [
         ({"type": "nope"}, "spec: sensors[0].type must be one of"),
-        ({"type": "oscillation", "limt": 3}, "spec: sensors[0].limt is not a setting of sensor"),
-        ({"type": "no_progress", "limit": "3"}, "spec: sensors[0]: NoProgressSensor: 'limit'"),
-        ({"type": "context_pressure", "action": "x"}, "sensors[0]: ContextPressureSensor: 'act"),
+        (
+            {"type": "oscillation", "limt": 3},
+            "spec: sensors[0]: unknown key 'limt' for sensor 'oscillation'; did you mean 'limit'?",
+        ),
+        ({"type": "no_progress", "limit": "3"}, "spec: sensors[0].limit must be an integer"),
+        ({"type": "no_progress", "limit": 0}, "spec: sensors[0]: NoProgressSensor: 'limit'"),
+        ({"type": "context_pressure", "action": "x"}, "sensors[0].action must be one of 'halt'"),
     ],
 )
 def test_config_errors_name_the_key(table: dict[str, Any], message: str) -> None:

@@ -37,34 +37,140 @@ from typing import Any
 
 from .._errors import ConfigurationError, FixtureError
 from .._model import ModelClient
-from ._pricing import ModelPrice
-from ._retry import RetryPolicy
+from .._schema import REQUIRED, Key, Schema, Variants
+from ._pricing import PRICE, ModelPrice
+from ._retry import RETRY, RetryPolicy
 
-_KINDS = ("fixture", "openai", "anthropic", "cli_agent")
-_SDK_KEYS = {"type", "model", "base_url", "api_key_env", "timeout", "price", "retry", "options"}
-_KEYS: dict[str, set[str]] = {
-    "fixture": {"type", "path"},
-    "openai": _SDK_KEYS,
-    "anthropic": _SDK_KEYS | {"max_tokens"},
-    "cli_agent": {"type", "argv", "prompt", "timeout", "pass_env", "env", "cwd", "max_output"},
-}
+
+def _api_keys(key_env: str) -> tuple[Key, ...]:
+    return (
+        Key(
+            "model",
+            "string",
+            "The model to ask, exactly as the provider names it.",
+            default=REQUIRED,
+        ),
+        Key(
+            "base_url",
+            "string",
+            "The API's address, for any compatible server (vLLM, Ollama, "
+            "llama.cpp); unset: the provider's own.",
+            default_text="the provider's",
+        ),
+        Key(
+            "api_key_env",
+            ("string", "boolean"),
+            "The environment variable that holds the key; "
+            "`false` for a server that needs none. The key never reaches events, logs or fixtures.",
+            default=key_env,
+        ),
+        Key("timeout", "number", "Seconds one HTTP attempt may take.", default=600.0),
+        Key(
+            "price",
+            "table",
+            "Dollars per million tokens, for a model the built-in price table "
+            "does not know (an unknown price is unknown, never zero).",
+            see=PRICE,
+        ),
+        Key("retry", "table", "How rate limits, 5xx errors and timeouts are retried.", see=RETRY),
+        Key(
+            "options",
+            "table",
+            "Extra fields of the request body (`temperature`, `top_p`, ...).",
+            default_text="none",
+        ),
+    )
+
+
+MODELS = Variants(
+    "model",
+    {
+        "fixture": Schema(
+            "a fixture model",
+            [
+                Key(
+                    "path",
+                    "string",
+                    "The JSONL fixture to replay, relative to the spec file.",
+                    default=REQUIRED,
+                )
+            ],
+            help="`ScriptedModelClient`: replays one response per line and fails closed "
+            "(running out, a line left unused, a broken `expect`).",
+        ),
+        "openai": Schema(
+            "an openai model",
+            _api_keys("OPENAI_API_KEY"),
+            help="`OpenAIClient`: OpenAI or any OpenAI-compatible server "
+            "(`pip install 'completion-harness[openai]'`).",
+        ),
+        "anthropic": Schema(
+            "an anthropic model",
+            (
+                *_api_keys("ANTHROPIC_API_KEY"),
+                Key("max_tokens", "integer", "The most tokens one answer may have.", default=8192),
+            ),
+            help="`AnthropicClient` (`pip install 'completion-harness[anthropic]'`).",
+        ),
+        "cli_agent": Schema(
+            "a cli_agent model",
+            [
+                Key(
+                    "argv",
+                    "array of strings",
+                    'The agent\'s command line, e.g. `["claude", "-p"]`.',
+                    default=REQUIRED,
+                ),
+                Key(
+                    "prompt",
+                    "string",
+                    "How the prompt reaches the command: on stdin, or as "
+                    'the argv item `"{prompt}"` (appended when there is none).',
+                    default="stdin",
+                    choices=("stdin", "argument"),
+                ),
+                Key(
+                    "timeout",
+                    "number",
+                    "Seconds one turn may take; then its process group "
+                    "is killed and what it printed is the answer.",
+                    default=1800.0,
+                ),
+                Key(
+                    "pass_env",
+                    "array of strings",
+                    "Environment variables passed through "
+                    "(besides PATH, HOME, LANG); their values are redacted from the output.",
+                    default=(),
+                ),
+                Key(
+                    "env",
+                    "table",
+                    "Fixed environment variables (string values).",
+                    default_text="none",
+                ),
+                Key(
+                    "cwd",
+                    "string",
+                    "The folder it runs in, relative to the spec file.",
+                    default_text="the run's workspace",
+                ),
+                Key("max_output", "integer", "Bytes of output kept (the tail).", default=65536),
+            ],
+            help="`CliAgentClient`: a coding agent's command line, run once per turn "
+            "(see [cli-agents.md](cli-agents.md)).",
+        ),
+    },
+    help="The model the builder talks to (also the table of a SelfVerifying `evaluator` and "
+    "a `question_answered` check's `judge`).",
+)
 
 
 def model_from_config(
     table: Mapping[str, Any], *, where: str = "model", base: str | Path | None = None
 ) -> ModelClient:
     """Build the client a ``[model]`` table describes; paths are relative to `base`."""
-    if not isinstance(table, Mapping):
-        raise ConfigurationError(f"{where} must be a table (got {type(table).__name__})")
-    kind = table.get("type")
-    if kind not in _KINDS:
-        raise ConfigurationError(f"{where}.type must be one of {', '.join(_KINDS)} (got {kind!r})")
-    unknown = sorted(set(table) - _KEYS[kind])
-    if unknown:
-        raise ConfigurationError(
-            f"{where}.{unknown[0]} is not a setting of a {kind} model "
-            f"(expected some of {sorted(_KEYS[kind])})"
-        )
+    kind, _ = MODELS.validate(table, where)
     root = Path(base) if base is not None else Path.cwd()
     try:
         if kind == "fixture":

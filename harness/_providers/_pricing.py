@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from attrs import frozen
 
 from .._errors import ConfigurationError
+from .._schema import REQUIRED, Key, Schema
 
 # A dated snapshot or alias of a listed model: "gpt-4o-2024-08-06", "claude-sonnet-4-20250514".
 _SNAPSHOT = re.compile(r"^-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
@@ -22,6 +23,30 @@ def _rate(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
         raise ConfigurationError(f"{name} must be a number of dollars >= 0 (got {value!r})")
     return float(value)
+
+
+PRICE = Schema(
+    "a price table",
+    [
+        Key("input", "number", "Dollars per million fresh input tokens.", default=REQUIRED),
+        Key("output", "number", "Dollars per million output tokens.", default=REQUIRED),
+        Key(
+            "cached_input",
+            "number",
+            "Dollars per million tokens read from the prompt cache.",
+            default_text="the input price",
+        ),
+        Key(
+            "cache_write",
+            "number",
+            "Dollars per million tokens written to the prompt cache.",
+            default_text="the input price",
+        ),
+    ],
+    heading="model.price",
+    help="A model's price, in US dollars per million tokens: `price = { input = 3.0, "
+    "output = 15.0 }`.",
+)
 
 
 @frozen
@@ -48,15 +73,7 @@ class ModelPrice:
     @classmethod
     def from_config(cls, table: Mapping[str, object], *, where: str) -> ModelPrice:
         """Build from a spec table ``{input = 3.0, output = 15.0, cached_input = 0.3}``."""
-        keys = {"input", "output", "cached_input", "cache_write"}
-        unknown = sorted(set(table) - keys)
-        if unknown:
-            raise ConfigurationError(
-                f"{where}.{unknown[0]} is not a price (expected {sorted(keys)})"
-            )
-        for required in ("input", "output"):
-            if required not in table:
-                raise ConfigurationError(f"{where}.{required} is required (dollars per 1M tokens)")
+        PRICE.validate(table, where)
         return cls(**{key: _rate(f"{where}.{key}", value) for key, value in table.items()})
 
     def cost(

@@ -19,6 +19,7 @@ from attrs import frozen
 
 from .._clock import Clock
 from .._errors import ConfigurationError, ModelError
+from .._schema import Key, Schema
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
@@ -33,6 +34,32 @@ def _number(name: str, value: object, *, minimum: float, strict: bool = False) -
     if bad or (value <= minimum if strict else value < minimum):  # type: ignore[operator]
         op = ">" if strict else ">="
         raise ConfigurationError(f"{name!r} must be a number {op} {minimum:g} (got {value!r})")
+
+
+RETRY = Schema(
+    "a retry table",
+    [
+        Key("max_attempts", "integer", "Attempts in all, the first included.", default=4),
+        Key(
+            "initial_wait",
+            "number",
+            "Seconds before the first retry; doubled each time.",
+            default=1.0,
+        ),
+        Key("max_backoff", "number", "The longest backoff, in seconds.", default=30.0),
+        Key("jitter", "number", "Up to this many random seconds added to each wait.", default=1.0),
+        Key(
+            "max_wait",
+            "number",
+            "A single wait longer than this (a long `Retry-After`) gives up instead.",
+            default=120.0,
+        ),
+    ],
+    heading="model.retry",
+    help="How a provider client retries rate limits, 5xx errors and timeouts; each wait is "
+    "the longer of the backoff and the provider's `Retry-After`, and no wait passes the run's "
+    "deadline.",
+)
 
 
 @frozen
@@ -71,12 +98,7 @@ class RetryPolicy:
     @classmethod
     def from_config(cls, table: Mapping[str, Any], *, where: str) -> RetryPolicy:
         """Build from a spec table ``{max_attempts = 5, initial_wait = 2.0, ...}``."""
-        keys = {"max_attempts", "initial_wait", "max_backoff", "jitter", "max_wait"}
-        unknown = sorted(set(table) - keys)
-        if unknown:
-            raise ConfigurationError(
-                f"{where}.{unknown[0]} is not a retry setting (expected some of {sorted(keys)})"
-            )
+        RETRY.validate(table, where)
         try:
             return cls(**table)
         except ConfigurationError as exc:

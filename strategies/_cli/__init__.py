@@ -9,9 +9,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import _check, _hook, _run, _view
+from . import _check, _hook, _reference, _run, _view
 
-SUBCOMMANDS = [_run, _check, _view, _hook]
+SUBCOMMANDS = [_run, _check, _view, _hook, _reference]
 
 
 def build_parser() -> argparse.ArgumentParser:

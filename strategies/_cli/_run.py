@@ -30,7 +30,8 @@ from harness import (
 )
 
 from ._progress import Progress, open_progress
-from ._spec import load_spec
+from ._spec import Spec, load_spec
+from ._telemetry import tracer_provider_from_env
 
 EXIT_VERIFIED = 0
 EXIT_UNVERIFIED = 1
@@ -46,6 +47,12 @@ def register(sub: Any) -> None:
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the outcome")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every event")
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        help="emit OpenTelemetry spans; the exporter comes from OTEL_TRACES_EXPORTER "
+        "(console on stderr by default, or otlp)",
+    )
     parser.add_argument(
         "--json",
         action="store_true",
@@ -103,6 +110,7 @@ def _handle(args: argparse.Namespace, progress: Progress | None) -> Outcome:
     out = sys.stderr if args.json else sys.stdout
     workspace: Path | None = None
     transcript: Path | None = None
+    provider: Any = None
     try:
         spec = load_spec(args.spec)
         prompt = spec.require_run()
@@ -124,6 +132,9 @@ def _handle(args: argparse.Namespace, progress: Progress | None) -> Outcome:
         sinks: list[EventSink] = []
         if progress is not None:
             sinks.append(progress.track(budget=spec.policy.budget))
+        if args.otel:
+            provider = tracer_provider_from_env()
+            sinks.append(otel_sink(spec, provider))
         harness = Harness(
             model=model,
             policy=spec.policy,
@@ -153,6 +164,9 @@ def _handle(args: argparse.Namespace, progress: Progress | None) -> Outcome:
         return Outcome(EXIT_ERROR, exc.result, workspace, transcript, str(exc))
     except ConfigurationError as exc:
         return _error(str(exc), workspace, transcript)
+    finally:
+        if provider is not None:
+            provider.shutdown()  # flushes the exporter before the outcome is printed
     _report(result, workspace, transcript, out)
     code = EXIT_VERIFIED if result.verified else EXIT_UNVERIFIED
     return Outcome(code, result, workspace, transcript)
@@ -178,6 +192,23 @@ def _report(
         print(f"  workspace: {workspace}", file=out)
     if transcript is not None:
         print(f"  transcript: {transcript}", file=out)
+
+
+def otel_sink(spec: Spec, provider: Any) -> EventSink:
+    """An `OtelSink` on `provider`, told the spec's requested models and provider."""
+    from harness import OtelSink
+
+    models: dict[str, str] = {}
+    evaluator = spec.strategy.get("evaluator")
+    for agent, table in (("builder", spec.model), ("evaluator", evaluator)):
+        if isinstance(table, dict) and isinstance(table.get("model"), str):
+            models[agent] = table["model"]
+    kind = spec.model.get("type") if spec.model is not None else None
+    return OtelSink(
+        provider,
+        request_model=models,
+        provider_name=kind if kind in ("openai", "anthropic") else None,
+    )
 
 
 @frozen

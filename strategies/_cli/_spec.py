@@ -18,6 +18,7 @@ from typing import Any
 from attrs import frozen
 
 from checks import AllOf, CompletionCheck, check_from_config
+from checks._config import CHECKS
 from harness import (
     ConfigurationError,
     ModelClient,
@@ -29,34 +30,92 @@ from harness import (
     write_file,
 )
 from harness._providers import model_from_config
-from strategies import Loop, SelfVerifying
-from strategies._ralph import ralph_from_config
+from harness._providers._config import MODELS
+from harness._schema import REQUIRED, Key, Schema
+from strategies._config import STRATEGIES, strategy_from_config
+from strategies._self_verifying import SelfVerifying
 from termination import Budget, TerminationPolicy, feedback_from_config, sensor_from_config
+from termination._keys import BUDGET, FEEDBACK, POLICY, SENSORS
 
 BUILTIN_TOOLS: dict[str, Tool] = {
     t.name: t for t in (read_file, list_files, write_file, update_plan)
 }
+BUILTIN_TOOL_NAMES = tuple(BUILTIN_TOOLS)
 
-_TOP_KEYS = {
-    "prompt",
-    "prompt_file",
-    "workspace",
-    "workspace_template",
-    "transcript",
-    "system_prompt",
-    "tools",
-    "done_tool",
-    "tool_timeout",
-    "context_window",
-    "model",
-    "budget",
-    "strategy",
-    "checks",
-    "sensors",
-    "feedback",
-    "policy",
-}
-_POLICY_KEYS = {"max_rejections", "check_timeout", "check_before_first_turn"}
+SPEC = Schema(
+    "a run spec",
+    [
+        Key("prompt", "string", "The task. Give `prompt` or `prompt_file`."),
+        Key("prompt_file", "string", "A file holding the task, relative to the spec file."),
+        Key(
+            "workspace",
+            "string",
+            "The folder the agent works in (an existing folder, relative to the spec file).",
+        ),
+        Key(
+            "workspace_template",
+            "string",
+            "A folder copied into a fresh temporary workspace for each run (instead of "
+            "`workspace`).",
+        ),
+        Key("transcript", "string", "Where the JSONL transcript of events is written."),
+        Key(
+            "system_prompt",
+            "string",
+            "Replaces the start of the system prompt; what the check means by done is still added.",
+            default_text="the harness's",
+        ),
+        Key(
+            "tools",
+            "array",
+            "Tool names: built in (" + ", ".join(f"`{n}`" for n in BUILTIN_TOOL_NAMES) + ") "
+            "or `module:function` import paths.",
+            default=("read_file", "list_files", "write_file"),
+        ),
+        Key(
+            "done_tool",
+            "boolean",
+            "Offer a `done` tool as an explicit claim of done.",
+            default=False,
+        ),
+        Key("tool_timeout", "number", "Seconds one tool call may take.", default=120.0),
+        Key(
+            "context_window",
+            "integer",
+            "The model's context window in tokens (for the context_pressure sensor).",
+            default_text="unknown",
+        ),
+        Key(
+            "model",
+            "table",
+            "The builder's model; `harness run` needs it, `harness check` and the hook do not.",
+            default_text="none",
+            see=MODELS,
+        ),
+        Key("budget", "table", "The run's hard limits.", default_text="unlimited", see=BUDGET),
+        Key("strategy", "table", "How sessions are driven.", default_text="`loop`", see=STRATEGIES),
+        Key(
+            "checks",
+            "array of tables",
+            "The completion check(s); several are combined with `AllOf`.",
+            default=REQUIRED,
+            see=CHECKS,
+        ),
+        Key(
+            "sensors", "array of tables", "Sensors read after every turn.", default=(), see=SENSORS
+        ),
+        Key(
+            "feedback",
+            "array of tables",
+            "Feedback providers and their triggers.",
+            default=(),
+            see=FEEDBACK,
+        ),
+        Key("policy", "table", "How the completion check is treated.", see=POLICY),
+    ],
+    heading="The spec file",
+    help="The top level of a spec (TOML). Paths are relative to the spec file's folder.",
+)
 
 
 class SpecError(ConfigurationError):
@@ -114,56 +173,24 @@ class Spec:
         self, *, wrap_model: Callable[[ModelClient, str], ModelClient] | None = None
     ) -> Strategy:
         """The spec's strategy; `wrap_model(client, role)` may wrap any extra model it uses."""
-        table = dict(self.strategy)
-        kind = table.pop("type", "loop")
+
+        def build_model(table: Mapping[str, Any], where: str) -> ModelClient:
+            model = model_from_config(dict(table), where=where, base=self.path.parent)
+            return wrap_model(model, "evaluator") if wrap_model is not None else model
+
         where = f"{self.path}: strategy"
-        if kind == "loop":
-            if table:
-                raise SpecError(f"{where}.{sorted(table)[0]} is not a setting of the plain loop")
-            return Loop()
-        if kind == "ralph":
-            return ralph_from_config(table, where=where)
-        if kind == "self_verifying":
-            evaluator = table.pop("evaluator", None)
-            if not isinstance(evaluator, dict):
-                raise SpecError(f"{where}.evaluator must be a model table (type = ...)")
-            budget = table.pop("evaluator_budget", None)
-            prompt = table.pop("evaluator_prompt", None)
-            rounds = table.pop("max_rounds", 3)
-            # On by default here: unattended runs are what the command line is for, and a small
-            # evaluator has been seen to pass wrong work without opening a file.
-            must_look = table.pop("evaluator_must_use_tools", True)
-            if table:
-                raise SpecError(f"{where}.{sorted(table)[0]} is not a SelfVerifying setting")
-            if not isinstance(must_look, bool):
-                raise SpecError(
-                    f"{where}.evaluator_must_use_tools must be true or false (got {must_look!r})"
-                )
-            if must_look and not any(t.read_only for t in self.tools):
-                raise SpecError(
-                    f"{where}.evaluator_must_use_tools is on (the default), but the evaluator "
-                    "would have no tools: it gets the spec's read-only tools and `tools` has "
-                    "none (add read_file or list_files, or set evaluator_must_use_tools = false)"
-                )
-            evaluator_model = self.build_model(evaluator, where="strategy.evaluator")
-            if wrap_model is not None:
-                evaluator_model = wrap_model(evaluator_model, "evaluator")
-            kwargs: dict[str, Any] = {
-                "evaluator": evaluator_model,
-                "max_rounds": rounds,
-                "evaluator_must_use_tools": must_look,
-            }
-            if budget is not None:
-                kwargs["evaluator_budget"] = Budget.from_config(
-                    _table(budget, f"{where}.evaluator_budget"), where=f"{where}.evaluator_budget"
-                )
-            if prompt is not None:
-                kwargs["evaluator_prompt"] = _string(prompt, f"{where}.evaluator_prompt")
-            try:
-                return SelfVerifying(**kwargs)
-            except ConfigurationError as exc:
-                raise SpecError(f"{where}: {exc}") from None
-        raise SpecError(f"{where}.type must be one of loop, ralph, self_verifying (got {kind!r})")
+        try:
+            strategy = strategy_from_config(self.strategy, where=where, build_model=build_model)
+        except ConfigurationError as exc:
+            raise SpecError(str(exc)) from None
+        looks = isinstance(strategy, SelfVerifying) and strategy.evaluator_must_use_tools
+        if looks and not any(t.read_only for t in self.tools):
+            raise SpecError(
+                f"{where}.evaluator_must_use_tools is on (the default), but the evaluator "
+                "would have no tools: it gets the spec's read-only tools and `tools` has "
+                "none (add read_file or list_files, or set evaluator_must_use_tools = false)"
+            )
+        return strategy
 
     def prepare_workspace(self, override: Path | None = None) -> Path | None:
         """The folder the run works in: the override, the spec's, or a fresh copy of a template."""
@@ -190,11 +217,13 @@ def load_spec(path: str | Path, *, model_factory: Callable[..., ModelClient] | N
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{file}: not valid TOML: {exc}") from None
     where = str(file)
-    unknown = sorted(set(data) - _TOP_KEYS)
-    if unknown:
-        raise SpecError(
-            f"{where}: unknown key {unknown[0]!r} (expected some of {sorted(_TOP_KEYS)})"
-        )
+    try:
+        SPEC.validate(data, where)
+        if isinstance(data.get("model"), dict):
+            MODELS.validate(data["model"], f"{where}: model")
+        STRATEGIES.validate(data.get("strategy", {}), f"{where}: strategy")
+    except ConfigurationError as exc:
+        raise SpecError(str(exc)) from None
     base = file.parent
     prompt = _prompt(data, base, where)
     workspace = _path(data.get("workspace"), base, f"{where}: workspace", must_be_dir=True)
@@ -308,13 +337,7 @@ def _policy(
         feedback_from_config(_table(t, f"{where}: feedback[{i}]"), where=f"{where}: feedback[{i}]")
         for i, t in enumerate(_list(data.get("feedback", []), f"{where}: feedback"))
     ]
-    options = _table(data.get("policy", {}), f"{where}: policy")
-    unknown = sorted(set(options) - _POLICY_KEYS)
-    if unknown:
-        raise SpecError(
-            f"{where}: policy.{unknown[0]} is not a policy setting "
-            f"(expected some of {sorted(_POLICY_KEYS)})"
-        )
+    options = POLICY.validate(data.get("policy", {}), f"{where}: policy")
     try:
         policy = TerminationPolicy(
             budget=budget, sensors=sensors, feedback=feedback, completion_check=check, **options

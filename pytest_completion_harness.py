@@ -1,0 +1,292 @@
+"""The pytest plugin of completion-harness, registered through the ``pytest11`` entry point.
+
+Fixtures build a harness whose model replays a JSONL fixture; helpers assert how a run halted
+and which events it emitted; ``pytest --harness-record`` runs the tests that name a real model
+against it and saves each passing run as the fixture the next run replays::
+
+    async def test_fixes_the_bug(harness_fixture, tmp_path):
+        harness = harness_fixture(
+            "fixtures/fix_bug.jsonl",               # relative to this test file
+            record=lambda: OpenAIClient("gpt-4.1"),  # used only with --harness-record
+            tools=workspace_tools(),
+            policy=TerminationPolicy(completion_check=TestSuiteCheck("pytest -q")),
+            workspace=tmp_path,
+        )
+        result = await harness.run("Fix the failing test.")
+        assert_halted(result, Completed)
+        assert_events(result, ["turn.started", "tool.called", "check.passed", "run.halted"])
+
+It lives outside the ``harness`` package on purpose: pytest imports every installed plugin at
+start-up, so this module imports nothing but pytest until a test asks for one of its fixtures.
+See docs/pytest-plugin.md.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from harness import Event, HaltReason, Harness, ListSink, ModelClient, RunResult
+
+__all__ = ["assert_events", "assert_halted"]
+
+_RECORD_OPTION = "--harness-record"
+_RECORDINGS = pytest.StashKey[list[str]]()
+_OUTCOME = pytest.StashKey[bool]()
+
+# Events of the runs built by `harness_fixture`, by run id, while their test runs.
+_RUN_EVENTS: dict[str, list[Event]] = {}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("completion-harness")
+    group.addoption(
+        _RECORD_OPTION,
+        action="store_true",
+        default=False,
+        help="run tests that give harness_fixture/harness_model a real model (record=...) "
+        "against it, and save each passing run as the JSONL fixture it then replays",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_RECORDINGS] = []
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call":
+        item.stash[_OUTCOME] = report.passed
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    lines = config.stash.get(_RECORDINGS, [])
+    if lines:
+        terminalreporter.write_sep("-", "harness fixtures recorded")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
+@pytest.fixture
+def harness_recording(request: pytest.FixtureRequest) -> bool:
+    """True when the session runs with ``--harness-record``."""
+    return bool(request.config.getoption(_RECORD_OPTION))
+
+
+@pytest.fixture
+def harness_model(
+    request: pytest.FixtureRequest, harness_recording: bool
+) -> Iterator[Callable[..., ModelClient]]:
+    """A factory: ``harness_model(path, record=None)`` is a `ScriptedModelClient` replaying
+    `path` (relative to the test file), or, with ``--harness-record`` and a `record` factory,
+    a `RecordingModelClient` around ``record()`` writing beside it. The recording replaces the
+    fixture only when the test passes (and the recording loads as a fixture)."""
+    from harness import RecordingModelClient, ScriptedModelClient
+
+    pending: list[tuple[Path, Path]] = []
+
+    def make(
+        path: str | os.PathLike[str], *, record: Callable[[], ModelClient] | None = None
+    ) -> ModelClient:
+        target = Path(request.path).parent / path
+        if harness_recording and record is not None:
+            scratch = target.with_name(target.name + ".recording")
+            pending.append((scratch, target))
+            return RecordingModelClient(record(), scratch)
+        return ScriptedModelClient.from_jsonl(target)
+
+    yield make
+    _finish_recordings(request, pending)
+
+
+def _finish_recordings(request: pytest.FixtureRequest, pending: list[tuple[Path, Path]]) -> None:
+    """Move each recording over its fixture if the test passed; otherwise keep it beside."""
+    from harness import FixtureError, ScriptedModelClient
+
+    passed = request.node.stash.get(_OUTCOME, False)
+    notes = request.config.stash.setdefault(_RECORDINGS, [])
+    for scratch, target in pending:
+        if not scratch.exists():
+            continue
+        if not passed:
+            notes.append(f"{request.node.nodeid}: failed; the recording is kept at {scratch}")
+            continue
+        try:
+            ScriptedModelClient.from_jsonl(scratch)
+        except FixtureError as exc:
+            notes.append(f"{request.node.nodeid}: the recording does not load ({exc}); kept")
+            continue
+        os.replace(scratch, target)
+        notes.append(f"{request.node.nodeid}: recorded {target}")
+
+
+@pytest.fixture
+def harness_fixture(harness_model: Callable[..., ModelClient]) -> Iterator[Callable[..., Harness]]:
+    """A factory: ``harness_fixture(path, *, record=None, **harness_options)`` is a `Harness`
+    whose model is ``harness_model(path, record=record)``; every other keyword goes to
+    `Harness` (``tools``, ``policy``, ``strategy``, ``workspace``, ...). Without a ``policy``
+    the run has no budget and the agent's claim of done is accepted (`AlwaysComplete`). The
+    harness keeps its runs' events for `assert_events`."""
+    from harness import Harness
+
+    runs: list[_RunLog] = []
+
+    def make(
+        path: str | os.PathLike[str],
+        *,
+        record: Callable[[], ModelClient] | None = None,
+        **options: Any,
+    ) -> Harness:
+        if "policy" not in options:
+            from checks import AlwaysComplete
+            from termination import TerminationPolicy
+
+            options["policy"] = TerminationPolicy(completion_check=AlwaysComplete())
+        log = _RunLog()
+        runs.append(log)
+        options["sinks"] = [*options.get("sinks", ()), log]
+        return Harness(model=harness_model(path, record=record), **options)
+
+    yield make
+    for log in runs:
+        for run_id in log.run_ids:
+            _RUN_EVENTS.pop(run_id, None)
+
+
+class _RunLog:
+    """A sink that files each run's events under its run id."""
+
+    def __init__(self) -> None:
+        self.run_ids: list[str] = []
+        self._current: list[Event] | None = None
+
+    def emit(self, event: Event) -> None:
+        run_id = getattr(event, "run_id", None)
+        if event.name == "run.started" and isinstance(run_id, str):
+            self.run_ids.append(run_id)
+            self._current = _RUN_EVENTS[run_id] = []
+        if self._current is not None:
+            self._current.append(event)
+
+
+def assert_halted(result: RunResult, kind: type[HaltReason], /, **fields: Any) -> HaltReason:
+    """Assert the run halted with a `kind` whose `fields` have these values; return it.
+
+    ``assert_halted(result, BudgetExceeded, limit="max_turns")``
+    """
+    __tracebackhide__ = True
+    reason = result.halt_reason
+    if not isinstance(reason, kind):
+        raise AssertionError(
+            f"the run halted with {type(reason).__name__} ({reason.describe()}), "
+            f"not {kind.__name__}"
+        )
+    data = reason.to_dict()
+    for name, expected in fields.items():
+        if name not in data:
+            known = ", ".join(k for k in data if k != "type") or "none"
+            raise AssertionError(f"{kind.__name__} has no field {name!r} (fields: {known})")
+        if data[name] != expected:
+            raise AssertionError(
+                f"{kind.__name__}.{name} is {data[name]!r}, expected {expected!r} "
+                f"({reason.describe()})"
+            )
+    return reason
+
+
+Expected = str | type | tuple[str | type, Mapping[str, Any]]
+
+
+def assert_events(
+    source: RunResult | ListSink | Iterable[Event] | str | os.PathLike[str],
+    expected: Sequence[Expected],
+    *,
+    exact: bool = False,
+) -> None:
+    """Assert the run's events include `expected` in this order (other events may come
+    between), or are exactly those with ``exact=True``.
+
+    `source` is a result of a harness built by `harness_fixture`, a `ListSink`, the events
+    themselves, or a JSONL transcript. Each expected item is an event name
+    (``"check.failed"``), an event class (`CheckFailed`), or either with fields that must
+    match: ``("check.failed", {"reason": "answer.txt does not exist"})``.
+    """
+    __tracebackhide__ = True
+    events = _events_of(source)
+    names = [row["event"] for row in events]
+    if exact and len(events) != len(expected):
+        raise AssertionError(
+            f"expected exactly {len(expected)} events, the run emitted {len(events)}: {names}"
+        )
+    position = 0
+    for index, item in enumerate(expected):
+        found = next(
+            (i for i in range(position, len(events)) if _matches(events[i], item)),
+            None,
+        )
+        if found is None or (exact and found != position):
+            where = f"at position {position}" if exact else f"among events {position} on"
+            raise AssertionError(
+                f"expected {_describe(item)} (item {index} of the expected list) {where}; "
+                f"the run's events are {names}"
+            )
+        position = found + 1
+
+
+def _events_of(source: object) -> list[dict[str, Any]]:
+    from harness import Event, ListSink, RunResult, read_transcript
+
+    if isinstance(source, RunResult):
+        kept = _RUN_EVENTS.get(source.run_id)
+        if kept is None:
+            raise AssertionError(
+                "this result's events were not kept: build the harness with harness_fixture, "
+                "or pass a ListSink or the transcript instead"
+            )
+        return [_row(e) for e in kept]
+    if isinstance(source, ListSink):
+        return [_row(e) for e in source.events]
+    if isinstance(source, str | os.PathLike):
+        return read_transcript(Path(source))
+    items = list(source)  # type: ignore[call-overload]
+    if not all(isinstance(e, Event) for e in items):
+        raise TypeError("assert_events takes a RunResult, a ListSink, events or a transcript")
+    return [_row(e) for e in items]
+
+
+def _row(event: Event) -> dict[str, Any]:
+    row = {name: getattr(event, name) for name in _fields(type(event))}
+    row["event"] = event.name
+    return row
+
+
+def _fields(kind: type) -> tuple[str, ...]:
+    import attrs
+
+    return tuple(f.name for f in attrs.fields(kind))
+
+
+def _matches(row: Mapping[str, Any], item: Expected) -> bool:
+    kind, fields = item if isinstance(item, tuple) else (item, {})
+    name = kind if isinstance(kind, str) else getattr(kind, "name", None)
+    if row["event"] != name:
+        return False
+    return all(name in row and _plain(row[name]) == _plain(v) for name, v in fields.items())
+
+
+def _plain(value: object) -> object:
+    to_dict = getattr(value, "to_dict", None)
+    return to_dict() if callable(to_dict) else value
+
+
+def _describe(item: Expected) -> str:
+    kind, fields = item if isinstance(item, tuple) else (item, {})
+    name = kind if isinstance(kind, str) else getattr(kind, "name", repr(kind))
+    return repr(name) + (f" with {dict(fields)}" if fields else "")

@@ -1,0 +1,118 @@
+"""`strategy_from_config`: the strategy a run spec's ``[strategy]`` table describes.
+
+`STRATEGIES` says what the table accepts, per ``type``: the loader validates against it and
+the spec reference renders it, so a new setting is one `Key` line here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from harness import ConfigurationError, ModelClient, Strategy
+from harness._providers._config import MODELS
+from harness._schema import REQUIRED, Key, Schema, Variants
+from termination import Budget
+from termination._keys import BUDGET
+
+from ._loop import Loop
+
+STRATEGIES = Variants(
+    "strategy",
+    {
+        "loop": Schema(
+            "the plain loop",
+            [],
+            help="`Loop`: one session; each rejected claim's reason goes into the next turn.",
+        ),
+        "ralph": Schema(
+            "a Ralph strategy",
+            [
+                Key("max_iterations", "integer", "Fresh sessions at most.", default=5),
+                Key(
+                    "iteration_budget",
+                    "table",
+                    "A budget for each iteration; when it runs out the check runs and the "
+                    "next iteration starts.",
+                    default_text="none",
+                    see=BUDGET,
+                ),
+                Key("cooldown", "number", "Seconds between iterations.", default=0.0),
+            ],
+            help="`Ralph`: each iteration starts a fresh context (system prompt, task, and the "
+            "check's last reason); the workspace persists. Halts `RalphCompletionUnmet` when "
+            "the last iteration still fails.",
+        ),
+        "self_verifying": Schema(
+            "a SelfVerifying strategy",
+            [
+                Key(
+                    "evaluator",
+                    "table",
+                    "The evaluator's model table.",
+                    default=REQUIRED,
+                    see=MODELS,
+                ),
+                Key(
+                    "evaluator_prompt",
+                    "string",
+                    "The evaluator's system prompt.",
+                    default_text="`strategies.EVALUATOR_PROMPT`",
+                ),
+                Key(
+                    "evaluator_budget",
+                    "table",
+                    "A budget for each evaluator session; running out is a FAIL.",
+                    default_text="none",
+                    see=BUDGET,
+                ),
+                Key("max_rounds", "integer", "Evaluator verdicts at most.", default=3),
+                Key(
+                    "evaluator_must_use_tools",
+                    "boolean",
+                    "A PASS counts only if the evaluator used one of its tools in that round "
+                    "(read the work); on by default in a spec, since a small evaluator has "
+                    "been seen to pass wrong work without opening a file.",
+                    default=True,
+                    default_text="true (`SelfVerifying` called from Python defaults to false)",
+                ),
+            ],
+            help="`SelfVerifying`: the builder runs until the check passes, then a fresh "
+            "evaluator session must answer exactly one `VERDICT: PASS` line; anything else is a "
+            "FAIL whose reasons go into the builder's next turn. Halts `SelfVerifyExhausted` "
+            "after `max_rounds`.",
+        ),
+    },
+    help="How the sessions of a run are driven.",
+    default="loop",
+)
+
+
+def strategy_from_config(
+    table: Mapping[str, Any],
+    *,
+    where: str,
+    build_model: Callable[[Mapping[str, Any], str], ModelClient],
+) -> Strategy:
+    """Build the strategy `table` describes; `build_model(table, where)` makes the evaluator.
+
+    Errors name `where` and the key at fault.
+    """
+    kind, settings = STRATEGIES.validate(table, where)
+    if kind == "loop":
+        return Loop()
+    for name in ("iteration_budget", "evaluator_budget"):
+        if name in settings:
+            settings[name] = Budget.from_config(settings[name], where=f"{where}.{name}")
+    try:
+        if kind == "ralph":
+            from ._ralph import Ralph
+
+            return Ralph(**settings)
+        from ._self_verifying import SelfVerifying
+
+        settings["evaluator"] = build_model(settings["evaluator"], f"{where}.evaluator")
+        settings.setdefault("evaluator_must_use_tools", True)
+        return SelfVerifying(**settings)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{where}: {exc}") from None
