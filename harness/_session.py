@@ -243,8 +243,8 @@ class Session:
         return halt, done_summary
 
     async def _call_tools(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
-        if len(calls) <= 1:  # the usual turn: no task group needed
-            return [await self._call_tool(call) for call in calls]
+        if len(calls) == 1:  # the usual turn: no task group needed
+            return [await self._call_tool(calls[0])]
         results = [NOT_RUN] * len(calls)
 
         async def call_into(index: int, call: ToolCall) -> None:
