@@ -20,7 +20,7 @@ import anyio
 from ._clock import Clock, SystemClock
 from ._errors import ModelError
 from ._messages import ModelRequest, ModelResponse
-from ._model import ModelClient
+from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 
 
 class RecordingModelClient:
@@ -40,20 +40,18 @@ class RecordingModelClient:
 
     @property
     def prices_known(self) -> bool:
-        return bool(getattr(self.inner, "prices_known", True))
+        return self.inner.prices_known if isinstance(self.inner, KnowsPrices) else True
 
     def bind_clock(self, clock: Clock) -> None:
         """Measure latency on the harness's clock, and hand the clock to the inner client."""
         self._clock = clock
-        bind = getattr(self.inner, "bind_clock", None)
-        if callable(bind):
-            bind(clock)
+        if isinstance(self.inner, ReadsClock):
+            self.inner.bind_clock(clock)
 
     def verify_consumed(self) -> None:
         """Pass the check on to the inner client (a scripted one verifies its script)."""
-        verify = getattr(self.inner, "verify_consumed", None)
-        if callable(verify):
-            verify()
+        if isinstance(self.inner, ChecksConsumed):
+            self.inner.verify_consumed()
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         head: dict[str, Any] = {"agent": request.agent, "request_digest": request.digest()}
