@@ -1,4 +1,4 @@
-"""The `harness` command line: `run`, `check`, and the agent hook bridge.
+"""The `harness` command line: `run`, `check`, the agent hook bridge, and the task board.
 
 This is the one place that wires all four packages together.
 """
@@ -9,9 +9,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import _check, _hook, _run
+from . import _board, _check, _hook, _run
 
-SUBCOMMANDS = [_run, _check, _hook]
+SUBCOMMANDS = [_run, _check, _hook, _board]
 
 
 def build_parser() -> argparse.ArgumentParser:
