@@ -128,6 +128,7 @@ def _run(args: argparse.Namespace) -> int:
             wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
         )
     stopped: list[int] = []
+    refused: list[Exception] = []
 
     async def go() -> BoardResult | None:
         result: BoardResult | None = None
@@ -141,14 +142,16 @@ def _run(args: argparse.Namespace) -> int:
                         return
 
             group.start_soon(watch)
-            result = await board.run()
+            try:
+                result = await board.run()
+            except (ConfigurationError, BoardBusy) as exc:
+                refused.append(exc)
             group.cancel_scope.cancel()
         return result
 
-    try:
-        result = anyio.run(go, backend=args.backend)
-    except (ConfigurationError, BoardBusy) as exc:
-        print(f"harness board: {exc}", file=sys.stderr)
+    result = anyio.run(go, backend=args.backend)
+    if refused:
+        print(f"harness board: {refused[0]}", file=sys.stderr)
         return EXIT_ERROR
     if stopped or result is None:
         name = signal.Signals(stopped[0]).name if stopped else "cancellation"

@@ -330,6 +330,7 @@ class _Recorder:
         self._store = store
         self._owner = owner
         self._claim = claim
+        self._working = False
 
     def emit(self, event: dict[str, Any]) -> None:
         import json
@@ -337,7 +338,9 @@ class _Recorder:
         self._file.write(json.dumps(event, ensure_ascii=False) + "\n")
         self._file.flush()
         name = event.get("event")
-        if name == "check.failed":
+        if name == "iteration.started":
+            self._working = True
+        if name == "check.failed" and self._working:  # not the check before the first turn
             why = one_line(event.get("reason"))
             message = f"the completion check sent the claim back: {why}"
         elif name == "verdict.reached" and not event.get("passed"):

@@ -221,6 +221,12 @@ class BoardStore:
     def close(self) -> None:
         self._db.close()
 
+    def __enter__(self) -> BoardStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     @contextmanager
     def _tx(self) -> Iterator[None]:
         self._db.execute("BEGIN IMMEDIATE")
