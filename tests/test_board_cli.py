@@ -38,7 +38,9 @@ def test_status_as_json_and_with_events(tmp_path: Path, capsys: pytest.CaptureFi
     state = tmp_path / "state"
     main(["board", "run", str(DEMO), "--agents", "2", "--state", str(state), "-q"])
     capsys.readouterr()
-    assert main(["board", "status", str(DEMO), "--state", str(state), "--json", "--events", "2"]) == 0
+    assert (
+        main(["board", "status", str(DEMO), "--state", str(state), "--json", "--events", "2"]) == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["running"] is None
     assert data["counts"]["complete"] == 4

@@ -76,7 +76,9 @@ def test_a_board_killed_mid_run_resumes_and_runs_nothing_twice(tmp_path: Path) -
     log = (tmp_path / "first.log").open("wb")
     first = _board(folder, log)
     try:
-        _wait_for(db, "SELECT 1 FROM events WHERE kind = 'task.complete' AND task_id='alpha'", first)
+        _wait_for(
+            db, "SELECT 1 FROM events WHERE kind = 'task.complete' AND task_id='alpha'", first
+        )
         _wait_for(db, "SELECT 1 FROM events WHERE kind = 'task.rejected' AND task_id='slow'", first)
 
         second = subprocess.run(
@@ -107,7 +109,7 @@ def test_a_board_killed_mid_run_resumes_and_runs_nothing_twice(tmp_path: Path) -
         timeout=120,
     )
     assert restarted.returncode == 0, restarted.stderr
-    statuses = dict(_rows(db, "SELECT id, status FROM tasks"))
+    statuses = {row[0]: row[1] for row in _rows(db, "SELECT id, status FROM tasks")}
     assert statuses == {"alpha": "complete", "slow": "complete", "after": "complete"}
 
     attempts = _rows(
@@ -163,9 +165,10 @@ def test_sigterm_stops_the_board_cleanly_and_the_next_run_resumes(tmp_path: Path
             if board.poll() is None:
                 board.kill()
                 board.wait()
-    assert "stopped by SIGTERM; the attempts in progress resume" in (
-        tmp_path / "board.log"
-    ).read_text()
+    assert (
+        "stopped by SIGTERM; the attempts in progress resume"
+        in (tmp_path / "board.log").read_text()
+    )
     assert _rows(db, "SELECT status FROM tasks") == [("in_progress",)]
     restarted = subprocess.run(
         [sys.executable, "-m", "strategies", "board", "run", str(folder), "-q"],

@@ -120,7 +120,7 @@ async def test_a_missing_verify_command_fails_without_running_the_agent(tmp_path
     assert result.status_of("t") == "failed"
     failed = next(e for e in events if e.kind == "task.failed")
     assert "`no-such-program-4242` is not installed" in failed.message
-    transcript = tmp_path / ".board" / "transcripts" / "t" / "attempt-1.jsonl"
+    transcript = tmp_path / ".board" / "transcripts" / "t.1.jsonl"
     assert transcript.read_text() == ""
 
 
@@ -318,7 +318,7 @@ async def test_retry_by_hand_runs_a_reviewed_task_again_with_a_fresh_budget(
         with pytest.raises(BoardConfigError, match="no task 'nope'"):
             store.retry(["nope"])
         assert store.events()[-1].message.startswith("by hand (it was review:")
-    result, events = await _run(Board.from_folder(tmp_path))
+    result, _ = await _run(Board.from_folder(tmp_path))
     assert result.status_of("t") == "complete"
     assert result.tasks[0].attempts == 2
 

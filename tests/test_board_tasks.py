@@ -6,6 +6,7 @@ import importlib
 from pathlib import Path
 
 import pytest
+from _board_support import DEMO, task_toml
 
 from strategies.board import (
     Agent,
@@ -18,7 +19,6 @@ from strategies.board import (
     pool,
 )
 from strategies.board._tasks import load_task
-from _board_support import DEMO, task_toml
 
 
 def _write(folder: Path, **files: str) -> Path:

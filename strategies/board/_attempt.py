@@ -39,7 +39,7 @@ from harness import (
 )
 from termination import Budget, TerminationPolicy
 
-from .._cli._spec import spec_from_table
+from .._cli._spec import Spec, spec_from_table
 from .._ralph import Ralph
 from ._config import AttemptInfo, ModelSource
 from ._progress import Progress
@@ -65,6 +65,8 @@ class AttemptSpec:
     carry: Progress = Progress()
     check_first: bool = False
     backend: str = "asyncio"
+    spec: Spec | None = field(default=None, eq=False, repr=False)
+    """The task's spec, already built (in the board's process); else built from `table`."""
 
 
 @frozen
@@ -137,7 +139,7 @@ async def execute_attempt(spec: AttemptSpec, emit: Emit) -> AttemptOutcome:
 
 
 def _prepare(spec: AttemptSpec, emit: Emit) -> Harness | AttemptOutcome:
-    task = spec_from_table({**spec.table, "prompt": spec.body, "model": {}}, spec.file)
+    task = spec.spec or spec_from_table({**spec.table, "prompt": spec.body, "model": {}}, spec.file)
     policy = task.policy
     strategy = task.build_strategy()
     carry = spec.carry

@@ -296,6 +296,7 @@ class Board:
             workspace=workspace,
             carry=claim.carry,
             check_first=claim.number > 1,
+            spec=task.spec,
         )
         claim.transcript.parent.mkdir(parents=True, exist_ok=True)
         with claim.transcript.open("w", encoding="utf-8") as transcript:

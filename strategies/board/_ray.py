@@ -28,6 +28,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+from attrs import evolve
 
 from harness import ConfigurationError
 
@@ -98,7 +99,9 @@ class RayEngine:
         if self._remote is None:
             raise RuntimeError("the Ray engine is not open (use it through Board.run)")
         ray = _import_ray()
-        generator = self._remote.remote(spec)
+        # The worker builds the run from the task's table itself: the built spec holds tools
+        # and checks that need not survive pickling.
+        generator = self._remote.remote(evolve(spec, spec=None))
         settled = False
         try:
             while True:

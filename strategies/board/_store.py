@@ -383,14 +383,19 @@ class BoardStore:
                 now=now,
             )
 
-    def _update_blocked(self, now: float) -> list[str]:
-        """Pending or blocked tasks take the status their dependencies give them; returns the
-        ids that became pending."""
-        rows = self._db.execute(
+    def _update_blocked(self, now: float, *, dependents_of: str | None = None) -> list[str]:
+        """Pending or blocked tasks (only those that depend on `dependents_of`, when given)
+        take the status their dependencies give them; returns the ids that became pending."""
+        query = (
             "SELECT t.id, t.status, EXISTS (SELECT 1 FROM deps d JOIN tasks u ON "
             "u.id = d.depends_on WHERE d.task_id = t.id AND u.status != 'complete') AS waits "
             "FROM tasks t WHERE t.present = 1 AND t.status IN ('pending', 'blocked')"
-        ).fetchall()
+        )
+        if dependents_of is None:
+            rows = self._db.execute(query).fetchall()
+        else:
+            query += " AND t.id IN (SELECT task_id FROM deps WHERE depends_on = ?)"
+            rows = self._db.execute(query, (dependents_of,)).fetchall()
         freed = []
         for row in rows:
             status = "blocked" if row["waits"] else "pending"
@@ -424,7 +429,7 @@ class BoardStore:
                 return None if busy else FINISHED
             task, number = row["id"], row["attempts"] + 1
             carry = Progress.from_dict(json.loads(row["carry"])) if row["carry"] else Progress()
-            transcript = self.transcripts / task / f"attempt-{number}.jsonl"
+            transcript = self.transcripts / f"{task}.{number}.jsonl"
             self._db.execute(
                 "UPDATE tasks SET status = 'in_progress', attempts = ?, owner = ?, agent = ?, "
                 "reason = NULL, updated_at = ? WHERE id = ?",
@@ -547,7 +552,7 @@ class BoardStore:
             kind, message, task=task, attempt=claim.number, agent=claim.agent, owner=owner, now=now
         )
         if status == "complete":
-            for freed in self._update_blocked(now):
+            for freed in self._update_blocked(now, dependents_of=task):
                 self._event(
                     "task.unblocked",
                     f"its dependencies are complete (the last: {task})",
