@@ -342,3 +342,56 @@ async def test_board_events_go_to_structlog(tmp_path: Path) -> None:
     assert board_lines[2]["log_level"] == "warning"
     assert board_lines[2]["task"] == "t"
     assert board_lines[1]["log_level"] == "info"
+
+
+async def test_a_task_retried_while_the_board_runs_is_picked_up(tmp_path: Path) -> None:
+    """`retry` from another process while the board works on something else (a task added
+    since the last run): an idle agent notices within `poll` seconds and takes the task."""
+    make_board(
+        tmp_path,
+        {"t": task_toml("t", extra="[budget]\nmax_turns = 3")},
+        {
+            "t.1": [{"text": "done"}, {"text": "done!"}, {"text": "done!!"}],
+            "t.2": [
+                {"expect": {"last_feedback_source": "initial_check"}, **writes("t.txt")[0]},
+                writes("t.txt")[1],
+            ],
+        },
+        per_attempt=True,
+    )
+    result, _ = await _run(Board.from_folder(tmp_path))
+    assert result.status_of("t") == "review"
+    make_board(
+        tmp_path,
+        {"busy": task_toml("busy")},
+        {"busy.1": [{**writes("busy.txt")[0], "delay": 1.0}, writes("busy.txt")[1]]},
+        per_attempt=True,
+    )
+    retried = False
+    async with Board.from_folder(tmp_path, agents=2).stream() as events:
+        async for event in events:
+            if event.kind == "task.assigned" and event.task == "busy" and not retried:
+                with _store(tmp_path / ".board") as store:  # as `harness board retry` does
+                    store.retry(["t"])
+                retried = True
+    assert events.result.complete
+    with _store(tmp_path / ".board") as store:
+        assert [a.outcome for a in store.attempts("t")] == ["review", "complete"]
+
+
+async def test_a_sink_that_fails_is_detached_and_the_board_goes_on(tmp_path: Path) -> None:
+    """A caller's sink that raises is logged once and dropped; the board still finishes."""
+
+    class Broken:
+        calls = 0
+
+        def emit(self, event: BoardEvent) -> None:
+            Broken.calls += 1
+            raise RuntimeError("sink is broken")
+
+    make_board(tmp_path, {"t": task_toml("t")}, {"t": writes("t.txt")})
+    with capture_logs() as logs:
+        result = await Board.from_folder(tmp_path, sinks=[Broken()]).run()
+    assert result.complete
+    assert Broken.calls == 1
+    assert [line["event"] for line in logs].count("board.sink.failed") == 1

@@ -19,7 +19,8 @@ from ._events import KINDS, BoardEvent, BoardEventStream, BoardSink, StructlogBo
 from ._lock import BoardBusy, holder
 from ._progress import AttemptRecord, Progress, read_attempt
 from ._ray import RayEngine
-from ._store import STATUSES, AttemptState, BoardStore, TaskState
+from ._records import STATUSES, AttemptState, TaskState
+from ._store import BoardStore
 from ._tasks import BoardConfigError, BoardTask, find_cycle, load_task, load_tasks
 
 __all__ = [

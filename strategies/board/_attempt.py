@@ -64,7 +64,6 @@ class AttemptSpec:
     workspace: Path | None
     carry: Progress = Progress()
     check_first: bool = False
-    backend: str = "asyncio"
     spec: Spec | None = field(default=None, eq=False, repr=False)
     """The task's spec, already built (in the board's process); else built from `table`."""
 

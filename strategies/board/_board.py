@@ -22,6 +22,7 @@ from typing import IO, Any, Literal
 
 import anyio
 import anyio.to_thread
+import structlog
 from attrs import define, field, frozen
 
 from harness import ConfigurationError
@@ -40,11 +41,13 @@ from ._config import (
 from ._engine import Engine, LocalEngine
 from ._events import BoardEvent, BoardEventStream, BoardSink, StructlogBoardSink
 from ._lock import BoardLock
-from ._store import FINISHED, BoardStore, Claim, TaskState
+from ._records import TaskState
+from ._store import FINISHED, BoardStore, Claim
 from ._tasks import BoardTask, load_tasks
 from ._writer import Writer
 
 STATE_FOLDER = ".board"
+_log = structlog.get_logger("harness.board")
 DATABASE = "board.db"
 
 
@@ -63,7 +66,8 @@ class BoardResult:
         return bool(present) and all(t.status == "complete" for t in present)
 
     def status_of(self, task: str) -> str:
-        return next(t.status for t in self.tasks if t.id == task)
+        status: str = next(t.status for t in self.tasks if t.id == task)
+        return status
 
 
 def _tasks(value: Sequence[BoardTask]) -> tuple[BoardTask, ...]:
@@ -155,8 +159,12 @@ class Board:
 
                 def publish(events: list[BoardEvent]) -> None:
                     for event in events:
-                        for sink in everyone:
-                            sink.emit(event)
+                        for sink in tuple(everyone):
+                            try:
+                                sink.emit(event)
+                            except Exception:  # the board's state is safe; the sink is not
+                                _log.exception("board.sink.failed", sink=repr(sink))
+                                everyone.remove(sink)
 
                 await self._wait_for_leases(store)
                 await anyio.to_thread.run_sync(self._start, store, owner)

@@ -146,7 +146,7 @@ def _attempt_on_worker(spec: AttemptSpec) -> Iterator[tuple[str, Any]]:
 
     def work() -> None:
         try:
-            box["outcome"] = anyio.run(execute_attempt, spec, events.put, backend=spec.backend)
+            box["outcome"] = anyio.run(execute_attempt, spec, events.put)  # on asyncio
         except BaseException as exc:
             box["error"] = exc
         finally:

@@ -17,205 +17,31 @@ new attempt, which resumes after it).
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
-
-from attrs import frozen
+from typing import Any
 
 from ._attempt import AttemptOutcome, classify
 from ._events import BoardEvent, Kind
 from ._progress import Progress, read_attempt
+from ._records import FINISHED, BoardReader, Claim, OpenAttempt, Status
+from ._schema import connect
 from ._tasks import BoardConfigError, BoardTask
 
-Status = Literal["pending", "blocked", "in_progress", "complete", "review", "failed"]
-STATUSES: tuple[Status, ...] = (
-    "pending",
-    "blocked",
-    "in_progress",
-    "complete",
-    "review",
-    "failed",
-)
-SCHEMA_VERSION = "1"
-
-_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS tasks (
-    id TEXT PRIMARY KEY,
-    title TEXT NOT NULL,
-    role TEXT NOT NULL,
-    priority INTEGER NOT NULL,
-    file TEXT NOT NULL,
-    digest TEXT NOT NULL,
-    present INTEGER NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ({", ".join(repr(s) for s in STATUSES)})),
-    reason TEXT,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    failures INTEGER NOT NULL DEFAULT 0,
-    carry TEXT,
-    owner TEXT,
-    agent TEXT,
-    updated_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS tasks_ready ON tasks (status, role, priority DESC, id);
-CREATE TABLE IF NOT EXISTS deps (
-    task_id TEXT NOT NULL REFERENCES tasks (id),
-    depends_on TEXT NOT NULL REFERENCES tasks (id),
-    PRIMARY KEY (task_id, depends_on)
-);
-CREATE INDEX IF NOT EXISTS deps_reverse ON deps (depends_on);
-CREATE TABLE IF NOT EXISTS runs (
-    owner TEXT PRIMARY KEY,
-    pid INTEGER NOT NULL,
-    host TEXT NOT NULL,
-    engine TEXT NOT NULL,
-    agents INTEGER NOT NULL,
-    started_at REAL NOT NULL,
-    heartbeat_at REAL NOT NULL,
-    ended_at REAL
-);
-CREATE TABLE IF NOT EXISTS attempts (
-    task_id TEXT NOT NULL REFERENCES tasks (id),
-    number INTEGER NOT NULL,
-    agent TEXT NOT NULL,
-    owner TEXT NOT NULL REFERENCES runs (owner),
-    engine TEXT NOT NULL,
-    started_at REAL NOT NULL,
-    heartbeat_at REAL NOT NULL,
-    ended_at REAL,
-    outcome TEXT,
-    message TEXT,
-    halt TEXT,
-    resume TEXT NOT NULL,
-    transcript TEXT NOT NULL,
-    turns INTEGER,
-    tool_calls INTEGER,
-    iterations INTEGER,
-    usage TEXT,
-    elapsed REAL,
-    PRIMARY KEY (task_id, number)
-);
-CREATE UNIQUE INDEX IF NOT EXISTS one_open_attempt ON attempts (task_id) WHERE ended_at IS NULL;
-CREATE TABLE IF NOT EXISTS events (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    at REAL NOT NULL,
-    kind TEXT NOT NULL,
-    task_id TEXT,
-    attempt INTEGER,
-    agent TEXT,
-    owner TEXT,
-    message TEXT NOT NULL
-);
-"""
+__all__ = ["FINISHED", "BoardStore", "Claim"]
 
 
-@frozen
-class Claim:
-    """A task an agent has taken: the attempt it opened."""
-
-    task: str
-    number: int
-    agent: str
-    carry: Progress
-    transcript: Path
-
-
-FINISHED = "finished"
-"""`claim` when no task is pending or in progress: nothing can change any more."""
-
-
-@frozen
-class OpenAttempt:
-    """An attempt left open by an earlier board."""
-
-    task: str
-    number: int
-    engine: str
-    heartbeat_at: float
-
-
-@frozen
-class TaskState:
-    """A task as the board sees it now (one row of `harness board status`)."""
-
-    id: str
-    title: str
-    role: str
-    priority: int
-    status: Status
-    depends_on: tuple[str, ...]
-    attempts: int
-    agent: str | None
-    reason: str | None
-    updated_at: float
-    present: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "role": self.role,
-            "priority": self.priority,
-            "status": self.status,
-            "depends_on": list(self.depends_on),
-            "attempts": self.attempts,
-            "agent": self.agent,
-            "reason": self.reason,
-            "updated_at": self.updated_at,
-            "present": self.present,
-        }
-
-
-@frozen
-class AttemptState:
-    """One attempt, as recorded."""
-
-    task: str
-    number: int
-    agent: str
-    owner: str
-    engine: str
-    started_at: float
-    heartbeat_at: float
-    ended_at: float | None
-    outcome: str | None
-    message: str | None
-    resume: Progress
-    transcript: Path
-
-
-class BoardStore:
+class BoardStore(BoardReader):
     """The board's database (see the module docstring)."""
 
     def __init__(
         self, path: str | Path, *, synchronous: str = "normal", transcripts: Path | None = None
     ) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.transcripts = transcripts or self.path.parent / "transcripts"
-        self._db = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=30.0
-        )
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'full' else 'NORMAL'}")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        with self._tx():
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    self._db.execute(statement)
-            row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            if row is None:
-                self._db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-            elif row["value"] != SCHEMA_VERSION:
-                raise BoardConfigError(
-                    f"{self.path}: the board database has schema {row['value']}, this version "
-                    f"reads {SCHEMA_VERSION}"
-                )
+        self._db = connect(self.path, synchronous=synchronous)
         self.recorded: list[BoardEvent] = []
 
     def close(self) -> None:
@@ -609,96 +435,6 @@ class BoardStore:
             ]
 
     # --- reading ---------------------------------------------------------------------------------
-
-    def tasks(self) -> list[TaskState]:
-        deps: dict[str, list[str]] = {}
-        for task, dep in self._db.execute("SELECT task_id, depends_on FROM deps ORDER BY 1, 2"):
-            deps.setdefault(task, []).append(dep)
-        rows = self._db.execute(
-            "SELECT * FROM tasks ORDER BY present DESC, priority DESC, id"
-        ).fetchall()
-        status = {r["id"]: r["status"] for r in rows}
-        states = []
-        for r in rows:
-            reason = r["reason"]
-            if r["status"] == "blocked":
-                waiting = [d for d in deps.get(r["id"], []) if status.get(d) != "complete"]
-                reason = "waits for " + ", ".join(f"{d} ({status.get(d)})" for d in waiting)
-            states.append(
-                TaskState(
-                    id=r["id"],
-                    title=r["title"],
-                    role=r["role"],
-                    priority=r["priority"],
-                    status=r["status"],
-                    depends_on=tuple(deps.get(r["id"], [])),
-                    attempts=r["attempts"],
-                    agent=r["agent"],
-                    reason=reason,
-                    updated_at=r["updated_at"],
-                    present=bool(r["present"]),
-                )
-            )
-        return states
-
-    def attempts(self, task: str | None = None) -> list[AttemptState]:
-        query = "SELECT * FROM attempts"
-        args: tuple[str, ...] = ()
-        if task is not None:
-            query += " WHERE task_id = ?"
-            args = (task,)
-        rows = self._db.execute(query + " ORDER BY task_id, number", args).fetchall()
-        return [
-            AttemptState(
-                task=r["task_id"],
-                number=r["number"],
-                agent=r["agent"],
-                owner=r["owner"],
-                engine=r["engine"],
-                started_at=r["started_at"],
-                heartbeat_at=r["heartbeat_at"],
-                ended_at=r["ended_at"],
-                outcome=r["outcome"],
-                message=r["message"],
-                resume=Progress.from_dict(json.loads(r["resume"])),
-                transcript=Path(r["transcript"]),
-            )
-            for r in rows
-        ]
-
-    def events(self, *, after: int = 0, limit: int | None = None) -> list[BoardEvent]:
-        """The event log after `seq` `after`, oldest first; with `limit`, only the newest."""
-        if limit is not None:
-            rows = self._db.execute(
-                "SELECT * FROM (SELECT * FROM events WHERE seq > ? ORDER BY seq DESC LIMIT ?) "
-                "ORDER BY seq",
-                (after, limit),
-            ).fetchall()
-        else:
-            rows = self._db.execute(
-                "SELECT * FROM events WHERE seq > ? ORDER BY seq", (after,)
-            ).fetchall()
-        return [
-            BoardEvent(
-                r["seq"], r["at"], r["kind"], r["message"], r["task_id"], r["attempt"], r["agent"]
-            )
-            for r in rows
-        ]
-
-    def last_run(self) -> dict[str, Any] | None:
-        row = self._db.execute("SELECT * FROM runs ORDER BY started_at DESC LIMIT 1").fetchone()
-        return dict(row) if row is not None else None
-
-    def counts(self) -> dict[str, int]:
-        return self._counts()
-
-    def _counts(self) -> dict[str, int]:
-        counts: dict[str, int] = dict.fromkeys(STATUSES, 0)
-        for status, n in self._db.execute(
-            "SELECT status, COUNT(*) FROM tasks WHERE present = 1 GROUP BY status"
-        ):
-            counts[status] = n
-        return counts
 
 
 def _describe_counts(counts: dict[str, int]) -> str:
