@@ -10,10 +10,12 @@ call. The tasks are independent, so both sides can run 50 at a time:
 - board: `Board.run` with a pool of 50 agents (the SQLite state, the event log, one
   transcript per attempt, assignment by priority, the heartbeat);
 - plain: the same specs, one `Harness.run` per task, 50 at a time in a task group (a
-  `CapacityLimiter`), each also writing its JSONL transcript.
+  `CapacityLimiter`); "plain+t" also writes each run's JSONL transcript, as the board does
+  (on a slow file system, creating a thousand files is a large part of either side).
 
 Printed per backend: wall and CPU time of each side (median of --repeat runs, each in a fresh
-folder) and the board's overhead per task, in wall ms and CPU µs.
+folder, interleaved) and the board's overhead per task over each plain side, in wall ms and
+CPU µs. Wall time on a shared machine moves a lot between runs; CPU time less.
 """
 
 from __future__ import annotations
@@ -90,9 +92,14 @@ async def run_board(folder: Path, tasks: tuple[BoardTask, ...], agents: int, del
     return len(result.tasks)
 
 
-async def run_plain(folder: Path, tasks: tuple[BoardTask, ...], agents: int, delay: float) -> int:
+async def run_plain(
+    folder: Path,
+    tasks: tuple[BoardTask, ...],
+    agents: int,
+    delay: float,
+    transcripts: bool = False,
+) -> int:
     limiter = anyio.CapacityLimiter(agents)
-    transcripts = folder / "plain-transcripts"
     done = 0
 
     async def one(task: BoardTask) -> None:
@@ -105,7 +112,7 @@ async def run_plain(folder: Path, tasks: tuple[BoardTask, ...], agents: int, del
                 tools=spec.tools,
                 strategy=spec.build_strategy(),
                 workspace=folder / "workspace",
-                transcript=transcripts / f"{task.id}.jsonl",
+                transcript=folder / "plain" / f"{task.id}.jsonl" if transcripts else None,
             )
             result = await harness.run(task.body)
             if not result.verified:
@@ -116,6 +123,12 @@ async def run_plain(folder: Path, tasks: tuple[BoardTask, ...], agents: int, del
         for task in tasks:
             group.start_soon(one, task)
     return done
+
+
+async def run_plain_with_transcripts(
+    folder: Path, tasks: tuple[BoardTask, ...], agents: int, delay: float
+) -> int:
+    return await run_plain(folder, tasks, agents, delay, transcripts=True)
 
 
 def measure(
@@ -164,22 +177,24 @@ def main() -> None:
         f"{load * 1e3:.0f} ms"
     )
     print(
-        f"{'backend':<8} {'plain wall':>11} {'board wall':>11} {'plain CPU':>10} "
-        f"{'board CPU':>10} {'overhead/task':>14} {'CPU/task':>9}"
+        f"{'backend':<8} {'side':<8} {'wall':>7} {'CPU':>7}   board overhead per task (wall, CPU)"
     )
+    sides = {"plain": run_plain, "plain+t": run_plain_with_transcripts, "board": run_board}
     for backend in backends:
-        plain, board = [], []
-        for _ in range(args.repeat):  # interleaved, so a busy moment hits both sides
-            plain.append(measure(run_plain, args.tasks, args.agents, args.delay, backend))
-            board.append(measure(run_board, args.tasks, args.agents, args.delay, backend))
-        pw = statistics.median(w for w, _ in plain)
-        bw = statistics.median(w for w, _ in board)
-        pc = statistics.median(c for _, c in plain)
-        bc = statistics.median(c for _, c in board)
-        print(
-            f"{backend:<8} {pw:>10.2f}s {bw:>10.2f}s {pc:>9.2f}s {bc:>9.2f}s "
-            f"{(bw - pw) / args.tasks * 1e3:>11.2f} ms {(bc - pc) / args.tasks * 1e6:>6.0f} µs"
-        )
+        samples: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
+        for _ in range(args.repeat):  # interleaved, so a busy moment hits every side
+            for name, side in sides.items():
+                samples[name].append(measure(side, args.tasks, args.agents, args.delay, backend))
+        wall = {n: statistics.median(w for w, _ in runs) for n, runs in samples.items()}
+        cpu = {n: statistics.median(c for _, c in runs) for n, runs in samples.items()}
+        for name in sides:
+            extra = ""
+            if name != "board":
+                extra = (
+                    f"   {(wall['board'] - wall[name]) / args.tasks * 1e3:+.2f} ms, "
+                    f"{(cpu['board'] - cpu[name]) / args.tasks * 1e6:+.0f} µs over {name}"
+                )
+            print(f"{backend:<8} {name:<8} {wall[name]:>6.2f}s {cpu[name]:>6.2f}s{extra}")
     print(f"(bench took {time.perf_counter() - started:.0f} s)", file=sys.stderr)
 
 

@@ -22,7 +22,7 @@ def test_the_demo_board_from_the_command_line(
     )
     out, err = capsys.readouterr()
     assert code == 1
-    assert "task.rejected   api        the completion check sent the claim back" in err
+    assert "task.rejected   api        the check sent the claim back" in err
     assert "task.review     release" in err
     lines = out.splitlines()
     assert lines[0] == f"board {DEMO} ({state}): not running"

@@ -96,7 +96,7 @@ class _Progress:
         task = event.task or ""
         out.write(
             f"[{time.monotonic() - self._start:7.2f}s] {event.kind:<15} {task:<10} "
-            f"{one_line(event.message, 140)}\n"
+            f"{one_line(event.message, 130)}\n"
         )
         out.flush()
 
@@ -257,7 +257,7 @@ def _print_table(store: BoardStore, folder: Path, out: TextIO, *, events: int = 
             note = "interrupted: the board stopped; the next run resumes it"
         elif task["status"] == "in_progress":
             note = f"with {task['agent']}"
-        notes.append(None if task["status"] == "complete" or not note else one_line(note, 110))
+        notes.append(None if task["status"] == "complete" or not note else one_line(note, 150))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     for row, note in zip(rows, notes, strict=True):
         cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2].ljust(widths[2])]

@@ -291,7 +291,9 @@ class Board:
         task = self._by_id[claim.task]
         info = AttemptInfo(task.id, claim.number, seat.name, seat.agent.role)
         try:
-            workspace = await anyio.to_thread.run_sync(self._workspace_for, task)
+            # One trip to a thread for the file system: the workspace (maybe a copy to make)
+            # and the transcript, whose creation can take a millisecond on a slow disk.
+            workspace, transcript = await anyio.to_thread.run_sync(self._files_for, task, claim)
         except OSError as exc:
             return AttemptOutcome("failed", f"the workspace could not be prepared: {exc}")
         spec = AttemptSpec(
@@ -306,11 +308,15 @@ class Board:
             check_first=claim.number > 1,
             spec=task.spec,
         )
-        claim.transcript.parent.mkdir(parents=True, exist_ok=True)
-        with claim.transcript.open("w", encoding="utf-8") as transcript:
+        with transcript:
             return await self.engine.run_attempt(
                 spec, _Recorder(transcript, writer, store, owner, claim).emit
             )
+
+    def _files_for(self, task: BoardTask, claim: Claim) -> tuple[Path | None, IO[str]]:
+        workspace = self._workspace_for(task)
+        claim.transcript.parent.mkdir(parents=True, exist_ok=True)
+        return workspace, claim.transcript.open("w", encoding="utf-8")
 
     def _workspace_for(self, task: BoardTask) -> Path | None:
         """The folder the task works in: its own, a copy of its template kept in the state
@@ -351,7 +357,7 @@ class _Recorder:
             self._working = True
         if name == "check.failed" and self._working:  # not the check before the first turn
             why = one_line(event.get("reason"))
-            message = f"the completion check sent the claim back: {why}"
+            message = f"the check sent the claim back: {why}"
         elif name == "verdict.reached" and not event.get("passed"):
             message = f"the evaluator failed the work: {one_line(event.get('reasons'))}"
         else:
@@ -360,8 +366,10 @@ class _Recorder:
 
 
 def one_line(text: object, width: int = 200) -> str:
-    """`text` on one line, cut to `width` characters."""
-    line = " ".join(str(text or "").split())
+    """`text` on one line of at most `width` characters: its first and last lines, which
+    for a check's reason are the headline and the end of the output."""
+    lines = [" ".join(line.split()) for line in str(text or "").splitlines() if line.strip()]
+    line = lines[0] if len(lines) < 2 else f"{lines[0]} … {lines[-1]}"
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
