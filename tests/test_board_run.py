@@ -4,6 +4,7 @@ resuming after the board stopped mid-run (in-process; `test_board_crash.py` kill
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from strategies.board import (
     BoardEvent,
     BoardResult,
     BoardStore,
+    holder,
     open_store,
 )
 from strategies.board._lock import BoardLock
@@ -292,13 +294,11 @@ async def test_an_outcome_the_board_did_not_record_is_taken_from_the_transcript(
     assert events[0].message.startswith("(recovered from the transcript)")
 
 
-async def test_retry_by_hand_runs_a_reviewed_task_again_with_a_fresh_budget(
-    tmp_path: Path,
-) -> None:
-    """review -> retry -> pending; the next run's attempt checks the work first (a person
-    may have fixed it) and goes on from there."""
+async def _reviewed_then_fixable(folder: Path) -> None:
+    """A board whose task `t` ends in review (its first agent only claims done) and whose
+    second attempt, told by the check what is missing, finishes it."""
     make_board(
-        tmp_path,
+        folder,
         {"t": task_toml("t", extra="[budget]\nmax_turns = 3")},
         {
             "t.1": [{"text": "done"}, {"text": "done!"}, {"text": "done!!"}],
@@ -309,8 +309,16 @@ async def test_retry_by_hand_runs_a_reviewed_task_again_with_a_fresh_budget(
         },
         per_attempt=True,
     )
-    result, _ = await _run(Board.from_folder(tmp_path))
+    result, _ = await _run(Board.from_folder(folder))
     assert result.status_of("t") == "review"
+
+
+async def test_retry_by_hand_runs_a_reviewed_task_again_with_a_fresh_budget(
+    tmp_path: Path,
+) -> None:
+    """review -> retry -> pending; the next run's attempt checks the work first (a person
+    may have fixed it) and goes on from there."""
+    await _reviewed_then_fixable(tmp_path)
     with _store(tmp_path / ".board") as store:
         assert store.retry(["t"]) == ["pending"]
         with pytest.raises(BoardConfigError, match="is pending; only a task in review"):
@@ -347,20 +355,7 @@ async def test_board_events_go_to_structlog(tmp_path: Path) -> None:
 async def test_a_task_retried_while_the_board_runs_is_picked_up(tmp_path: Path) -> None:
     """`retry` from another process while the board works on something else (a task added
     since the last run): an idle agent notices within `poll` seconds and takes the task."""
-    make_board(
-        tmp_path,
-        {"t": task_toml("t", extra="[budget]\nmax_turns = 3")},
-        {
-            "t.1": [{"text": "done"}, {"text": "done!"}, {"text": "done!!"}],
-            "t.2": [
-                {"expect": {"last_feedback_source": "initial_check"}, **writes("t.txt")[0]},
-                writes("t.txt")[1],
-            ],
-        },
-        per_attempt=True,
-    )
-    result, _ = await _run(Board.from_folder(tmp_path))
-    assert result.status_of("t") == "review"
+    await _reviewed_then_fixable(tmp_path)
     make_board(
         tmp_path,
         {"busy": task_toml("busy")},
@@ -395,3 +390,21 @@ async def test_a_sink_that_fails_is_detached_and_the_board_goes_on(tmp_path: Pat
     assert result.complete
     assert Broken.calls == 1
     assert [line["event"] for line in logs].count("board.sink.failed") == 1
+
+
+async def test_status_knows_whether_a_board_is_running(tmp_path: Path) -> None:
+    """While a board runs, its lock file names this process; after, nobody."""
+    make_board(
+        tmp_path,
+        {"t": task_toml("t")},
+        {"t": [{**writes("t.txt")[0], "delay": 0.2}, writes("t.txt")[1]]},
+    )
+    assert holder(tmp_path / ".board") is None
+    seen = None
+    async with Board.from_folder(tmp_path).stream() as events:
+        async for event in events:
+            if event.kind == "task.assigned":
+                seen = holder(tmp_path / ".board")
+    assert seen is not None
+    assert seen["pid"] == os.getpid()
+    assert holder(tmp_path / ".board") is None

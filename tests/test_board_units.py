@@ -146,24 +146,29 @@ def test_the_pre_check_looks_inside_all_of_but_not_any_of() -> None:
     assert missing_command(TerminationPolicy(completion_check=either), None) is None
 
 
+def _spec(folder: Path, fixture: str, carry: Progress | None = None) -> AttemptSpec:
+    """An attempt at the task in `folder`/t.toml, its agent replaying `fixture`."""
+    task = load_task(folder / "t.toml")
+    return AttemptSpec(
+        info=AttemptInfo("t", 2, "w-1", "w"),
+        file=task.path,
+        table=task.table,
+        body=task.body,
+        model={"type": "fixture", "path": fixture},
+        model_base=folder,
+        workspace=folder,
+        carry=carry or Progress(),
+    )
+
+
 @pytest.mark.anyio
 async def test_an_attempt_past_its_ralph_iterations_goes_to_review(tmp_path: Path) -> None:
     """Interrupted after its last iteration: review, with the last reason, no model call."""
     (tmp_path / "t.toml").write_text(
         task_toml("t", extra='[strategy]\ntype = "ralph"\nmax_iterations = 2')
     )
-    task = load_task(tmp_path / "t.toml")
-    spec = AttemptSpec(
-        info=AttemptInfo("t", 3, "w-1", "w"),
-        file=task.path,
-        table=task.table,
-        body=task.body,
-        model={"type": "fixture", "path": "does-not-exist.jsonl"},
-        model_base=tmp_path,
-        workspace=tmp_path,
-        carry=Progress(iterations=2, turns=4, last_reason="t.txt is missing"),
-    )
-    outcome = await execute_attempt(spec, lambda event: None)
+    carry = Progress(iterations=2, turns=4, last_reason="t.txt is missing")
+    outcome = await execute_attempt(_spec(tmp_path, "nope.jsonl", carry), lambda event: None)
     assert outcome.outcome == "review"
     assert outcome.message.endswith("the check still failed: t.txt is missing")
 
@@ -172,17 +177,7 @@ async def test_an_attempt_past_its_ralph_iterations_goes_to_review(tmp_path: Pat
 async def test_an_attempt_whose_model_cannot_be_built_fails(tmp_path: Path) -> None:
     """A fixture that does not exist is a hard failure naming the file."""
     (tmp_path / "t.toml").write_text(task_toml("t"))
-    task = load_task(tmp_path / "t.toml")
-    spec = AttemptSpec(
-        info=AttemptInfo("t", 1, "w-1", "w"),
-        file=task.path,
-        table=task.table,
-        body=task.body,
-        model={"type": "fixture", "path": "nope.jsonl"},
-        model_base=tmp_path,
-        workspace=tmp_path,
-    )
-    outcome = await execute_attempt(spec, lambda event: None)
+    outcome = await execute_attempt(_spec(tmp_path, "nope.jsonl"), lambda event: None)
     assert outcome.outcome == "failed"
     assert "nope.jsonl" in outcome.message
 

@@ -10,6 +10,7 @@ for a change. The run ends when no task is pending or in progress.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -43,7 +44,7 @@ from ._events import BoardEvent, BoardEventStream, BoardSink, StructlogBoardSink
 from ._lock import BoardLock
 from ._records import TaskState
 from ._store import FINISHED, BoardStore, Claim
-from ._tasks import BoardTask, load_tasks
+from ._tasks import BoardConfigError, BoardTask, check_graph, load_tasks
 from ._writer import Writer
 
 STATE_FOLDER = ".board"
@@ -96,8 +97,6 @@ class Board:
     _changed: anyio.Event | None = field(init=False, default=None, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        from ._tasks import BoardConfigError, check_graph
-
         problems = check_graph(self.tasks)
         if problems:
             raise BoardConfigError("\n".join(problems))
@@ -348,8 +347,6 @@ class _Recorder:
         self._working = False
 
     def emit(self, event: dict[str, Any]) -> None:
-        import json
-
         self._file.write(json.dumps(event, ensure_ascii=False) + "\n")
         self._file.flush()
         name = event.get("event")
@@ -397,8 +394,6 @@ def board_state(folder: str | Path, state: str | Path | None = None) -> Path:
 
 def open_store(state: Path) -> BoardStore:
     """The database of an existing board (for status and retry)."""
-    from ._tasks import BoardConfigError
-
     path = state / DATABASE
     if not path.is_file():
         raise BoardConfigError(

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import math
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
 
 import anyio
+import structlog
 from anyio.streams.memory import MemoryObjectSendStream
 from attrs import asdict, frozen
 
@@ -25,17 +26,7 @@ Kind = Literal[
     "task.retried",
     "task.unblocked",
 ]
-KINDS: tuple[Kind, ...] = (
-    "board.started",
-    "board.finished",
-    "task.assigned",
-    "task.rejected",
-    "task.complete",
-    "task.review",
-    "task.failed",
-    "task.retried",
-    "task.unblocked",
-)
+KINDS: tuple[Kind, ...] = get_args(Kind)
 LEVELS = {"task.review": "warning", "task.failed": "warning"}
 
 
@@ -73,8 +64,6 @@ class StructlogBoardSink:
     """Logs each event under its kind: warnings for review and failed, info otherwise."""
 
     def __init__(self, logger: Any = None) -> None:
-        import structlog
-
         self._log = logger if logger is not None else structlog.get_logger("harness.board")
 
     def emit(self, event: BoardEvent) -> None:
