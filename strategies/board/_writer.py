@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any, TypeVar
 
 import anyio
@@ -53,7 +54,10 @@ class Writer:
         return result
 
     def post(self, fn: Callable[..., Any], *args: Any) -> None:
-        self._send.send_nowait(_Op(fn, args, None))
+        """Queue `fn` without waiting. Once the board is stopping (closed), it is dropped: the
+        attempt's transcript still has the event it records."""
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._send.send_nowait(_Op(fn, args, None))
 
     def close(self) -> None:
         """No more operations: `serve` returns once it has run the ones already sent."""
