@@ -408,3 +408,27 @@ async def test_status_knows_whether_a_board_is_running(tmp_path: Path) -> None:
     assert seen is not None
     assert seen["pid"] == os.getpid()
     assert holder(tmp_path / ".board") is None
+
+
+async def test_a_self_verifying_task_whose_evaluator_fails_it_once(tmp_path: Path) -> None:
+    """The evaluator's FAIL is recorded as a claim sent back; its PASS completes the task."""
+    strategy = (
+        '[strategy]\ntype = "self_verifying"\nmax_rounds = 2\n'
+        'evaluator = { type = "fixture", path = "../scripts/evaluator.jsonl" }'
+    )
+    make_board(
+        tmp_path,
+        {"t": task_toml("t", extra=strategy)},
+        {
+            "t": [*writes("t.txt", "draft"), *writes("t.txt", "final")],
+            "evaluator": [
+                {"agent": "evaluator", "text": "t.txt is a draft.\nVERDICT: FAIL"},
+                {"agent": "evaluator", "text": "Good.\nVERDICT: PASS"},
+            ],
+        },
+    )
+    result, events = await _run(Board.from_folder(tmp_path))
+    assert result.complete
+    assert _kinds(events, "t") == ["task.assigned", "task.rejected", "task.complete"]
+    rejected = next(e for e in events if e.kind == "task.rejected")
+    assert rejected.message == "the evaluator failed the work: t.txt is a draft."
