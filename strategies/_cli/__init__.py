@@ -1,4 +1,4 @@
-"""The `harness` command line: `run`, `check`, `view`, and the agent hook bridge.
+"""The `harness` command line: `run`, `check`, `view`, the agent hook bridge, and the task board.
 
 This is the one place that wires all four packages together.
 """
@@ -9,9 +9,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import _check, _hook, _reference, _run, _view
+from . import _board, _check, _hook, _reference, _run, _view
 
-SUBCOMMANDS = [_run, _check, _view, _hook, _reference]
+SUBCOMMANDS = [_run, _check, _view, _hook, _board, _reference]
 
 
 def build_parser() -> argparse.ArgumentParser:

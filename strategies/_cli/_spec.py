@@ -216,6 +216,17 @@ def load_spec(path: str | Path, *, model_factory: Callable[..., ModelClient] | N
         raise SpecError(f"{file}: not UTF-8 (byte 0x{exc.object[exc.start]:02x})") from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{file}: not valid TOML: {exc}") from None
+    return spec_from_table(data, file, model_factory=model_factory)
+
+
+def spec_from_table(
+    data: Mapping[str, Any],
+    file: Path,
+    *,
+    model_factory: Callable[..., ModelClient] | None = None,
+) -> Spec:
+    """Validate an already-parsed spec; errors name `file`, and paths are relative to its
+    folder (a board task file is a spec table plus the task's own keys)."""
     where = str(file)
     try:
         SPEC.validate(data, where)

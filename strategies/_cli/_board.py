@@ -1,0 +1,273 @@
+"""`harness board run DIR`, `harness board status DIR`, `harness board retry ID`: the task board
+(`strategies.board`) from the command line.
+
+The board package is imported when a board command runs, not when the parser is built, so
+`harness run` does not pay for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import anyio
+import structlog
+
+from harness import ConfigurationError, HarnessError
+
+from ._run import logging_to_stderr
+
+if TYPE_CHECKING:
+    from strategies.board import BoardEvent, BoardResult, BoardStore
+
+EXIT_COMPLETE = 0
+EXIT_NOT_COMPLETE = 1
+EXIT_ERROR = 2
+
+
+def register(sub: Any) -> None:
+    board = sub.add_parser("board", help="a folder of tasks worked by a pool of agents")
+    commands = board.add_subparsers(dest="board_command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser(
+        "run",
+        help="run the board until no task is pending or in progress",
+        description="Reads DIR/board.toml (the agents) and DIR/tasks/*.toml (the tasks). Exits "
+        "0 when every task is verified complete, 1 when some are not, 2 on a configuration "
+        "error or when another board runs on the same state folder.",
+    )
+    run.add_argument("folder", type=Path, metavar="DIR", help="the board's folder")
+    run.add_argument(
+        "--agents", type=int, metavar="N", help="agents in the pool (default: one per entry)"
+    )
+    run.add_argument("--engine", choices=["local", "ray"], default="local")
+    run.add_argument(
+        "--ray-address", metavar="ADDR", help="a Ray cluster (default: [ray] address, RAY_ADDRESS)"
+    )
+    _state_option(run)
+    run.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    run.add_argument("-q", "--quiet", action="store_true", help="print only the final table")
+    run.add_argument("-v", "--verbose", action="store_true", help="log every event of every run")
+    run.set_defaults(handler=handle_run)
+
+    status = commands.add_parser("status", help="print the tasks and their statuses")
+    status.add_argument("folder", type=Path, metavar="DIR", help="the board's folder")
+    _state_option(status)
+    status.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    status.add_argument(
+        "--events", type=int, default=0, metavar="N", help="also show the last N events"
+    )
+    status.set_defaults(handler=handle_status)
+
+    retry = commands.add_parser(
+        "retry", help="put tasks in review or failed back to pending, with a fresh budget"
+    )
+    retry.add_argument("ids", nargs="+", metavar="ID", help="task ids")
+    retry.add_argument(
+        "--board", type=Path, default=Path("."), metavar="DIR", help="the board's folder (.)"
+    )
+    _state_option(retry)
+    retry.set_defaults(handler=handle_retry)
+
+
+def _state_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--state", type=Path, metavar="PATH", help="the board's state folder (default DIR/.board)"
+    )
+
+
+class _Progress:
+    """Prints each board event as one line on stderr."""
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self._out = out
+        self._start = time.monotonic()
+
+    def emit(self, event: BoardEvent) -> None:
+        from strategies.board._board import one_line
+
+        out = self._out or sys.stderr
+        task = event.task or ""
+        out.write(
+            f"[{time.monotonic() - self._start:7.2f}s] {event.kind:<15} {task:<10} "
+            f"{one_line(event.message, 130)}\n"
+        )
+        out.flush()
+
+
+def handle_run(args: argparse.Namespace) -> int:
+    with logging_to_stderr(args.verbose):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from strategies.board import Board, BoardBusy
+
+    try:
+        board = Board.from_folder(
+            args.folder,
+            agents=args.agents,
+            state=args.state,
+            engine=args.engine,
+            ray_address=args.ray_address,
+            sinks=[] if args.quiet else [_Progress()],
+        )
+    except ConfigurationError as exc:
+        print(f"harness board: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if not args.verbose:
+        # The progress lines (or, with -q, the table) already say what the board did.
+        board.logger = structlog.wrap_logger(
+            structlog.PrintLogger(sys.stderr),
+            wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
+        )
+    stopped: list[int] = []
+    refused: list[Exception] = []
+
+    async def go() -> BoardResult | None:
+        result: BoardResult | None = None
+        async with anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for signum in signals:
+                        stopped.append(signum)
+                        group.cancel_scope.cancel()
+                        return
+
+            group.start_soon(watch)
+            try:
+                result = await board.run()
+            except (ConfigurationError, BoardBusy) as exc:
+                refused.append(exc)
+            group.cancel_scope.cancel()
+        return result
+
+    result = anyio.run(go, backend=args.backend)
+    if refused:
+        print(f"harness board: {refused[0]}", file=sys.stderr)
+        return EXIT_ERROR
+    if stopped or result is None:
+        name = signal.Signals(stopped[0]).name if stopped else "cancellation"
+        print(
+            f"harness board: stopped by {name}; the attempts in progress resume on the next run",
+            file=sys.stderr,
+        )
+        return 128 + (stopped[0] if stopped else signal.SIGTERM)
+    with _store(args.folder, args.state) as store:
+        _print_table(store, args.folder, sys.stdout)
+    return EXIT_COMPLETE if result.complete else EXIT_NOT_COMPLETE
+
+
+class _store:
+    """The board's database, opened for reading or a retry, closed afterwards."""
+
+    def __init__(self, folder: Path, state: Path | None) -> None:
+        from strategies.board import board_state
+
+        self.state = board_state(folder, state)
+
+    def __enter__(self) -> BoardStore:
+        from strategies.board import open_store
+
+        self._store = open_store(self.state)
+        return self._store
+
+    def __exit__(self, *exc: object) -> None:
+        self._store.close()
+
+
+def handle_status(args: argparse.Namespace) -> int:
+    try:
+        with _store(args.folder, args.state) as store:
+            if args.json:
+                print(json.dumps(_status_dict(store, args.events), indent=2))
+            else:
+                _print_table(store, args.folder, sys.stdout, events=args.events)
+    except (HarnessError, OSError) as exc:
+        print(f"harness board: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_COMPLETE
+
+
+def handle_retry(args: argparse.Namespace) -> int:
+    try:
+        with _store(args.board, args.state) as store:
+            became = store.retry(args.ids)
+    except (HarnessError, OSError) as exc:
+        print(f"harness board: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    for task, status in zip(args.ids, became, strict=True):
+        print(f"{task}: {status}")
+    return EXIT_COMPLETE
+
+
+def _status_dict(store: BoardStore, events: int) -> dict[str, Any]:
+    from strategies.board import holder
+
+    running = holder(store.path.parent)
+    tasks = store.tasks()
+    data: dict[str, Any] = {
+        "state": str(store.path.parent),
+        "running": running,
+        "last_run": store.last_run(),
+        "counts": store.counts(),
+        "tasks": [
+            {**t.to_dict(), "interrupted": t.status == "in_progress" and running is None}
+            for t in tasks
+        ],
+    }
+    if events:
+        data["events"] = [e.to_dict() for e in store.events(limit=events)]
+    return data
+
+
+def _print_table(store: BoardStore, folder: Path, out: TextIO, *, events: int = 0) -> None:
+    from strategies.board._board import one_line
+
+    data = _status_dict(store, events)
+    running = data["running"]
+    if running:
+        state = f"running (pid {running.get('pid')} on {running.get('host')})"
+    else:
+        state = "not running"
+    out.write(f"board {folder} ({data['state']}): {state}\n")
+    rows = [("TASK", "STATUS", "ROLE", "PRI", "TRIES", "TITLE")]
+    notes: list[str | None] = [None]
+    for task in data["tasks"]:
+        status = task["status"] + ("" if task["present"] else " (file removed)")
+        rows.append(
+            (
+                task["id"],
+                status,
+                task["role"],
+                str(task["priority"]),
+                str(task["attempts"]),
+                task["title"],
+            )
+        )
+        note = task["reason"]
+        if task["interrupted"]:
+            note = "interrupted: the board stopped; the next run resumes it"
+        elif task["status"] == "in_progress":
+            note = f"with {task['agent']}"
+        notes.append(None if task["status"] == "complete" or not note else one_line(note, 150))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    for row, note in zip(rows, notes, strict=True):
+        cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2].ljust(widths[2])]
+        cells += [row[3].rjust(widths[3]), row[4].rjust(widths[4]), row[5]]
+        out.write("  ".join(cells).rstrip() + "\n")
+        if note:
+            out.write(" " * (widths[0] + 2) + f"└ {note}\n")
+    counts = data["counts"]
+    out.write(", ".join(f"{n} {s}" for s, n in counts.items() if n) + "\n")
+    for event in data.get("events", []):
+        when = time.strftime("%H:%M:%S", time.localtime(event["at"]))
+        task = event["task"] or ""
+        out.write(f"{when}  {event['kind']:<15} {task:<10} {one_line(event['message'], 110)}\n")

@@ -1,0 +1,314 @@
+"""One attempt at a task: build its run from the task file and the agent's model, run it,
+and say what became of the task.
+
+`execute_attempt` is all an engine runs, in this process or on a Ray worker: its input is a
+plain value (`AttemptSpec`), its events go to a callback as dicts (the transcript's lines),
+and its result is a plain value (`AttemptOutcome`). It never raises for the task's sake: a
+broken fixture, a model that cannot be built or a verify command that is not installed all
+come back as a ``failed`` outcome with the reason.
+
+Outcomes: ``complete`` only when the run's `RunResult.verified` is true (the completion check
+passed); ``failed`` for hard failures nobody can wait out (a verify command missing, a model
+auth or bad-request error, a broken fixture); ``retry`` for a transient model failure the
+client's own retries did not get past (rate limit, 5xx, timeout, connection); ``review`` for
+every other halt (a budget, the iterations or rounds used up, a sensor, the rejection cap):
+the work may be nearly done, and a person should look.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import structlog
+from attrs import evolve, field, frozen
+
+from checks import AllOf, CommandCheck, CompletionCheck, TestSuiteCheck
+from harness import (
+    ConfigurationError,
+    Event,
+    FixtureError,
+    Harness,
+    ModelClient,
+    RunResult,
+    model_from_config,
+)
+from termination import Budget, TerminationPolicy
+
+from .._cli._spec import Spec, spec_from_table
+from .._ralph import Ralph
+from ._config import AttemptInfo, ModelSource
+from ._progress import Progress
+
+Outcome = Literal["complete", "review", "failed", "retry"]
+TRANSIENT = frozenset({"rate_limit", "server", "timeout", "connection"})
+Emit = Callable[[dict[str, Any]], None]
+
+_log = structlog.get_logger("harness.board")
+
+
+@frozen
+class AttemptSpec:
+    """Everything an attempt needs, as plain data an engine can ship to another process."""
+
+    info: AttemptInfo
+    file: Path
+    table: Mapping[str, Any] = field(eq=False)
+    body: str
+    model: ModelSource = field(eq=False)
+    model_base: Path | None
+    workspace: Path | None
+    carry: Progress = Progress()
+    check_first: bool = False
+    spec: Spec | None = field(default=None, eq=False, repr=False)
+    """The task's spec, already built (in the board's process); else built from `table`."""
+
+
+@frozen
+class AttemptOutcome:
+    """What became of an attempt: the task's next status and why."""
+
+    outcome: Outcome
+    message: str
+    halt: Mapping[str, Any] | None = field(default=None, eq=False)
+    turns: int = 0
+    tool_calls: int = 0
+    iterations: int = 0
+    usage: Mapping[str, Any] = field(factory=dict, eq=False)
+    elapsed: float = 0.0
+
+    @classmethod
+    def of(cls, result: RunResult) -> AttemptOutcome:
+        halt = result.halt_reason
+        return cls(
+            outcome=classify(halt.to_dict(), result.verified),
+            message=halt.describe(),
+            halt=halt.to_dict(),
+            turns=result.turns,
+            tool_calls=result.tool_calls,
+            iterations=result.iterations,
+            usage=result.usage.to_dict(),
+            elapsed=result.elapsed,
+        )
+
+
+def classify(halt: Mapping[str, Any], verified: bool) -> Outcome:
+    """The task's fate from a run's halt: complete only when verified."""
+    if verified:
+        return "complete"
+    if halt.get("type") == "ModelFailed":
+        return "retry" if halt.get("kind") in TRANSIENT else "failed"
+    return "review"
+
+
+class _Forward:
+    """Hands every event of the run, as a transcript line's dict, to the board."""
+
+    __slots__ = ("_emit",)
+
+    def __init__(self, emit: Emit) -> None:
+        self._emit = emit
+
+    def emit(self, event: Event) -> None:
+        self._emit(event.to_dict())
+
+
+async def execute_attempt(spec: AttemptSpec, emit: Emit) -> AttemptOutcome:
+    """Run one attempt to its outcome. Cancellation from outside propagates."""
+    try:
+        harness_or_outcome = _prepare(spec, emit)
+    except (ConfigurationError, FixtureError) as exc:
+        return AttemptOutcome("failed", f"the run could not be set up: {exc}")
+    if isinstance(harness_or_outcome, AttemptOutcome):
+        return harness_or_outcome
+    try:
+        result = await harness_or_outcome.run(spec.body)
+    except FixtureError as exc:
+        return AttemptOutcome("failed", f"the agent's fixture broke: {exc}")
+    except ConfigurationError as exc:
+        return AttemptOutcome("failed", f"the run is misconfigured: {exc}")
+    except Exception as exc:  # a bug in a tool or a client must not take the board down
+        _log.exception("board.attempt.crashed", task=spec.info.task, attempt=spec.info.attempt)
+        return AttemptOutcome("failed", f"the run crashed: {type(exc).__name__}: {exc}")
+    return AttemptOutcome.of(result)
+
+
+def _prepare(spec: AttemptSpec, emit: Emit) -> Harness | AttemptOutcome:
+    task = spec.spec or spec_from_table({**spec.table, "prompt": spec.body}, spec.file)
+    policy = task.policy
+    strategy = task.build_strategy()
+    carry = spec.carry
+    if not carry.empty:
+        budget = remaining_budget(policy.budget, carry)
+        if isinstance(budget, str):
+            return AttemptOutcome("review", budget)
+        policy = evolve(policy, budget=budget)
+        if isinstance(strategy, Ralph) and carry.iterations:
+            left = strategy.max_iterations - carry.iterations
+            if left < 1:
+                return AttemptOutcome(
+                    "review",
+                    f"ralph ran {carry.iterations} iterations before the interruption and "
+                    f"the check still failed: {carry.last_reason}",
+                )
+            strategy = evolve(strategy, max_iterations=left)
+    if spec.check_first:
+        policy = evolve(policy, check_before_first_turn=True)
+    missing = missing_command(policy, spec.workspace)
+    if missing is not None:
+        return AttemptOutcome("failed", missing)
+    return Harness(
+        model=build_model(spec),
+        policy=policy,
+        tools=task.tools,
+        strategy=strategy,
+        workspace=spec.workspace,
+        system_prompt=task.system_prompt,
+        sinks=[_Forward(emit)],
+        tool_timeout=task.tool_timeout,
+        done_tool=task.done_tool,
+        context_window=task.context_window,
+    )
+
+
+def build_model(spec: AttemptSpec) -> ModelClient:
+    """The attempt's model: from the agent's table (placeholders filled) or its factory."""
+    source = spec.model
+    if callable(source):
+        return source(spec.info)
+    where = f"agent {spec.info.agent}: model"
+    return model_from_config(dict(source), where=where, base=spec.model_base)
+
+
+_LIMITS: dict[str, Callable[[Progress], float | None]] = {
+    "max_turns": lambda p: p.turns,
+    "max_tool_calls": lambda p: p.tool_calls,
+    "max_input_tokens": lambda p: p.input_tokens,
+    "max_output_tokens": lambda p: p.output_tokens,
+    "max_total_tokens": lambda p: p.input_tokens + p.output_tokens,
+    "max_cost_usd": lambda p: p.cost_usd,
+    "max_wall_time": lambda p: p.wall_time,
+}
+
+
+def remaining_budget(budget: Budget, carry: Progress) -> Budget | str:
+    """`budget` less what interrupted attempts used, or why nothing is left."""
+    changes: dict[str, Any] = {}
+    for name, used_of in _LIMITS.items():
+        limit = getattr(budget, name)
+        used = used_of(carry)
+        if limit is None or used is None or used == 0:
+            continue
+        left = limit - used
+        if left <= 0:
+            return f"budget exceeded before the interruption: {name} used {used:g} of {limit:g}"
+        changes[name] = left
+    return evolve(budget, **changes) if changes else budget
+
+
+# Words a shell runs itself: a verify command starting with one of them is not looked up.
+_SHELL_WORDS = frozenset(
+    {
+        ".",
+        ":",
+        "[",
+        "[[",
+        "!",
+        "{",
+        "(",
+        "alias",
+        "bg",
+        "break",
+        "builtin",
+        "case",
+        "cd",
+        "command",
+        "continue",
+        "declare",
+        "echo",
+        "eval",
+        "exec",
+        "exit",
+        "export",
+        "false",
+        "fg",
+        "for",
+        "function",
+        "hash",
+        "if",
+        "jobs",
+        "kill",
+        "let",
+        "local",
+        "printf",
+        "pwd",
+        "read",
+        "readonly",
+        "return",
+        "set",
+        "shift",
+        "source",
+        "test",
+        "time",
+        "trap",
+        "true",
+        "type",
+        "ulimit",
+        "umask",
+        "unalias",
+        "unset",
+        "until",
+        "wait",
+        "while",
+    }
+)
+
+
+def missing_command(policy: TerminationPolicy, workspace: Path | None) -> str | None:
+    """Why the task's verify command cannot run at all (not installed), or None.
+
+    Only a bare program name (``pytest``, ``cargo``) is looked up on PATH: a path may be a
+    script the agent is to write, and a shell line may start with a builtin. Checks inside
+    `AnyOf` are skipped, as another branch may pass.
+    """
+    for check in _required_checks(policy.completion_check):
+        if not isinstance(check, CommandCheck | TestSuiteCheck):
+            continue
+        program = _program(check.command)
+        if program is None:
+            continue
+        path = check.env.get("PATH", os.environ.get("PATH", os.defpath))
+        if shutil.which(program, path=path) is None:
+            return (
+                f"the verify command `{program}` is not installed: it is not on PATH ({path}); "
+                "install it or change the task's check"
+            )
+    return None
+
+
+def _required_checks(check: CompletionCheck) -> list[CompletionCheck]:
+    if isinstance(check, AllOf):
+        return [c for child in check.checks for c in _required_checks(child)]
+    return [check]
+
+
+def _program(command: str | tuple[str, ...]) -> str | None:
+    if isinstance(command, str):
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            return None
+        while words and "=" in words[0] and not words[0].startswith("="):
+            words = words[1:]  # VAR=value before the program
+        if not words:
+            return None
+        first = words[0]
+        if first in _SHELL_WORDS or any(c in first for c in "$`;&|<>(){}*?"):
+            return None
+    else:
+        first = command[0]
+    return None if "/" in first else first

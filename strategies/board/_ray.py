@@ -1,0 +1,162 @@
+"""`RayEngine`: each task attempt is a Ray task (a streaming generator) on a Ray cluster.
+
+The board, its database and its transcripts stay in the board's process. A worker runs
+`execute_attempt` (in its own event loop, on a thread of the Ray task) and yields each event
+as it happens and then the outcome; the board writes them as it does for local attempts. Ray
+is an optional extra (``pip install -e '.[ray]'``), imported only when this engine opens.
+
+Where it runs: ``address`` (or ``[ray] address`` in ``board.toml``, or ``RAY_ADDRESS``) names a
+running cluster, e.g. ``"auto"`` on one of its nodes or ``"ray://head:10001"`` from outside;
+with none, a local Ray instance starts for the run and stops after it. Workers read the task
+and fixture files and work in the workspaces at the paths the board gives them, so on a real
+cluster those folders must be on a file system every node mounts at the same path (the board's
+own state folder need not be: only the board writes it). The package must be installed on
+the workers (or shipped with a ``runtime_env`` in `init_options`).
+
+A worker that dies (its node lost, its process killed) ends the attempt as a transient failure,
+retried up to ``max_attempts``. When the board itself dies, Ray stops the tasks of its job; the
+next board waits for the attempts' leases to run out before it gives their tasks to anyone else.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from attrs import evolve
+
+from harness import ConfigurationError
+
+from ._attempt import AttemptOutcome, AttemptSpec, Emit, execute_attempt
+
+_END = "__end__"
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigurationError(
+            "the ray engine needs Ray: pip install 'completion-harness[ray]' "
+            "(or pip install -e '.[ray]' in a checkout)"
+        ) from None
+    return ray
+
+
+class RayEngine:
+    """Attempts run as Ray tasks; see the module docstring for where and how."""
+
+    name = "ray"
+
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        num_cpus: float = 1.0,
+        init_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if isinstance(num_cpus, bool) or not isinstance(num_cpus, int | float) or num_cpus < 0:
+            raise ConfigurationError(f"'num_cpus' must be a number >= 0 (got {num_cpus!r})")
+        self.address = address
+        self.num_cpus = float(num_cpus)
+        self.init_options = dict(init_options or {})
+        self._remote: Any = None
+        self._limiter = anyio.CapacityLimiter(10_000)
+
+    def __repr__(self) -> str:
+        return f"RayEngine(address={self.address!r}, num_cpus={self.num_cpus:g})"
+
+    def open(self) -> AbstractAsyncContextManager[object]:
+        return self._open()
+
+    @asynccontextmanager
+    async def _open(self) -> AsyncIterator[object]:
+        ray = _import_ray()
+        started = False
+        if not ray.is_initialized():
+            options: dict[str, Any] = {"log_to_driver": False, **self.init_options}
+            if self.address is not None:
+                options["address"] = self.address
+            # Without an address Ray reads RAY_ADDRESS, and failing that starts a local instance.
+            ray.init(**options)
+            started = True
+        self._remote = ray.remote(num_returns="streaming", num_cpus=self.num_cpus, max_retries=0)(
+            _attempt_on_worker
+        )
+        try:
+            yield self
+        finally:
+            self._remote = None
+            if started:
+                ray.shutdown()
+
+    async def run_attempt(self, spec: AttemptSpec, emit: Emit) -> AttemptOutcome:
+        if self._remote is None:
+            raise RuntimeError("the Ray engine is not open (use it through Board.run)")
+        ray = _import_ray()
+        # The worker builds the run from the task's table itself: the built spec holds tools
+        # and checks that need not survive pickling.
+        generator = self._remote.remote(evolve(spec, spec=None))
+        settled = False
+        try:
+            while True:
+                try:
+                    item = await anyio.to_thread.run_sync(
+                        _next, generator, limiter=self._limiter, abandon_on_cancel=True
+                    )
+                except ray.exceptions.RayError as exc:
+                    settled = True
+                    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                    return AttemptOutcome(
+                        "retry", f"the Ray worker failed: {type(exc).__name__}: {first}"
+                    )
+                if item is None:
+                    settled = True
+                    return AttemptOutcome("retry", "the Ray worker ended without an outcome")
+                kind, payload = item
+                if kind == "outcome":
+                    settled = True
+                    outcome: AttemptOutcome = payload
+                    return outcome
+                emit(payload)
+        finally:
+            if not settled:  # cancelled from outside: stop the worker too
+                ray.cancel(generator, force=True)
+
+
+def _next(generator: Any) -> Any:
+    ray = _import_ray()
+    try:
+        ref = next(generator)
+    except StopIteration:
+        return None
+    return ray.get(ref)
+
+
+def _attempt_on_worker(spec: AttemptSpec) -> Iterator[tuple[str, Any]]:
+    """On a Ray worker: run the attempt in an event loop of its own, on a thread, and yield
+    each event as it comes, then the outcome."""
+    events: queue.Queue[Any] = queue.Queue()
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["outcome"] = anyio.run(execute_attempt, spec, events.put)  # on asyncio
+        except BaseException as exc:
+            box["error"] = exc
+        finally:
+            events.put(_END)
+
+    thread = threading.Thread(target=work, name=f"attempt-{spec.info.task}", daemon=True)
+    thread.start()
+    while (item := events.get()) != _END:
+        yield ("event", item)
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    yield ("outcome", box["outcome"])

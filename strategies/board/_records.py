@@ -1,0 +1,195 @@
+"""What the board's database holds, as values, and the reading half of `BoardStore`
+(`harness board status` reads a board's database while the board runs)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any, Literal
+
+from attrs import frozen
+
+from ._events import BoardEvent
+from ._progress import Progress
+
+Status = Literal["pending", "blocked", "in_progress", "complete", "review", "failed"]
+STATUSES: tuple[Status, ...] = (
+    "pending",
+    "blocked",
+    "in_progress",
+    "complete",
+    "review",
+    "failed",
+)
+
+
+@frozen
+class Claim:
+    """A task an agent has taken: the attempt it opened."""
+
+    task: str
+    number: int
+    agent: str
+    carry: Progress
+    transcript: Path
+
+
+FINISHED = "finished"
+"""`claim` when no task is pending or in progress: nothing can change any more."""
+
+
+@frozen
+class OpenAttempt:
+    """An attempt left open by an earlier board."""
+
+    task: str
+    number: int
+    engine: str
+    heartbeat_at: float
+
+
+@frozen
+class TaskState:
+    """A task as the board sees it now (one row of `harness board status`)."""
+
+    id: str
+    title: str
+    role: str
+    priority: int
+    status: Status
+    depends_on: tuple[str, ...]
+    attempts: int
+    agent: str | None
+    reason: str | None
+    updated_at: float
+    present: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "role": self.role,
+            "priority": self.priority,
+            "status": self.status,
+            "depends_on": list(self.depends_on),
+            "attempts": self.attempts,
+            "agent": self.agent,
+            "reason": self.reason,
+            "updated_at": self.updated_at,
+            "present": self.present,
+        }
+
+
+@frozen
+class AttemptState:
+    """One attempt, as recorded."""
+
+    task: str
+    number: int
+    agent: str
+    owner: str
+    engine: str
+    started_at: float
+    heartbeat_at: float
+    ended_at: float | None
+    outcome: str | None
+    message: str | None
+    resume: Progress
+    transcript: Path
+
+
+class BoardReader:
+    """Reads the tasks, attempts, runs and events of a board's database."""
+
+    _db: sqlite3.Connection
+
+    def tasks(self) -> list[TaskState]:
+        deps: dict[str, list[str]] = {}
+        for task, dep in self._db.execute("SELECT task_id, depends_on FROM deps ORDER BY 1, 2"):
+            deps.setdefault(task, []).append(dep)
+        rows = self._db.execute(
+            "SELECT * FROM tasks ORDER BY present DESC, priority DESC, id"
+        ).fetchall()
+        status = {r["id"]: r["status"] for r in rows}
+        states = []
+        for r in rows:
+            reason = r["reason"]
+            if r["status"] == "blocked":
+                waiting = [d for d in deps.get(r["id"], []) if status.get(d) != "complete"]
+                reason = "waits for " + ", ".join(f"{d} ({status.get(d)})" for d in waiting)
+            states.append(
+                TaskState(
+                    id=r["id"],
+                    title=r["title"],
+                    role=r["role"],
+                    priority=r["priority"],
+                    status=r["status"],
+                    depends_on=tuple(deps.get(r["id"], [])),
+                    attempts=r["attempts"],
+                    agent=r["agent"],
+                    reason=reason,
+                    updated_at=r["updated_at"],
+                    present=bool(r["present"]),
+                )
+            )
+        return states
+
+    def attempts(self, task: str | None = None) -> list[AttemptState]:
+        query = "SELECT * FROM attempts"
+        args: tuple[str, ...] = ()
+        if task is not None:
+            query += " WHERE task_id = ?"
+            args = (task,)
+        rows = self._db.execute(query + " ORDER BY task_id, number", args).fetchall()
+        return [
+            AttemptState(
+                task=r["task_id"],
+                number=r["number"],
+                agent=r["agent"],
+                owner=r["owner"],
+                engine=r["engine"],
+                started_at=r["started_at"],
+                heartbeat_at=r["heartbeat_at"],
+                ended_at=r["ended_at"],
+                outcome=r["outcome"],
+                message=r["message"],
+                resume=Progress.from_dict(json.loads(r["resume"])),
+                transcript=Path(r["transcript"]),
+            )
+            for r in rows
+        ]
+
+    def events(self, *, after: int = 0, limit: int | None = None) -> list[BoardEvent]:
+        """The event log after `seq` `after`, oldest first; with `limit`, only the newest."""
+        if limit is not None:
+            rows = self._db.execute(
+                "SELECT * FROM (SELECT * FROM events WHERE seq > ? ORDER BY seq DESC LIMIT ?) "
+                "ORDER BY seq",
+                (after, limit),
+            ).fetchall()
+        else:
+            rows = self._db.execute(
+                "SELECT * FROM events WHERE seq > ? ORDER BY seq", (after,)
+            ).fetchall()
+        return [
+            BoardEvent(
+                r["seq"], r["at"], r["kind"], r["message"], r["task_id"], r["attempt"], r["agent"]
+            )
+            for r in rows
+        ]
+
+    def last_run(self) -> dict[str, Any] | None:
+        row = self._db.execute("SELECT * FROM runs ORDER BY started_at DESC LIMIT 1").fetchone()
+        return dict(row) if row is not None else None
+
+    def counts(self) -> dict[str, int]:
+        return self._counts()
+
+    def _counts(self) -> dict[str, int]:
+        counts: dict[str, int] = dict.fromkeys(STATUSES, 0)
+        for status, n in self._db.execute(
+            "SELECT status, COUNT(*) FROM tasks WHERE present = 1 GROUP BY status"
+        ):
+            counts[status] = n
+        return counts

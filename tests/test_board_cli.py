@@ -1,0 +1,86 @@
+"""`harness board run | status | retry`: exit codes, the table, JSON, and errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from _board_support import DEMO, make_board, task_toml, writes
+
+from strategies._cli import main
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_demo_board_from_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], backend: str
+) -> None:
+    """Progress on stderr, the table on stdout, exit 1 because one task waits for review."""
+    state = tmp_path / "state"
+    code = main(
+        ["board", "run", str(DEMO), "--agents", "2", "--state", str(state), "--backend", backend]
+    )
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert "task.rejected   api        the check sent the claim back" in err
+    assert "task.review     release" in err
+    lines = out.splitlines()
+    assert lines[0] == f"board {DEMO} ({state}): not running"
+    assert lines[1].split() == ["TASK", "STATUS", "ROLE", "PRI", "TRIES", "TITLE"]
+    assert lines[2].split()[:5] == ["schema", "complete", "backend", "10", "1"]
+    assert any(line.split()[:2] == ["release", "review"] for line in lines)
+    assert "└ the completion check rejected 2 claims of done" in out
+    assert lines[-1] == "4 complete, 1 review"
+
+
+def test_status_as_json_and_with_events(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`status --json` has the counts, every task and the latest events."""
+    state = tmp_path / "state"
+    main(["board", "run", str(DEMO), "--agents", "2", "--state", str(state), "-q"])
+    capsys.readouterr()
+    assert (
+        main(["board", "status", str(DEMO), "--state", str(state), "--json", "--events", "2"]) == 0
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert data["running"] is None
+    assert data["counts"]["complete"] == 4
+    assert {t["id"]: t["status"] for t in data["tasks"]}["api"] == "complete"
+    assert [e["kind"] for e in data["events"]] == ["task.review", "board.finished"]
+    assert main(["board", "status", str(DEMO), "--state", str(state), "--events", "1"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("4 complete, 1 review")
+
+
+def test_retry_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`retry ID` prints what the task became; a task not in review or failed is refused."""
+    state = tmp_path / "state"
+    main(["board", "run", str(DEMO), "--agents", "2", "--state", str(state), "-q"])
+    capsys.readouterr()
+    args = ["board", "retry", "release", "--board", str(DEMO), "--state", str(state)]
+    assert main(args) == 0
+    assert capsys.readouterr().out == "release: pending\n"
+    assert main(args) == 2
+    assert "'release' is pending; only a task in review or failed" in capsys.readouterr().err
+
+
+def test_a_malformed_task_file_exits_2_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing runs; the message names the file and the field."""
+    make_board(tmp_path, {"t": task_toml("t").replace("priority = 0", 'priority = "high"')}, {})
+    assert main(["board", "run", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'tasks' / 't.toml'}: priority must be an int (got 'high')" in err
+    assert not (tmp_path / ".board").exists()
+
+
+def test_status_before_any_run_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No database yet: a message that says so."""
+    assert main(["board", "status", str(tmp_path)]) == 2
+    assert "no board database" in capsys.readouterr().err
+
+
+def test_every_task_complete_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Exit 0 only when every task is verified complete."""
+    make_board(tmp_path, {"t": task_toml("t")}, {"t": writes("t.txt")})
+    assert main(["board", "run", str(tmp_path), "-q"]) == 0
+    assert capsys.readouterr().err == ""
