@@ -6,14 +6,10 @@ from __future__ import annotations
 from attrs import frozen
 
 from harness import BudgetExceeded, Completed, ConfigurationError, HaltReason, Run
+from harness._validate import check_positive
 from termination import Budget
 
 from ._reasons import RalphCompletionUnmet
-
-
-def _positive_int(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigurationError(f"{name!r} must be a positive int (got {value!r})")
 
 
 @frozen(kw_only=True)
@@ -33,7 +29,7 @@ class Ralph:
     name: str = "ralph"
 
     def __attrs_post_init__(self) -> None:
-        _positive_int("max_iterations", self.max_iterations)
+        check_positive("max_iterations", self.max_iterations, integer=True)
         if (
             isinstance(self.cooldown, bool)
             or not isinstance(self.cooldown, int | float)

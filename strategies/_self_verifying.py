@@ -21,6 +21,7 @@ from harness import (
     VerdictReached,
 )
 from harness._tools import as_tools
+from harness._validate import check_positive
 from termination import Budget
 
 from ._reasons import SelfVerifyExhausted
@@ -31,11 +32,6 @@ EVALUATOR_PROMPT = (
     "your answer with exactly one line `VERDICT: PASS` or `VERDICT: FAIL`; with FAIL, say "
     "precisely what is wrong or missing."
 )
-
-
-def _positive_int(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigurationError(f"{name!r} must be a positive int (got {value!r})")
 
 
 @frozen(kw_only=True)
@@ -64,7 +60,7 @@ class SelfVerifying:
     _tools: dict[str, Tool] | None = field(init=False, default=None, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        _positive_int("max_rounds", self.max_rounds)
+        check_positive("max_rounds", self.max_rounds, integer=True)
         if not isinstance(self.evaluator_must_use_tools, bool):
             raise ConfigurationError(
                 "'evaluator_must_use_tools' must be true or false "

@@ -40,6 +40,7 @@ import anyio
 from attrs import frozen
 
 from harness import Clock, ConfigurationError
+from harness._validate import check_positive
 
 from ._checking import run_checks
 from ._claude_transcript import TranscriptError, last_answer
@@ -144,12 +145,8 @@ async def claude_stop(
     together get `time_limit` seconds (on `clock`); a check still running then, and any not
     yet started, count as not done.
     """
-    if isinstance(max_blocks, bool) or not isinstance(max_blocks, int) or max_blocks < 1:
-        raise ConfigurationError(f"'max_blocks' must be a positive int (got {max_blocks!r})")
-    if isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or time_limit <= 0:
-        raise ConfigurationError(
-            f"'time_limit' must be a positive number of seconds (got {time_limit!r})"
-        )
+    check_positive("max_blocks", max_blocks, integer=True)
+    check_positive("time_limit", time_limit)
     stop = StopPayload.from_json(payload)
     state = _State(state_dir, stop.session_id)
     if stop.reentry and reentry == "allow":

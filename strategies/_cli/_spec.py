@@ -32,6 +32,7 @@ from harness import (
 from harness._providers import model_from_config
 from harness._providers._config import MODELS
 from harness._schema import REQUIRED, Key, Schema
+from harness._validate import check_positive
 from strategies._config import STRATEGIES, strategy_from_config
 from strategies._self_verifying import SelfVerifying
 from termination import Budget, TerminationPolicy, feedback_from_config, sensor_from_config
@@ -260,19 +261,12 @@ def spec_from_table(
     except ConfigurationError as exc:
         raise SpecError(str(exc)) from None
     tool_timeout = data.get("tool_timeout", 120.0)
-    if (
-        isinstance(tool_timeout, bool)
-        or not isinstance(tool_timeout, int | float)
-        or tool_timeout <= 0
-    ):
-        raise SpecError(f"{where}: tool_timeout must be a positive number (got {tool_timeout!r})")
     context_window = data.get("context_window")
-    if context_window is not None and (
-        isinstance(context_window, bool)
-        or not isinstance(context_window, int)
-        or context_window <= 0
-    ):
-        raise SpecError(f"{where}: context_window must be a positive int (got {context_window!r})")
+    try:
+        check_positive("tool_timeout", tool_timeout)
+        check_positive("context_window", context_window, integer=True, allow_none=True)
+    except ConfigurationError as exc:
+        raise SpecError(f"{where}: {exc}") from None
     done_tool = data.get("done_tool", False)
     if not isinstance(done_tool, bool):
         raise SpecError(f"{where}: done_tool must be true or false (got {done_tool!r})")

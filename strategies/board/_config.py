@@ -37,6 +37,7 @@ from typing import Any, Literal
 from attrs import field, frozen
 
 from harness import ConfigurationError, ModelClient
+from harness._validate import check_positive
 
 from ._tasks import BoardConfigError
 
@@ -121,8 +122,7 @@ def pool(agents: Sequence[Agent], size: int | None = None) -> tuple[Seat, ...]:
     if not agents:
         raise ConfigurationError("a board needs at least one agent")
     count = len(agents) if size is None else size
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise ConfigurationError(f"the number of agents must be a positive int (got {size!r})")
+    check_positive("agents", count, integer=True)
     seen: dict[str, int] = {}
     seats = []
     for k in range(count):
@@ -147,13 +147,10 @@ class BoardSettings:
     def __attrs_post_init__(self) -> None:
         if self.workspace is not None and self.workspace_template is not None:
             raise ConfigurationError("give 'workspace' or 'workspace_template', not both")
-        m = self.max_attempts
-        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-            raise ConfigurationError(f"'max_attempts' must be a positive int (got {m!r})")
-        for name in ("heartbeat", "lease", "poll"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise ConfigurationError(f"{name!r} must be a positive number (got {value!r})")
+        check_positive("max_attempts", self.max_attempts, integer=True)
+        check_positive("heartbeat", self.heartbeat)
+        check_positive("lease", self.lease)
+        check_positive("poll", self.poll)
         if self.lease <= self.heartbeat:
             raise ConfigurationError(
                 f"'lease' ({self.lease:g}) must be longer than 'heartbeat' ({self.heartbeat:g})"
