@@ -60,7 +60,8 @@ from ._run import DEFAULT_SYSTEM_PROMPT, Run, SingleSession, Strategy
 from ._scripted import ScriptedModelClient, fixture_from_transcript, write_fixture
 from ._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
-from ._tools import Tool, ToolArgumentError, ToolContext, tool
+from ._tools import Tool, ToolContext, tool
+from ._validate import ToolArgumentError
 from ._workspace import WorkspaceEscape, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
