@@ -39,32 +39,35 @@ def _read_file(path: str, ctx: ToolContext, offset: int = 0, limit: int = MAX_RE
         raise ValueError(f"'limit' must be >= 1 (got {limit})")
     fd, _ = open_in_workspace(_root(ctx), path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        _require_file(fd, path)
-        size = os.fstat(fd).st_size
+        size = _require_file(fd, path).st_size
         if offset > size:
             raise ValueError(f"'offset' {offset} is past the end of {path!r} ({size} bytes)")
         data = _read_at(fd, offset, min(limit, MAX_READ))
+        if offset + len(data) < size:
+            cut = _cut(data)
+            # A limit shorter than one character returns that character whole.
+            data = data[:cut] if cut else _read_at(fd, offset, _width(data[0]))
     finally:
         os.close(fd)
+    text = data.decode("utf-8", errors="replace")
     end = offset + len(data)
     if end >= size:
-        return data.decode("utf-8", errors="replace")
-    data = data[: _cut(data)]
-    end = offset + len(data)
+        return text
     return (
-        data.decode("utf-8", errors="replace")
-        + f"\n[... truncated: this is bytes {offset}-{end} of {size}; "
+        f"{text}\n[... truncated: this is bytes {offset}-{end} of {size}; "
         f"call read_file with offset={end} to read on]"
     )
 
 
-def _require_file(fd: int, path: str) -> None:
-    """Refuse a folder, a FIFO or a device: reading one could block or never end."""
-    mode = os.fstat(fd).st_mode
-    if stat.S_ISDIR(mode):
+def _require_file(fd: int, path: str) -> os.stat_result:
+    """The file's status; a folder, a FIFO or a device is refused (reading one could block or
+    never end)."""
+    status = os.fstat(fd)
+    if stat.S_ISDIR(status.st_mode):
         raise IsADirectoryError(f"{path!r} is a folder")
-    if not stat.S_ISREG(mode):
+    if not stat.S_ISREG(status.st_mode):
         raise ValueError(f"{path!r} is not a regular file")
+    return status
 
 
 def _read_at(fd: int, offset: int, count: int) -> bytes:
@@ -81,19 +84,22 @@ def _read_at(fd: int, offset: int, count: int) -> bytes:
 
 
 def _cut(data: bytes) -> int:
-    """Where to cut a chunk that does not reach the end of the file: after its last line end,
-    else before a UTF-8 character it would split."""
+    """Where to cut a chunk that does not reach the end of the file: after its last line end
+    when that is in its second half, else before the character the end would split (0 when
+    the chunk is less than one character)."""
     newline = data.rfind(b"\n")
-    if newline >= 0:
+    if newline >= len(data) // 2:
         return newline + 1
-    cut = len(data)
     for back in range(1, min(4, len(data)) + 1):
-        byte = data[-back]
-        if byte & 0xC0 != 0x80:  # the last character starts here
-            width = 1 if byte < 0x80 else 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
-            # An incomplete last character is left for the next call, unless it is all there is.
-            return cut - back if width > back and back < cut else cut
-    return cut
+        lead = data[-back]
+        if lead & 0xC0 != 0x80:  # the last character starts `back` bytes from the end
+            return len(data) - back if _width(lead) > back else len(data)
+    return len(data)  # not UTF-8 there: cut anywhere
+
+
+def _width(lead: int) -> int:
+    """The length of the UTF-8 character that starts with byte `lead`."""
+    return 1 if lead < 0xC0 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
 
 
 def _list_files(ctx: ToolContext, path: str = ".") -> str:

@@ -95,8 +95,9 @@ def open_in_workspace(
 
 
 class _Walk:
-    """One lookup of `relative` under `workspace`: the root's descriptor, the components still
-    to walk (links met so far replaced by their targets) and how many links were followed."""
+    """One lookup of `relative` under `workspace`: the root's descriptor, the components to walk
+    from the root (each link met so far replaced by its target), and after a walk, the real
+    folders it went through (`real`) and the index in `parts` where it stopped (`at`)."""
 
     def __init__(self, workspace: Path, relative: str | Path) -> None:
         if not SUPPORTED:
@@ -108,8 +109,10 @@ class _Walk:
         self.relative = os.fspath(relative)
         self.root = workspace.resolve()
         self.parts = _inside(self.root, workspace, self.relative)
+        self.real: list[str] = []
+        self.at = 0
+        self.via: str | None = None  # the last link followed, for an error message
         self.root_fd = -1
-        self.link_at = -1  # the index in `parts` of the link being followed
 
     def __enter__(self) -> _Walk:
         self.root_fd = os.open(self.root, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
@@ -123,50 +126,76 @@ class _Walk:
         raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), self.relative)
 
     def path(self) -> Path:
-        return self.root.joinpath(*self.parts)
+        """Where the walk got to, with what it did not reach taken as written."""
+        return self.root.joinpath(*self._lexical([*self.real, *self.parts[self.at :]]))
 
     def run(self, last: Callable[[int, str], _T], *, make_parents: bool = False) -> _T | str:
         """Walk the folders, then `last` on the final component: what `last` returns, or a
-        link's target (with `link_at` set) when a folder on the way is a link."""
-        if not self.parts:
-            return last(self.root_fd, ".")
-        fd = self.root_fd
+        link's target when a folder on the way is a link (`at` is then its index).
+
+        ``..`` goes back to the folder walked before, whose descriptor is still open: it is
+        never looked up, so it cannot lead anywhere the walk has not been."""
+        self.real = []
+        self.at = 0
+        folders: list[int] = []  # descriptors of `real`, innermost last
+        final = len(self.parts) - 1
         try:
-            for index, name in enumerate(self.parts[:-1]):
-                try:
-                    opened = _step(fd, name, _FOLDER, 0)
-                except FileNotFoundError:
-                    if not make_parents:
-                        raise
-                    with contextlib.suppress(FileExistsError):  # made meanwhile: judged below
-                        os.mkdir(name, dir_fd=fd)
-                    opened = _step(fd, name, _FOLDER, 0)
+            for index, name in enumerate(self.parts):
+                self.at = index
+                if name == "..":
+                    if not folders:
+                        raise _escape(self.relative, self.root, self.via)
+                    os.close(folders.pop())
+                    self.real.pop()
+                    continue
+                fd = folders[-1] if folders else self.root_fd
+                if self.at == final:
+                    return last(fd, name)
+                opened = self._folder(fd, name, make_parents)
                 if isinstance(opened, str):
-                    self.link_at = index
                     return opened
-                if fd != self.root_fd:
-                    os.close(fd)
-                fd = opened
-            self.link_at = len(self.parts) - 1
-            return last(fd, self.parts[-1])
+                folders.append(opened)
+                self.real.append(name)
+            self.at = len(self.parts)  # empty, or it ended in "..": the folder itself
+            return last(folders[-1] if folders else self.root_fd, ".")
         except OSError as exc:
             if exc.filename is None:
                 raise
             raise OSError(exc.errno, exc.strerror, self.relative) from None
         finally:
-            if fd != self.root_fd:
+            for fd in folders:
                 os.close(fd)
 
+    def _folder(self, dir_fd: int, name: str, make: bool) -> int | str:
+        try:
+            return _step(dir_fd, name, _FOLDER, 0)
+        except FileNotFoundError:
+            if not make:
+                raise
+        with contextlib.suppress(FileExistsError):  # made meanwhile: the open below judges it
+            os.mkdir(name, dir_fd=dir_fd)
+        return _step(dir_fd, name, _FOLDER, 0)
+
     def follow(self, target: str) -> None:
-        """Replace the link at `link_at` by `target`, refusing a target outside the root."""
-        at = self.link_at
-        link = "/".join(self.parts[: at + 1])
-        where = f"link {link!r} -> {target!r}"
+        """Put the link at `at` in place of its `target`, refusing a target outside the root."""
+        link = "/".join([*self.real, self.parts[self.at]])
+        where = self.via = f"link {link!r} -> {target!r}"
         if os.path.isabs(target):
             base = _inside(self.root, self.root, target, where)
         else:
-            base = [*self.parts[:at], target]
-        self.parts = _normal([*base, *self.parts[at + 1 :]], self.relative, self.root, where)
+            base = [*self.real, *_components(target)]
+        self.parts = [*base, *self.parts[self.at + 1 :]]
+
+    def _lexical(self, parts: list[str]) -> list[str]:
+        stack: list[str] = []
+        for part in parts:
+            if part != "..":
+                stack.append(part)
+            elif stack:
+                stack.pop()
+            else:
+                raise _escape(self.relative, self.root, self.via)
+        return stack
 
 
 def _step(dir_fd: int, name: str, flags: int, mode: int) -> int | str:
@@ -191,35 +220,23 @@ def _probe(dir_fd: int, name: str) -> str | None:
     return None
 
 
-def _inside(root: Path, workspace: Path, relative: str, link: str | None = None) -> list[str]:
-    """`relative` as components under `root`; an absolute path must lie under the workspace
-    (as given, or resolved)."""
-    if os.path.isabs(relative):
-        absolute = os.path.normpath(relative)
+def _inside(root: Path, workspace: Path, path: str, link: str | None = None) -> list[str]:
+    """`path` as components below `root`. An absolute path must lie under the workspace (as
+    given, or resolved); the root's own folders are real, so ``..`` among them is read as text."""
+    if not os.path.isabs(path):
+        return _components(path)
+    for absolute in (path, os.path.normpath(path)):
         for base in (str(root), os.path.abspath(workspace)):
-            if absolute == base:
-                return []
             prefix = base.rstrip("/") + "/"
+            if absolute.rstrip("/") == base:
+                return []
             if absolute.startswith(prefix):
-                return _normal([absolute[len(prefix) :]], relative, root, link)
-        raise _escape(relative, root, link)
-    return _normal([relative], relative, root, link)
+                return _components(absolute[len(prefix) :])
+    raise _escape(path, root, link)
 
 
-def _normal(parts: list[str], relative: str, root: Path, link: str | None) -> list[str]:
-    """Components with ``.`` and empty ones dropped and ``..`` applied; one that climbs above
-    the root escapes."""
-    stack: list[str] = []
-    for part in "/".join(parts).split("/"):  # a link's target may hold several
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if not stack:
-                raise _escape(relative, root, link)
-            stack.pop()
-        else:
-            stack.append(part)
-    return stack
+def _components(path: str) -> list[str]:
+    return [part for part in path.split("/") if part not in ("", ".")]
 
 
 def _escape(relative: str, root: Path, link: str | None) -> WorkspaceEscape:

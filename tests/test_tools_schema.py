@@ -24,7 +24,6 @@ from harness import (
     tool,
     workspace_tools,
 )
-
 from termination import TerminationPolicy
 
 
