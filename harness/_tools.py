@@ -56,17 +56,22 @@ class Tool:
     # How a parameter's valid JSON value becomes what `fn` takes (an Enum member, a Path, a
     # dataclass...); `from_function` derives it from the annotations.
     converters: Mapping[str, Convert] = field(factory=dict, repr=False, eq=False)
-    # `parameters` compiled once into the checker `validate` runs on every call, and the
-    # converters into one function (None when no argument needs converting).
-    _check: Callable[[Mapping[str, Any]], None] = field(init=False, repr=False, eq=False)
-    _convert: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = field(
+    # `parameters` compiled once into the checker `validate` runs, and into the one the loop
+    # runs on every call, which also converts the arguments that need it.
+    _check: Callable[[Mapping[str, Any]], Mapping[str, Any]] = field(
+        init=False, repr=False, eq=False
+    )
+    _parse: Callable[[Mapping[str, Any]], Mapping[str, Any]] = field(
         init=False, repr=False, eq=False
     )
     _spec: ToolSpec = field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "_check", compile_arguments(self.parameters))
-        object.__setattr__(self, "_convert", compile_converters(self.converters))
+        convert = compile_converters(self.converters)
+        check = compile_arguments(self.parameters)
+        parse = check if convert is None else compile_arguments(self.parameters, convert)
+        object.__setattr__(self, "_check", check)
+        object.__setattr__(self, "_parse", parse)
         object.__setattr__(self, "_spec", ToolSpec(self.name, self.description, self.parameters))
 
     @classmethod
@@ -113,9 +118,7 @@ class Tool:
     def parse_arguments(self, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
         """`validate`, then the arguments as `fn` takes them: each converted from JSON where
         its annotation asks (`arguments` itself, uncopied, when none does)."""
-        self._check(arguments)
-        convert = self._convert
-        return arguments if convert is None else convert(arguments)
+        return self._parse(arguments)
 
     async def invoke(self, arguments: Mapping[str, Any], context: ToolContext | None) -> str:
         """Validate, call, and render the result as text. Exceptions propagate."""
@@ -133,19 +136,19 @@ class Tool:
     def call_inline(self, arguments: Mapping[str, Any], context: ToolContext | None) -> str:
         """`invoke` for a sync tool declared ``inline=True``: it runs right here, on the loop."""
         if self.context_param is None:  # the call unpacks into a fresh dict: no copy needed
-            return render_result(self.fn(**self.parse_arguments(arguments)))
+            return render_result(self.fn(**self._parse(arguments)))
         return render_result(self.fn(**self._kwargs(arguments, context)))
 
     def run_inline(self, arguments: Mapping[str, Any]) -> tuple[str, bool]:
         """Call an inline sync tool that takes no `ToolContext`, as the loop does: the text
         the model sees and whether it is an error (an exception is rendered, not raised)."""
         try:
-            return render_result(self.fn(**self.parse_arguments(arguments))), False
+            return render_result(self.fn(**self._parse(arguments))), False
         except Exception as exc:
             return tool_error(exc), True
 
     def _kwargs(self, arguments: Mapping[str, Any], context: ToolContext | None) -> dict[str, Any]:
-        kwargs = dict(self.parse_arguments(arguments))
+        kwargs = dict(self._parse(arguments))
         if self.context_param is not None:
             if context is None:
                 raise RuntimeError(f"tool {self.name!r} needs a ToolContext")

@@ -284,24 +284,30 @@ def _describe(schema: Mapping[str, Any]) -> str:
     return "any value"
 
 
-def compile_arguments(schema: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], None]:
+def compile_arguments(
+    schema: Mapping[str, Any],
+    convert: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
+) -> Callable[[Mapping[str, Any]], Mapping[str, Any]]:
     """A checker for a tool's arguments: raises `ToolArgumentError` naming the argument (and
-    the path inside it) when `arguments` break `schema`. Names are checked before values."""
+    the path inside it) when `arguments` break `schema` (names are checked before values);
+    returns `arguments`, passed through `convert` when there is one. One closure does both, so
+    the call the loop makes for every tool call is one call deep."""
     properties: Mapping[str, Any] = schema.get("properties", {})
     rules = {key: _rule(prop) for key, prop in properties.items()}
     required = tuple(schema.get("required", ()))
     required_set = frozenset(required)
     known = sorted(rules)
+    unknown = _UNKNOWN
 
-    def check_arguments(arguments: Mapping[str, Any]) -> None:
+    def check_arguments(arguments: Mapping[str, Any]) -> Mapping[str, Any]:
         if not arguments.keys() >= required_set:  # one set test for the usual call
             missing = next(name for name in required if name not in arguments)
             raise ToolArgumentError(f"missing required argument {missing!r}")
         for key, value in arguments.items():
-            rule = rules.get(key, _UNKNOWN)
+            rule = rules.get(key, unknown)
             if rule is None:
                 continue
-            if rule is _UNKNOWN:
+            if rule is unknown:
                 raise ToolArgumentError(f"unknown argument {key!r} (expected one of {known})")
             allowed, no_bool, declared, deep = rule
             if allowed is not None and (
@@ -313,5 +319,6 @@ def compile_arguments(schema: Mapping[str, Any]) -> Callable[[Mapping[str, Any]]
                     deep(value)
                 except Invalid as exc:
                     raise ToolArgumentError(exc.message(key)) from None
+        return arguments if convert is None else convert(arguments)
 
     return check_arguments
