@@ -62,7 +62,7 @@ from ._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
 from ._tools import Tool, ToolContext, tool
 from ._validate import ToolArgumentError
-from ._workspace import WorkspaceEscape, resolve_in_workspace
+from ._workspace import WorkspaceEscape, open_in_workspace, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
     from ._builtin_tools import list_files, read_file, workspace_tools, write_file
@@ -187,6 +187,7 @@ __all__ = [
     "fixture_from_transcript",
     "list_files",
     "model_from_config",
+    "open_in_workspace",
     "read_file",
     "read_transcript",
     "rejection_feedback",

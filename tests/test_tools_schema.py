@@ -12,18 +12,17 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 import pytest
+from _tools_support import tool_results
 
 from harness import (
     ConfigurationError,
     FakeClock,
     Harness,
-    ListSink,
     ScriptedModelClient,
     SessionStore,
     Tool,
     ToolArgumentError,
     ToolCall,
-    ToolCalled,
     ToolContext,
     tool,
     workspace_tools,
@@ -150,35 +149,14 @@ async def test_workspace_tools_stay_inside_the_workspace(tmp_path: Path) -> None
     workspace = tmp_path / "ws"
     workspace.mkdir()
     escape = tmp_path / "escape.txt"
-    model = ScriptedModelClient.from_responses(
-        [
-            {
-                "tool_calls": [
-                    {"name": "write_file", "arguments": {"path": "a/b.txt", "content": "hi"}}
-                ]
-            },
-            {"tool_calls": [{"name": "read_file", "arguments": {"path": "a/b.txt"}}]},
-            {"tool_calls": [{"name": "list_files", "arguments": {}}]},
-            {"tool_calls": [{"name": "read_file", "arguments": {"path": "../secret.txt"}}]},
-            {
-                "tool_calls": [
-                    {"name": "write_file", "arguments": {"path": str(escape), "content": ""}}
-                ]
-            },
-            {"text": "done"},
-        ]
-    )
-    sink = ListSink()
-    harness = Harness(
-        model=model,
-        policy=TerminationPolicy(),
-        tools=workspace_tools(),
-        workspace=workspace,
-        clock=FakeClock(),
-        sinks=[sink],
-    )
-    await harness.run("files")
-    results = [(e.content, e.is_error) for e in sink.events if isinstance(e, ToolCalled)]
+    calls = [
+        ("write_file", {"path": "a/b.txt", "content": "hi"}),
+        ("read_file", {"path": "a/b.txt"}),
+        ("list_files", {}),
+        ("read_file", {"path": "../secret.txt"}),
+        ("write_file", {"path": str(escape), "content": ""}),
+    ]
+    results = await tool_results(calls, workspace_tools(), workspace)
     assert results[:3] == [("wrote 2 bytes to a/b.txt", False), ("hi", False), ("a/b.txt", False)]
     for content, is_error in results[3:]:
         assert is_error
@@ -525,19 +503,7 @@ async def test_a_nested_error_is_a_result_the_model_sees_and_the_tool_is_not_cal
 
     bad = {"items": [{"name": "a", "qty": 1}, {"name": "b", "qty": "2"}], "color": "red"}
     good = {"items": [{"name": "a", "qty": 1}], "color": "red"}
-    model = ScriptedModelClient.from_responses(
-        [
-            {"tool_calls": [{"name": "ship", "arguments": bad}]},
-            {"tool_calls": [{"name": "ship", "arguments": good}]},
-            {"text": "done"},
-        ]
-    )
-    sink = ListSink()
-    harness = Harness(
-        model=model, policy=TerminationPolicy(), tools=[ship], clock=FakeClock(), sinks=[sink]
-    )
-    await harness.run("ship")
-    results = [(e.content, e.is_error) for e in sink.events if isinstance(e, ToolCalled)]
+    results = await tool_results([("ship", bad), ("ship", good)], [ship])
     assert results == [
         (
             "error: ToolArgumentError: argument 'items'[1]['qty'] must be integer (got str '2')",

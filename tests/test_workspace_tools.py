@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _tools_support import tool_results
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,12 +24,8 @@ import harness._builtin_tools as builtin
 import harness._workspace as workspace_module
 from harness import (
     FakeClock,
-    Harness,
-    ListSink,
-    ScriptedModelClient,
     SessionStore,
     ToolCall,
-    ToolCalled,
     ToolContext,
     WorkspaceEscape,
     list_files,
@@ -37,7 +34,6 @@ from harness import (
     workspace_tools,
     write_file,
 )
-from termination import TerminationPolicy
 
 
 def _context(workspace: Path) -> ToolContext:
@@ -84,20 +80,7 @@ async def test_a_link_pointing_outside_is_an_error_result_the_model_sees(
         ("write_file", {"path": "out_file", "content": "overwritten"}),
         ("list_files", {"path": "out_dir"}),
     ]
-    model = ScriptedModelClient.from_responses(
-        [{"tool_calls": [{"name": n, "arguments": a}]} for n, a in calls] + [{"text": "done"}]
-    )
-    sink = ListSink()
-    harness = Harness(
-        model=model,
-        policy=TerminationPolicy(),
-        tools=workspace_tools(),
-        workspace=workspace,
-        clock=FakeClock(),
-        sinks=[sink],
-    )
-    await harness.run("escape")
-    results = [(e.content, e.is_error) for e in sink.events if isinstance(e, ToolCalled)]
+    results = await tool_results(calls, workspace_tools(), workspace)
     assert len(results) == len(calls)
     links = ["out_dir", "out_file", "out_rel", "out_dir", "out_file", "out_dir"]
     for (content, is_error), link in zip(results, links, strict=True):
