@@ -16,6 +16,8 @@ from ._workspace import open_in_workspace
 
 MAX_READ = 200_000  # bytes `read_file` returns at most in one call
 MAX_LIST = 200_000  # characters of paths `list_files` returns at most
+# Opening a FIFO does not wait for its other end: the file's type is then checked and refused.
+_NONBLOCK: int = getattr(os, "O_NONBLOCK", 0)
 
 
 def _root(ctx: ToolContext) -> Path:
@@ -37,7 +39,7 @@ def _read_file(path: str, ctx: ToolContext, offset: int = 0, limit: int = MAX_RE
         raise ValueError(f"'offset' must be >= 0 (got {offset})")
     if limit < 1:
         raise ValueError(f"'limit' must be >= 1 (got {limit})")
-    fd, _ = open_in_workspace(_root(ctx), path, os.O_RDONLY | os.O_NONBLOCK)
+    fd, _ = open_in_workspace(_root(ctx), path, os.O_RDONLY | _NONBLOCK)
     try:
         size = _require_file(fd, path).st_size
         if offset > size:
@@ -109,7 +111,7 @@ def _list_files(ctx: ToolContext, path: str = ".") -> str:
         path: the folder, relative to the workspace
     """
     root = _root(ctx)
-    fd, base = open_in_workspace(root, path, os.O_RDONLY | os.O_DIRECTORY)
+    fd, base = open_in_workspace(root, path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
         prefix = base.relative_to(root.resolve())
         names: list[str] = []
@@ -142,7 +144,7 @@ def _write_file(path: str, content: str, ctx: ToolContext) -> str:
         content: the whole new content of the file
     """
     data = content.encode("utf-8")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NONBLOCK
     fd, _ = open_in_workspace(_root(ctx), path, flags, make_parents=True)
     try:
         _require_file(fd, path)

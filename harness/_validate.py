@@ -175,7 +175,7 @@ def _array_check(schema: Mapping[str, Any]) -> Check | None:
         high = min(high, len(prefix))
     if not any(prefix) and rest is None and low == 0 and high == _NO_LIMIT:
         return None
-    size = f"must have exactly {low} item{'s' if low != 1 else ''}" if low == high else ""
+    size = f"must have exactly {low} item{'s' * (low != 1)}" if low == high else ""
     start = len(prefix)
     prefix_checks = [(i, c) for i, c in enumerate(prefix) if c is not None]
 
@@ -186,8 +186,9 @@ def _array_check(schema: Mapping[str, Any]) -> Check | None:
         if count < low or count > high:
             if size:
                 raise Invalid(f"{size} (got {count})")
-            bound = f"at least {low}" if count < low else f"at most {high}"
-            raise Invalid(f"must have {bound} items (got {count})")
+            bound = low if count < low else high
+            which = "at least" if count < low else "at most"
+            raise Invalid(f"must have {which} {bound} item{'s' * (bound != 1)} (got {count})")
         index = 0
         try:
             for index, check in prefix_checks:

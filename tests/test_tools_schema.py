@@ -474,6 +474,14 @@ def _odd_enum(x: _Opaque) -> None:
     """E."""
 
 
+def _unreadable(x: NoSuchType) -> None:  # type: ignore[name-defined]  # noqa: F821
+    """U."""
+
+
+def _bytes(x: bytes) -> None:
+    """B."""
+
+
 @pytest.mark.parametrize(
     ("fn", "message"),
     [
@@ -481,6 +489,8 @@ def _odd_enum(x: _Opaque) -> None:
         (_recursive, "parameter 'node' has a recursive type (Node)"),
         (_odd_literal, "parameter 'x' has a Literal value JSON cannot carry (b'raw')"),
         (_odd_enum, "parameter 'x' has a enum _Opaque value JSON cannot carry"),
+        (_bytes, "parameter 'x' has a type the schema cannot express (<class 'bytes'>)"),
+        (_unreadable, "cannot read the type hints of tool '_unreadable'"),
     ],
 )
 def test_types_json_cannot_carry_are_refused_when_the_tool_is_made(
@@ -512,3 +522,107 @@ async def test_a_nested_error_is_a_result_the_model_sees_and_the_tool_is_not_cal
         ("shipped", False),
     ]
     assert seen == [([{"name": "a", "qty": 1}], Color.RED)]
+
+
+def _hand_written(prop: dict[str, Any]) -> Tool:
+    schema = {"type": "object", "properties": {"a": prop}}
+    return Tool(name="t", description="", parameters=schema, fn=lambda **_: None)
+
+
+@pytest.mark.parametrize(
+    ("prop", "good", "bad", "error"),
+    [
+        ({"const": 3}, 3, True, "must be 3 (got bool True)"),
+        ({"enum": [[1, 2], {"k": 1}, None]}, {"k": 1}, [2, 1], "must be one of [[1, 2], {'k': 1}"),
+        ({"enum": [1, "x"]}, 1.0, "1", "must be one of [1, 'x'] (got str '1')"),
+        (
+            {"type": "array", "prefixItems": [{"type": "string"}], "items": False},
+            ["s"],
+            ["s", 1],
+            "must have at most 1 item (got 2)",
+        ),
+        (
+            {"type": "array", "minItems": 1, "maxItems": 3},
+            [1],
+            [],
+            "must have at least 1 item (got 0)",
+        ),
+        ({"type": "array", "maxItems": 2}, [], [1, 2, 3], "must have at most 2 items (got 3)"),
+        ({"type": "decimal"}, "anything", None, None),  # a type it does not know: not enforced
+        ({"type": "string", "pattern": "^a"}, "b", None, None),  # a keyword it does not enforce
+        ({"anyOf": [{"type": "integer"}, {}]}, "x", None, None),  # a branch that takes anything
+        (
+            {"anyOf": [{"enum": ["a"]}, {"type": ["integer", "null"]}, {"const": 2}]},
+            None,
+            "b",
+            "must be one of ['a'] or integer or null or 2 (got str 'b')",
+        ),
+        (
+            {"type": "object", "additionalProperties": {"type": "integer"}, "required": ["k"]},
+            {"k": 1, "j": 2},
+            {"k": 1, "j": "2"},
+            "argument 'a'['j'] must be integer",
+        ),
+        (
+            {"type": "array", "items": {"enum": ["x"]}, "minItems": 1},
+            ["x"],
+            ["y"],
+            "argument 'a'[0] must be 'x' (got str 'y')",
+        ),
+    ],
+)
+def test_a_hand_written_schema_is_enforced_by_the_same_validator(
+    prop: dict[str, Any], good: Any, bad: Any, error: str | None
+) -> None:
+    """The keywords the validator knows are enforced in any combination; a keyword or a type
+    name it does not know never refuses a value."""
+    checked = _hand_written(prop)
+    checked.validate({"a": good})
+    if error is not None:
+        with pytest.raises(ToolArgumentError, match=re.escape(error)):
+            checked.validate({"a": bad})
+
+
+class Mood(enum.IntEnum):
+    LOW = 0
+    HIGH = 1
+
+
+def odd_corners(
+    flag: Literal[True, 2, None, "x"],
+    maybe: Annotated[int | str, "either"] | None = None,
+    picked: Mood | Path | None = None,
+    home: Path = Path("/home"),
+) -> Any:
+    """Odd corners."""
+    return (flag, maybe, picked, home)
+
+
+def test_odd_corners_of_the_derivation() -> None:
+    """A mixed Literal is an untyped enum; an optional union gains a null branch; a union of
+    converting types converts by the branch that fits (falsy members too); a Path default is
+    shown as text."""
+    t = Tool.from_function(odd_corners)
+    assert t.parameters["properties"] == {
+        "flag": {"enum": [True, 2, None, "x"]},
+        "maybe": {
+            "anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}],
+            "description": "either",
+        },
+        "picked": {
+            "anyOf": [{"type": "integer", "enum": [0, 1]}, {"type": "string"}, {"type": "null"}]
+        },
+        "home": {"type": "string", "default": "/home"},
+    }
+    assert t.fn(**t.parse_arguments({"flag": None, "picked": 0})) == (
+        None,
+        None,
+        Mood.LOW,
+        Path("/home"),
+    )
+    assert t.parse_arguments({"flag": 2, "picked": "p"})["picked"] == Path("p")
+    assert t.parse_arguments({"flag": "x", "picked": None})["picked"] is None
+    with pytest.raises(
+        ToolArgumentError, match=re.escape("must be one of [True, 2, None, 'x'] (got int 1)")
+    ):
+        t.validate({"flag": 1})

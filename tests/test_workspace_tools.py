@@ -403,3 +403,37 @@ def test_write_file_makes_the_folders_on_the_way_and_replaces_content(tmp_path: 
     assert (tmp_path / "a" / "b" / "c.txt").read_text() == "hi"
     with pytest.raises(NotADirectoryError, match=re.escape("'a/b/c.txt/d'")):
         write_file.fn(path="a/b/c.txt/d", content="", ctx=ctx)
+
+
+def test_missing_paths_and_runs_without_a_workspace_say_what_is_wrong(tmp_path: Path) -> None:
+    """A missing folder or file is an error naming the path as the model wrote it; a run
+    without a workspace refuses file tools; an empty folder lists as such."""
+    ctx = _context(tmp_path)
+    with pytest.raises(FileNotFoundError, match=re.escape("'nope/x.txt'")):
+        _read(ctx, "nope/x.txt")
+    assert list_files.fn(ctx=ctx) == "(no files)"
+    no_workspace = ToolContext(None, SessionStore(), FakeClock(), ToolCall("c", "t", {}), "b")
+    with pytest.raises(RuntimeError, match="this run has no workspace"):
+        _read(no_workspace, "x")
+    root = tmp_path.resolve()
+    assert resolve_in_workspace(tmp_path, str(tmp_path)) == root
+    assert resolve_in_workspace(tmp_path, f"{tmp_path}/") == root
+    with pytest.raises(WorkspaceEscape):
+        resolve_in_workspace(tmp_path, "missing/../../x")
+
+
+def test_a_long_file_is_cut_at_a_line_end_in_its_second_half(tmp_path: Path) -> None:
+    """Cutting after the last line end keeps lines whole; bytes that are not UTF-8 are cut
+    where the limit falls and shown replaced."""
+    (tmp_path / "lines.txt").write_text("a\nbbbb\ncc\ndddd")
+    (tmp_path / "binary.bin").write_bytes(b"\xff\xfe\x80\x80\x80\x80\x80")
+    ctx = _context(tmp_path)
+    assert _read(ctx, "lines.txt", limit=11).startswith(
+        "a\nbbbb\ncc\n\n[... truncated: this is bytes 0-10 "
+    )
+    assert _read(ctx, "lines.txt", limit=9).startswith(
+        "a\nbbbb\n\n[... truncated: this is bytes 0-7 "
+    )
+    assert _read(ctx, "binary.bin", limit=5).startswith(
+        "\ufffd" * 5 + "\n[... truncated: this is bytes 0-5 "
+    )
