@@ -3,6 +3,7 @@
 
 import typing
 
+from ._arguments import ToolArgumentError
 from ._clock import Clock, FakeClock, SystemClock
 from ._errors import (
     ConfigurationError,
@@ -61,7 +62,6 @@ from ._scripted import ScriptedModelClient, fixture_from_transcript, write_fixtu
 from ._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
 from ._tools import Tool, ToolContext, tool
-from ._validate import ToolArgumentError
 from ._workspace import WorkspaceEscape, open_in_workspace, resolve_in_workspace
 
 if typing.TYPE_CHECKING:

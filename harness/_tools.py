@@ -17,12 +17,12 @@ from typing import Any, TypeVar, overload
 import anyio.to_thread
 from attrs import field, frozen
 
+from ._arguments import compile_arguments
 from ._clock import Clock
 from ._errors import ConfigurationError
 from ._messages import ToolCall, ToolSpec
-from ._schema import Convert, compile_converters, parse_docstring, schema_for
 from ._state import SessionStore
-from ._validate import compile_arguments
+from ._tool_schema import Convert, compile_converters, parse_docstring, schema_for
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -7,7 +7,7 @@ valid under that schema into what the parameter expects. That is where every con
 an `Enum` member from its value, a `Path` from a string, a dataclass instance or a TypedDict
 from an object, a tuple or a set from an array, recursively. ``Annotated[T, "text"]`` (or a
 metadata object with a ``documentation`` string, as `typing_extensions.Doc`) becomes the
-description. `harness._validate` checks values against the schema before any conversion.
+description. `harness._arguments` checks values against the schema before any conversion.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath
 from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin
 
+from ._arguments import Invalid, compile_schema
 from ._errors import ConfigurationError
-from ._validate import Invalid, compile_schema
 
 Convert = Callable[[Any], Any]  # a valid JSON value -> the value the parameter expects
 

@@ -2,7 +2,7 @@
 
 Each schema node becomes a closure that tests exactly what the node says, so a call pays only
 for what its parameters declare: an integer argument costs two type tests, a list of objects
-a loop over its items. It understands the subset of JSON Schema that `harness._schema` writes
+a loop over its items. It understands the subset of JSON Schema that `harness._tool_schema` writes
 (``type``, ``enum``, ``const``, ``anyOf``, ``items``, ``prefixItems``, ``minItems``,
 ``maxItems``, ``properties``, ``required``, ``additionalProperties``); any other keyword in a
 hand-written schema is shown to the model but not enforced.
