@@ -3,6 +3,7 @@
 
 import typing
 
+from ._arguments import ToolArgumentError
 from ._clock import Clock, FakeClock, SystemClock
 from ._errors import (
     ConfigurationError,
@@ -60,8 +61,8 @@ from ._run import DEFAULT_SYSTEM_PROMPT, Run, SingleSession, Strategy
 from ._scripted import ScriptedModelClient, fixture_from_transcript, write_fixture
 from ._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
-from ._tools import Tool, ToolArgumentError, ToolContext, ToolResult, tool
-from ._workspace import WorkspaceEscape, resolve_in_workspace
+from ._tools import Tool, ToolContext, ToolResult, tool
+from ._workspace import WorkspaceEscape, open_in_workspace, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
     from ._builtin_tools import list_files, read_file, workspace_tools, write_file
@@ -193,6 +194,7 @@ __all__ = [
     "fixture_from_transcript",
     "list_files",
     "model_from_config",
+    "open_in_workspace",
     "read_file",
     "read_transcript",
     "rejection_feedback",

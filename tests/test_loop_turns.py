@@ -186,7 +186,7 @@ def test_schema_is_derived_from_signature_and_docstring() -> None:
             "query": {"type": "string", "description": "what to look for"},
             "limit": {"type": "integer", "description": "how many hits at most", "default": 10},
             "tags": {"type": ["array", "null"], "items": {"type": "string"}},
-            "mode": {"enum": ["fast", "exact"], "default": "fast"},
+            "mode": {"type": "string", "enum": ["fast", "exact"], "default": "fast"},
             "weight": {"type": ["number", "null"]},
         },
         "required": ["query"],
