@@ -120,6 +120,9 @@ class CliAgentClient:
                 "client a 'cwd'"
             )
         prompt = self.render(request)
+        # surrogateescape: a non-UTF-8 file name reaches the agent as its own bytes, as it does
+        # in an argument.
+        stdin = prompt.encode("utf-8", "surrogateescape") if self.prompt_mode == "stdin" else None
         secrets = [os.environ[n] for n in self.pass_env if os.environ.get(n)]
         env = {n: os.environ[n] for n in self.pass_env if n in os.environ}
         env.update(self.env)
@@ -130,7 +133,7 @@ class CliAgentClient:
             timeout=self.timeout,
             clock=self._clock,
             max_output=self.max_output,
-            stdin=prompt.encode() if self.prompt_mode == "stdin" else None,
+            stdin=stdin,
         )
         output = _redact(result.output_tail, secrets)
         if result.timed_out:

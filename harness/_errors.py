@@ -73,7 +73,8 @@ class ModelError(HarnessError):
     """A model provider call failed.
 
     `kind` is one of ``"auth"``, ``"bad_request"``, ``"rate_limit"``, ``"server"``,
-    ``"timeout"``, ``"connection"``, ``"malformed"`` or ``"other"``; `retryable` says whether
+    ``"timeout"``, ``"connection"``, ``"malformed"``, ``"recording"`` (a
+    `RecordingModelClient` could not write its file) or ``"other"``; `retryable` says whether
     trying again could help. The loop turns it into a `ModelFailed` halt that keeps the
     transcript; it never escapes `Harness.run`.
     """

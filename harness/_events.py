@@ -8,19 +8,22 @@ check that passed) is DEBUG. Every event, whatever its level, reaches the other 
 
 Sinks are synchronous and must not block: a structlog logger, an in-memory stream the caller
 iterates, and a JSONL transcript. `at` is seconds since the run started, on the run's clock.
+A sink that raises (a full disk, a closed pipe, a bug) is detached for the rest of the run and
+reported once, as a ``sink.failed`` WARNING to the other sinks and in `RunResult.sink_failures`;
+the run goes on.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from logging import DEBUG, INFO, WARNING
 from pathlib import Path
-from typing import IO, Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
-import structlog
 from attrs import fields, frozen
 
+from ._jsonl import LineFile
+from ._log import get_logger
 from ._messages import ModelResponse, ToolCall, Usage
 from ._result import HaltReason
 
@@ -180,16 +183,24 @@ class RunHalted(Event):
     usage: Usage
 
 
+@frozen
+class SinkFailed(Event):
+    """A sink raised on event `failed_on` and was detached: it gets no more events of this run,
+    which goes on. `sink` is the sink's repr, `error` the exception's type and message."""
+
+    name: ClassVar[str] = "sink.failed"
+    level: ClassVar[str] = "warning"
+    sink: str
+    failed_on: str
+    error: str
+
+
 @runtime_checkable
 class EventSink(Protocol):
     """Anything that takes events. `emit` is called on the loop and must not block."""
 
     def emit(self, event: Event) -> None: ...
 
-
-# One lazy proxy for every run, as structlog advises for a module: it reads the configuration
-# when a run binds it (or once, with ``cache_logger_on_first_use``).
-_LOGGER = structlog.get_logger("harness")
 
 _LEVELS = {"debug": DEBUG, "info": INFO, "warning": WARNING}
 
@@ -198,13 +209,15 @@ class StructlogSink:
     """Logs each event under its name, with `run_id` bound once and every field as a key.
 
     An event below the logger's level costs one comparison: the per-turn events are debug
-    events, and a service usually logs at INFO.
+    events, and a service usually logs at INFO. Without a `logger`, the library's logger
+    ``harness`` (see `harness._log`): structlog's once the application has configured
+    structlog, else the standard library's, silent until `logging` is configured.
     """
 
     __slots__ = ("_is_enabled_for", "_log")
 
     def __init__(self, run_id: str, logger: Any = None) -> None:
-        self._log = (logger if logger is not None else _LOGGER).bind(run_id=run_id)
+        self._log = (logger if logger is not None else get_logger("harness")).bind(run_id=run_id)
         # structlog's filtering loggers answer `is_enabled_for`; stdlib's `isEnabledFor`.
         self._is_enabled_for: Callable[[int], bool] | None = getattr(
             self._log, "is_enabled_for", None
@@ -219,25 +232,38 @@ class StructlogSink:
 
 
 class JsonlTranscript:
-    """Writes each event as one JSON line, flushed at once so a crash loses nothing."""
+    """Writes each event as one JSON line, straight to the file, so a crash loses nothing.
+
+    A line is never torn: it is written whole or, when the write fails (a full disk, a
+    file-size limit), cut back to the last whole line; the transcript then stops for good and
+    the error is raised (a run detaches the sink and reports it). Lone surrogates in the text
+    (a non-UTF-8 file name) are written as ``\\udcxx`` escapes, so every line is valid UTF-8.
+    A path that is a folder or lies under a file is a `ConfigurationError`.
+    """
 
     __slots__ = ("_file", "path")
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[str] | None = self.path.open("w", encoding="utf-8")
+        self._file: LineFile | None = LineFile("transcript", path)
+        self.path = self._file.path
 
     def emit(self, event: Event) -> None:
         if self._file is None:
             return
-        self._file.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
-        self._file.flush()
+        try:
+            self._file.write(event.to_dict())
+        except Exception:
+            # Later lines after a lost one would leave a hole mid-file: stop here.
+            self.close()
+            raise
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+    def __repr__(self) -> str:
+        return f"JsonlTranscript({str(self.path)!r})"
 
 
 class ListSink:

@@ -11,11 +11,12 @@ from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from attrs import define, field
+from attrs import define, evolve, field
 
 from ._clock import Clock, SystemClock
 from ._errors import ConfigurationError, FixtureError
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
+from ._jsonl import check_output_file
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._policy import Policy
 from ._result import BudgetExceeded, Completed, HaltReason, ModelFailed, RunResult
@@ -29,8 +30,9 @@ class Harness:
     """Runs an agent on a task until the policy halts it; `run` returns a `RunResult`.
 
     `transcript` names a JSONL file that receives every event as it happens. `sinks` receive
-    events too (a structlog logger always does). `done_tool` offers the model a `done` tool as
-    an explicit way to claim the task is done.
+    events too (the library's logger always does: see `StructlogSink`); a sink that raises is
+    detached and reported in `RunResult.sink_failures`, and the run goes on. `done_tool` offers
+    the model a `done` tool as an explicit way to claim the task is done.
     """
 
     model: ModelClient
@@ -69,6 +71,8 @@ class Harness:
                 "the budget sets max_cost_usd but the model's prices are unknown; "
                 "give the client a price or drop the cost budget"
             )
+        if self.transcript is not None:
+            check_output_file("transcript", self.transcript)
         self._workspace = None
         if self.workspace is not None:
             path = Path(self.workspace)
@@ -136,6 +140,8 @@ class Harness:
         run.emit(
             RunHalted(run.elapsed(), reason, reason.verified, run.turns, run.tool_calls, run.usage)
         )
+        if run.sink_failures:  # read after `run.halted`: a sink may fail on that line too
+            result = evolve(result, sink_failures=tuple(run.sink_failures))
         return result
 
     async def _execute(self, run: Run) -> HaltReason:

@@ -188,7 +188,8 @@ class ModelRequest:
             "tools": [t.name for t in self.tools],
         }
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        # A lone surrogate (a non-UTF-8 file name in a tool result) hashes as its code point.
+        return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 @frozen

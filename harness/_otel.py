@@ -27,8 +27,6 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
 from ._errors import ConfigurationError
 from ._events import (
     CheckFailed,
@@ -44,6 +42,7 @@ from ._events import (
     TurnStarted,
     VerdictReached,
 )
+from ._log import get_logger
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
@@ -196,7 +195,7 @@ class OtelSink:
         """End a run that never halted (cancelled from outside, or a run sharing this sink)."""
         run = self._run
         assert run is not None
-        structlog.get_logger("harness.otel").warning(
+        get_logger("harness.otel").warning(
             "otel.run_abandoned",
             message="a run started before the last one halted; give concurrent runs a sink each",
         )

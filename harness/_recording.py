@@ -7,11 +7,18 @@ delay, and a call cut off by a deadline as a line whose ``delay`` is the time it
 replay, on the same clock, spends the same time in every call and is cut off at the same
 point. Replaying the file with the same tools, checks and workspace reproduces the run's
 events, and a run halted by its wall-time budget halts the same way.
+
+Lines are written whole (never torn) and always as valid UTF-8 (lone surrogates escaped). A
+recording that cannot be written (a full disk, a file-size limit) halts the run with
+``ModelFailed("recording", ...)``: the user asked for a replayable recording, and spending on
+a model whose answers can no longer be recorded would be the worse surprise. The file keeps
+every whole line written before, the run keeps its transcript, and every later call fails the
+same way without reaching the model.
 """
 
 from __future__ import annotations
 
-import json
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -19,23 +26,29 @@ import anyio
 
 from ._clock import Clock, SystemClock
 from ._errors import ModelError
+from ._jsonl import LineFile
+from ._log import LibraryLogger
 from ._messages import ModelRequest, ModelResponse
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
+
+_log = LibraryLogger("harness.recording")
 
 
 class RecordingModelClient:
     """A model client that forwards to `inner` and appends each exchange to `path`.
 
-    The file is created (emptied) when the client is made; each line is flushed as soon as
-    the call returns, so a crash loses nothing already answered.
+    The file is created (emptied) when the client is made, a `ConfigurationError` if `path`
+    is a folder or lies under a file; each line is written as soon as the call returns, so a
+    crash loses nothing already answered. A line that cannot be written raises
+    ``ModelError(kind="recording")`` (see the module's docstring).
     """
 
     def __init__(self, inner: ModelClient, path: str | Path, *, clock: Clock | None = None) -> None:
         self.inner = inner
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text("", encoding="utf-8")
+        self._file = LineFile("recording", path)
+        self.path = self._file.path
         self.lines = 0
+        self._failed: str | None = None
         self._clock: Clock = clock if clock is not None else SystemClock()
 
     @property
@@ -49,11 +62,16 @@ class RecordingModelClient:
             self.inner.bind_clock(clock)
 
     def verify_consumed(self) -> None:
-        """Pass the check on to the inner client (a scripted one verifies its script)."""
+        """Pass the check on to the inner client (a scripted one verifies its script), unless
+        the recording failed: then the recorder cut the run short, not the script."""
+        if self._failed is not None:
+            return
         if isinstance(self.inner, ChecksConsumed):
             self.inner.verify_consumed()
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        if self._failed is not None:
+            raise ModelError(self._failed, kind="recording")
         head: dict[str, Any] = {"agent": request.agent, "request_digest": request.digest()}
         started = self._clock.now()
         try:
@@ -62,18 +80,23 @@ class RecordingModelClient:
             error: dict[str, Any] = {"kind": exc.kind, "message": str(exc)}
             if exc.retryable:
                 error["retryable"] = True
-            self._write({**head, **self._delay(started), "error": error})
+            self._write({**head, **self._delay(started), "error": error}, also=exc)
             raise
         except anyio.get_cancelled_exc_class():
             ran = self._since(started)
-            self._write(
-                {
-                    **head,
-                    "comment": f"cancelled after {ran:g}s (a deadline or the caller)",
-                    "delay": ran,
-                    "error": {"kind": "timeout", "message": f"the call was cancelled after {ran}s"},
-                }
-            )
+            # A failure here is logged and kept for later calls; the cancellation goes on.
+            with suppress(ModelError):
+                self._write(
+                    {
+                        **head,
+                        "comment": f"cancelled after {ran:g}s (a deadline or the caller)",
+                        "delay": ran,
+                        "error": {
+                            "kind": "timeout",
+                            "message": f"the call was cancelled after {ran}s",
+                        },
+                    }
+                )
             raise
         self._write({**head, **response_line(response), **self._delay(started)})
         return response
@@ -87,9 +110,20 @@ class RecordingModelClient:
         ran = self._since(started)
         return {"delay": ran} if ran > 0 else {}
 
-    def _write(self, line: dict[str, Any]) -> None:
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+    def _write(self, line: dict[str, Any], *, also: ModelError | None = None) -> None:
+        """Append `line`, or fail for good with ``ModelError("recording")`` (the call's own
+        error, `also`, is named in its message)."""
+        try:
+            self._file.write(line)
+        except (OSError, ValueError) as exc:
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            message = f"cannot write the recording {str(self.path)!r}: {detail}"
+            if also is not None:
+                message += f" (the model call had failed too: {also})"
+            self._failed = message
+            self._file.close()
+            _log.warning("recording.failed", path=str(self.path), lines=self.lines, error=detail)
+            raise ModelError(message, kind="recording") from exc
         self.lines += 1
 
     def __repr__(self) -> str:

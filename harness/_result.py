@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from attrs import fields, frozen
 
 from ._messages import Message, Usage
+
+if TYPE_CHECKING:
+    from ._events import SinkFailed
 
 
 @frozen
@@ -100,7 +103,11 @@ class SessionTranscript:
 
 @frozen
 class RunResult:
-    """What a run produced: why it stopped, whether the work was verified, and the transcript."""
+    """What a run produced: why it stopped, whether the work was verified, and the transcript.
+
+    `sink_failures` lists the event sinks that raised and were detached (a transcript on a
+    full disk, a log on a closed pipe): empty when every sink got every event.
+    """
 
     run_id: str
     halt_reason: HaltReason
@@ -110,6 +117,7 @@ class RunResult:
     tool_calls: int
     iterations: int
     elapsed: float
+    sink_failures: tuple[SinkFailed, ...] = ()
 
     @property
     def verified(self) -> bool:

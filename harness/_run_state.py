@@ -6,13 +6,13 @@ producing the result. A `Session` sees only this, so the two modules import one 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from attrs import define, field
 
 from ._clock import Clock
-from ._events import CheckFailed, CheckPassed, Event, EventSink
+from ._events import CheckFailed, CheckPassed, Event, EventSink, SinkFailed
 from ._messages import Message, Usage
 from ._model import ModelClient
 from ._policy import Policy
@@ -25,6 +25,10 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 
+def _sink_list(sinks: Iterable[EventSink]) -> list[EventSink]:
+    return list(sinks)
+
+
 @define(eq=False, kw_only=True)
 class RunState:
     """Configuration, counters and event sinks shared by the sessions of one run."""
@@ -35,7 +39,8 @@ class RunState:
     tools: Mapping[str, Tool]
     policy: Policy
     clock: Clock
-    sinks: Sequence[EventSink]
+    sinks: list[EventSink] = field(converter=_sink_list)
+    """The sinks still attached: one that raises is dropped (see `emit`)."""
     workspace: Path | None = None
     system_prompt: str | None = None
     tool_timeout: float = 120.0
@@ -48,6 +53,7 @@ class RunState:
     usage: Usage = field(factory=Usage)
     check_reasons: list[str] = field(factory=list)
     store: SessionStore = field(factory=SessionStore)
+    sink_failures: list[SinkFailed] = field(factory=list)
     description: str = field(init=False, repr=False)
     """What "done" means (the policy's description), read once for the run."""
 
@@ -61,9 +67,30 @@ class RunState:
         return self.clock.now() - self.started_at
 
     def emit(self, event: Event) -> None:
-        """Hand `event` to every sink, in order."""
+        """Hand `event` to every sink, in order. A sink that raises (a full disk, a closed
+        pipe, a bug) is detached and reported once; the run goes on."""
+        failed: list[tuple[EventSink, Exception]] | None = None
         for sink in self.sinks:
-            sink.emit(event)
+            try:
+                sink.emit(event)
+            except Exception as exc:
+                if failed is None:
+                    failed = []
+                failed.append((sink, exc))
+        if failed is not None:
+            self._detach(event, failed)
+
+    def _detach(self, event: Event, failed: list[tuple[EventSink, Exception]]) -> None:
+        """Drop the sinks that failed on `event`; tell the others (a ``sink.failed`` WARNING,
+        which the log records) and keep the failure for the result."""
+        gone = {id(sink) for sink, _ in failed}
+        self.sinks = [sink for sink in self.sinks if id(sink) not in gone]
+        for sink, exc in failed:
+            failure = SinkFailed(
+                self.elapsed(), repr(sink), event.name, f"{type(exc).__name__}: {exc}"
+            )
+            self.sink_failures.append(failure)
+            self.emit(failure)  # a sink failing on this is detached in turn
 
     def record_check(self, agent: str, turn: int, reason: str | None) -> None:
         """Keep a completion check's verdict (a reason joins `check_reasons`) and emit it."""

@@ -22,7 +22,7 @@ from ._errors import (
     FixtureUnconsumed,
     ModelError,
 )
-from ._jsonl import json_rows, read_lines
+from ._jsonl import dump_line, json_rows, read_lines
 from ._messages import ModelRequest, ModelResponse, ToolCall, Usage
 
 _LINE_KEYS = frozenset(
@@ -57,7 +57,17 @@ _EXPECT_KEYS = frozenset(
     }
 )
 _ERROR_KINDS = frozenset(
-    {"auth", "bad_request", "rate_limit", "server", "timeout", "connection", "malformed", "other"}
+    {
+        "auth",
+        "bad_request",
+        "rate_limit",
+        "server",
+        "timeout",
+        "connection",
+        "malformed",
+        "recording",
+        "other",
+    }
 )
 
 
@@ -400,7 +410,7 @@ def write_fixture(lines: Iterable[Mapping[str, Any]], path: str | Path) -> Path:
     """Write fixture lines as JSONL."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with target.open("w", encoding="utf-8") as handle:
+    with target.open("wb") as handle:
         for line in lines:
-            handle.write(json.dumps(dict(line), ensure_ascii=False) + "\n")
+            handle.write(dump_line(dict(line)))
     return target

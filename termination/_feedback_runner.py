@@ -14,10 +14,10 @@ import inspect
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import structlog
 from attrs import evolve, frozen
 
 from harness import Clock, ConfigurationError, HistoryView, Limit, Message, SessionStateSnapshot
+from harness._log import LibraryLogger
 
 from ._budget import Budget
 from ._feedback import (
@@ -30,7 +30,7 @@ from ._feedback import (
 )
 from ._sensors import StartsSession
 
-log = structlog.get_logger("termination.feedback")
+log = LibraryLogger("termination.feedback")
 
 _GLOB = frozenset("*?[")
 

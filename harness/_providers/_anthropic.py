@@ -16,6 +16,7 @@ from typing import Any
 
 from .._clock import Clock
 from .._errors import ConfigurationError
+from .._jsonl import without_surrogates
 from .._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 from ._base import ProviderClient, malformed, read_json
 from ._pricing import ModelPrice, PriceTable
@@ -71,13 +72,13 @@ class AnthropicClient(ProviderClient):
     async def _send(self, client: Any, request: ModelRequest) -> Any:
         kwargs: dict[str, Any] = {"extra_body": dict(self.options)} if self.options else {}
         if request.system:
-            kwargs["system"] = request.system
+            kwargs["system"] = without_surrogates(request.system)
         if request.tools:
             kwargs["tools"] = tools_to_anthropic(request.tools)
         raw = await client.messages.with_raw_response.create(
             model=self.model,
             max_tokens=self.max_tokens,
-            messages=messages_to_anthropic(request.messages),
+            messages=without_surrogates(messages_to_anthropic(request.messages)),
             **kwargs,
         )
         return read_json(raw, self.provider)

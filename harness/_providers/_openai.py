@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from .._clock import Clock
+from .._jsonl import without_surrogates
 from .._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 from ._base import ProviderClient, malformed, read_json
 from ._pricing import ModelPrice, PriceTable
@@ -76,7 +77,9 @@ class OpenAIClient(ProviderClient):
         if request.tools:
             kwargs["tools"] = tools_to_openai(request.tools)
         raw = await client.chat.completions.with_raw_response.create(
-            model=self.model, messages=messages_to_openai(request.messages), **kwargs
+            model=self.model,
+            messages=without_surrogates(messages_to_openai(request.messages)),
+            **kwargs,
         )
         return read_json(raw, self.provider)
 

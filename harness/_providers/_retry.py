@@ -14,11 +14,11 @@ import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import structlog
 from attrs import frozen
 
 from .._clock import Clock
 from .._errors import ConfigurationError, ModelError
+from .._log import LibraryLogger
 from .._schema import Key, Schema
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_log = structlog.get_logger("harness.providers")
+_log = LibraryLogger("harness.providers")
 
 
 def _number(name: str, value: object, *, minimum: float, strict: bool = False) -> None:

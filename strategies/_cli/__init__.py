@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from . import _board, _check, _hook, _reference, _run, _view
+from ._streams import safe_std_streams
 
 SUBCOMMANDS = [_run, _check, _view, _hook, _board, _reference]
 
@@ -37,7 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             # command line would send the agent back to work at every stop, for ever.
             return _hook.EXIT_BROKEN
         raise
-    code: int = args.handler(args)
+    with safe_std_streams():  # a reader that goes away (`| head -1`) never ends the command
+        code: int = args.handler(args)
     return code
 
 

@@ -7,7 +7,6 @@ person goes to stderr, so CI can read the halt, the verified flag and the usage.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections.abc import Iterator
@@ -28,6 +27,7 @@ from harness import (
     RecordingModelClient,
     RunResult,
 )
+from harness._jsonl import check_output_file, dump_json
 
 from ._progress import Progress, open_progress
 from ._spec import Spec, load_spec
@@ -82,7 +82,9 @@ class _Stderr:
 @contextmanager
 def logging_to_stderr(verbose: bool, progress: Progress | None = None) -> Iterator[None]:
     """Structured logs go to stderr for the command's duration: warnings by default, every
-    event with --verbose. The caller's structlog configuration is restored afterwards."""
+    event with --verbose. The caller's structlog configuration is restored afterwards (or none,
+    so that the library is silent again in a process that had not configured structlog)."""
+    configured = structlog.is_configured()
     saved = structlog.get_config()
     level = logging.DEBUG if verbose else logging.WARNING
     structlog.configure(
@@ -93,7 +95,10 @@ def logging_to_stderr(verbose: bool, progress: Progress | None = None) -> Iterat
     try:
         yield
     finally:
-        structlog.configure(**saved)
+        if configured:
+            structlog.configure(**saved)
+        else:
+            structlog.reset_defaults()
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -102,7 +107,7 @@ def handle(args: argparse.Namespace) -> int:
     with logging_to_stderr(args.verbose, progress):
         outcome = _handle(args, progress)
     if args.json:
-        print(json.dumps(outcome.to_json(), ensure_ascii=False))
+        print(dump_json(outcome.to_json()))
     return outcome.exit_code
 
 
@@ -112,10 +117,18 @@ def _handle(args: argparse.Namespace, progress: Progress | None) -> Outcome:
     transcript: Path | None = None
     provider: Any = None
     try:
+        if args.backend == "trio":
+            require_trio()
         spec = load_spec(args.spec)
         prompt = spec.require_run()
         if args.workspace is not None and not args.workspace.is_dir():
             return _error(f"--workspace {str(args.workspace)!r} is not a folder")
+        # Every path checked before anything is created (a workspace, an emptied recording).
+        if args.record is not None:
+            check_output_file("recording", args.record)
+        transcript = args.transcript or spec.transcript
+        if transcript is not None:
+            check_output_file("transcript", transcript)
         workspace = spec.prepare_workspace(args.workspace)
         model = spec.build_model()
         wrap = None
@@ -128,7 +141,6 @@ def _handle(args: argparse.Namespace, progress: Progress | None) -> Outcome:
                 # run.evaluator.jsonl, so a SelfVerifying run replays with both scripts.
                 return RecordingModelClient(client, record.with_suffix(f".{role}{record.suffix}"))
 
-        transcript = args.transcript or spec.transcript
         sinks: list[EventSink] = []
         if progress is not None:
             sinks.append(progress.track(budget=spec.policy.budget))
@@ -172,6 +184,17 @@ def _handle(args: argparse.Namespace, progress: Progress | None) -> Outcome:
     return Outcome(code, result, workspace, transcript)
 
 
+def require_trio() -> None:
+    """A `ConfigurationError` naming the extra to install when trio cannot be imported."""
+    try:
+        import trio  # noqa: F401
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"--backend trio needs trio, which cannot be imported ({exc}); "
+            "install it with: pip install 'completion-harness[trio]'"
+        ) from None
+
+
 def _error(message: str, workspace: Path | None = None, transcript: Path | None = None) -> Outcome:
     print(f"harness: {message}", file=sys.stderr)
     return Outcome(EXIT_ERROR, None, workspace, transcript, message)
@@ -192,6 +215,8 @@ def _report(
         print(f"  workspace: {workspace}", file=out)
     if transcript is not None:
         print(f"  transcript: {transcript}", file=out)
+    for failure in result.sink_failures:
+        print(f"  {failure.sink} stopped at {failure.failed_on}: {failure.error}", file=out)
 
 
 def otel_sink(spec: Spec, provider: Any) -> EventSink:

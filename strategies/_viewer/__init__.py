@@ -13,7 +13,9 @@ __all__ = ["TranscriptView", "build_view", "read_for_view", "render_page", "writ
 
 
 def write_view(transcript: str | Path, out: str | Path) -> TranscriptView:
-    """Render `transcript` into the HTML file `out`; a malformed line raises `FixtureError`."""
+    """Render `transcript` into the HTML file `out`; a malformed line raises `FixtureError`.
+    A lone surrogate from the transcript (a non-UTF-8 file name) shows as its ``\\udcxx``
+    escape."""
     view = build_view(read_for_view(transcript))
-    Path(out).write_text(render_page(view), encoding="utf-8")
+    Path(out).write_text(render_page(view), encoding="utf-8", errors="backslashreplace")
     return view
