@@ -34,7 +34,7 @@ from ._events import (
     VerdictReached,
     read_transcript,
 )
-from ._harness import EventStream, Harness
+from ._harness import Harness
 from ._lazy import lazy_exports as _lazy_exports
 from ._messages import (
     FEEDBACK_TAG,
@@ -62,6 +62,7 @@ from ._run import DEFAULT_SYSTEM_PROMPT, Run, SingleSession, Strategy
 from ._scripted import ScriptedModelClient, fixture_from_transcript, write_fixture
 from ._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
+from ._streaming import EventStream
 from ._tools import Tool, ToolContext, ToolResult, tool
 from ._workspace import WorkspaceEscape, open_in_workspace, resolve_in_workspace
 

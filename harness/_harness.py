@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
-import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from attrs import define, evolve, field
 
 from ._clock import Clock, SystemClock
@@ -21,6 +18,7 @@ from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._policy import Policy
 from ._result import BudgetExceeded, Completed, HaltReason, ModelFailed, RunResult
 from ._run import Run, SingleSession, Strategy
+from ._streaming import EventStream, stream_events
 from ._tools import Tool, as_tools
 from ._validate import check_positive
 
@@ -167,67 +165,10 @@ class Harness:
                 return Completed(early=True)
         return None
 
-    @asynccontextmanager
-    async def stream(self, task: str) -> AsyncIterator[EventStream]:
+    def stream(self, task: str) -> AbstractAsyncContextManager[EventStream[Event, RunResult]]:
         """Run `task` in the background and iterate its events as they happen.
 
         Leaving the block before the run ends cancels the run. After the events are
         exhausted, `stream.result` holds the `RunResult`.
         """
-        send, receive = anyio.create_memory_object_stream[Event](math.inf)
-        stream = EventStream(receive)
-
-        async def drive() -> None:
-            with send:
-                try:
-                    stream._result = await self.run(task, sinks=[_StreamSink(send)])
-                except Exception as exc:
-                    stream._error = exc
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(drive)
-            try:
-                yield stream
-            finally:
-                if stream._result is None and stream._error is None:
-                    group.cancel_scope.cancel()
-                receive.close()
-        if stream._error is not None:
-            raise stream._error
-
-
-class _StreamSink:
-    __slots__ = ("_send",)
-
-    def __init__(self, send: MemoryObjectSendStream[Event]) -> None:
-        self._send = send
-
-    def emit(self, event: Event) -> None:
-        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            self._send.send_nowait(event)
-
-
-class EventStream:
-    """The events of a run in progress, as an async iterator; then its `result`."""
-
-    def __init__(self, receive: MemoryObjectReceiveStream[Event]) -> None:
-        self._receive = receive
-        self._result: RunResult | None = None
-        self._error: Exception | None = None
-
-    # An iterator object, not an async generator: a caller that breaks out of `async for` leaves
-    # no unfinished generator behind (trio warns about those when they are collected).
-    def __aiter__(self) -> EventStream:
-        return self
-
-    async def __anext__(self) -> Event:
-        try:
-            return await self._receive.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    @property
-    def result(self) -> RunResult:
-        if self._result is None:
-            raise RuntimeError("the run has not finished; consume the events first")
-        return self._result
+        return stream_events(lambda sink: self.run(task, sinks=[sink]))

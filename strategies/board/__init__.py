@@ -15,7 +15,7 @@ from ._attempt import AttemptOutcome, AttemptSpec, classify, execute_attempt
 from ._board import Board, BoardResult, board_state, open_store
 from ._config import Agent, AttemptInfo, BoardConfig, BoardSettings, load_config, pool
 from ._engine import Engine, LocalEngine
-from ._events import KINDS, BoardEvent, BoardEventStream, BoardSink, StructlogBoardSink
+from ._events import KINDS, BoardEvent, BoardSink, StructlogBoardSink
 from ._lock import BoardBusy, holder
 from ._progress import AttemptRecord, Progress, read_attempt
 from ._ray import RayEngine
@@ -35,7 +35,6 @@ __all__ = [
     "BoardConfig",
     "BoardConfigError",
     "BoardEvent",
-    "BoardEventStream",
     "BoardResult",
     "BoardSettings",
     "BoardSink",

@@ -24,7 +24,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import structlog
 from attrs import evolve, field, frozen
 
 from checks import AllOf, CommandCheck, CompletionCheck, TestSuiteCheck
@@ -37,6 +36,7 @@ from harness import (
     RunResult,
     model_from_config,
 )
+from harness._log import LibraryLogger
 from termination import Budget, TerminationPolicy
 
 from .._cli._spec import Spec, spec_from_table
@@ -48,7 +48,7 @@ Outcome = Literal["complete", "review", "failed", "retry"]
 TRANSIENT = frozenset({"rate_limit", "server", "timeout", "connection"})
 Emit = Callable[[dict[str, Any]], None]
 
-_log = structlog.get_logger("harness.board")
+_log = LibraryLogger("harness.board")
 
 
 @frozen

@@ -16,17 +16,18 @@ import secrets
 import shutil
 import socket
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import IO, Any, Literal
 
 import anyio
 import anyio.to_thread
-import structlog
 from attrs import define, field, frozen
 
-from harness import ConfigurationError
+from harness import ConfigurationError, EventStream
+from harness._log import LibraryLogger
+from harness._streaming import stream_events
 
 from ._attempt import AttemptOutcome, AttemptSpec
 from ._config import (
@@ -40,7 +41,7 @@ from ._config import (
     pool,
 )
 from ._engine import Engine, LocalEngine
-from ._events import BoardEvent, BoardEventStream, BoardSink, StructlogBoardSink
+from ._events import BoardEvent, BoardSink, StructlogBoardSink
 from ._lock import BoardLock
 from ._records import TaskState
 from ._store import FINISHED, BoardStore, Claim
@@ -48,7 +49,7 @@ from ._tasks import BoardConfigError, BoardTask, check_graph, load_tasks
 from ._writer import Writer
 
 STATE_FOLDER = ".board"
-_log = structlog.get_logger("harness.board")
+_log = LibraryLogger("harness.board")
 DATABASE = "board.db"
 
 
@@ -186,32 +187,13 @@ class Board:
             lock.release()
         return BoardResult(counts, tuple(tasks), time.monotonic() - started)
 
-    @asynccontextmanager
-    async def stream(self) -> AsyncIterator[BoardEventStream]:
+    def stream(self) -> AbstractAsyncContextManager[EventStream[BoardEvent, BoardResult]]:
         """Run the board in the background and iterate its events as they are recorded.
 
         Leaving the block early cancels the run (its attempts resume on the next run).
         After the events are exhausted, `stream.result` holds the `BoardResult`.
         """
-        stream = BoardEventStream()
-
-        async def drive() -> None:
-            with stream.send:
-                try:
-                    stream._result = await self.run(sinks=[stream.sink])
-                except Exception as exc:
-                    stream.error = exc
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(drive)
-            try:
-                yield stream
-            finally:
-                if stream._result is None and stream.error is None:
-                    group.cancel_scope.cancel()
-                stream.close()
-        if stream.error is not None:
-            raise stream.error
+        return stream_events(lambda sink: self.run(sinks=[sink]), what="board")
 
     # --- the run -----------------------------------------------------------------------------
 

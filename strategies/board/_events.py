@@ -3,17 +3,14 @@
 
 from __future__ import annotations
 
-import math
-from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
 
-import anyio
-import structlog
-from anyio.streams.memory import MemoryObjectSendStream
 from attrs import asdict, frozen
 
+from harness._log import LibraryLogger
+
 if TYPE_CHECKING:
-    from ._board import BoardResult
+    pass
 
 Kind = Literal[
     "board.started",
@@ -64,48 +61,9 @@ class StructlogBoardSink:
     """Logs each event under its kind: warnings for review and failed, info otherwise."""
 
     def __init__(self, logger: Any = None) -> None:
-        self._log = logger if logger is not None else structlog.get_logger("harness.board")
+        self._log = logger if logger is not None else LibraryLogger("harness.board")
 
     def emit(self, event: BoardEvent) -> None:
         data = event.to_dict()
         del data["kind"]
         getattr(self._log, LEVELS.get(event.kind, "info"))(event.kind, **data)
-
-
-class _StreamSink:
-    def __init__(self, send: MemoryObjectSendStream[BoardEvent]) -> None:
-        self._send = send
-
-    def emit(self, event: BoardEvent) -> None:
-        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            self._send.send_nowait(event)
-
-
-class BoardEventStream:
-    """A board's events as an async iterator while it runs; then its `result`."""
-
-    def __init__(self) -> None:
-        send, self._receive = anyio.create_memory_object_stream[BoardEvent](math.inf)
-        self.send = send
-        self.sink = _StreamSink(send)
-        self._result: BoardResult | None = None
-        self.error: BaseException | None = None
-
-    def __aiter__(self) -> BoardEventStream:
-        return self
-
-    async def __anext__(self) -> BoardEvent:
-        try:
-            return await self._receive.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    def close(self) -> None:
-        self._receive.close()
-
-    @property
-    def result(self) -> BoardResult:
-        """The `BoardResult`, once the events are exhausted."""
-        if self._result is None:
-            raise RuntimeError("the board has not finished; consume the events first")
-        return self._result
