@@ -95,7 +95,7 @@ async def test_messages_tools_and_key_reach_the_server_in_chat_completions_form(
         {"role": "user", "content": "write a.txt"},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {
                     "id": "c1",
@@ -191,6 +191,25 @@ async def test_a_rate_limit_waits_for_retry_after_then_succeeds(provider: FakePr
     assert response.text == "done"
     assert len(provider.requests) == 2
     assert clock.now() == 7.0
+
+
+async def test_a_retry_after_date_without_a_zone_is_waited_for(provider: FakeProvider) -> None:
+    """A 429 whose Retry-After date has the zone -0000 (or none) waits until that time."""
+    clock = FakeClock()
+    provider.script(
+        Reply(
+            {"error": {"message": "slow down"}},
+            status=429,
+            headers={
+                "retry-after": "Wed, 21 Oct 2026 07:28:42 -0000",
+                "date": "Wed, 21 Oct 2026 07:28:30 GMT",
+            },
+        ),
+        Reply(openai_body("done")),
+    )
+    response = await make(provider, clock).complete(request())
+    assert response.text == "done"
+    assert clock.now() == 12.0
 
 
 async def test_server_errors_back_off_exponentially(provider: FakeProvider) -> None:

@@ -89,7 +89,10 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for m in messages:
         if m.role == "assistant":
-            entry: dict[str, Any] = {"role": "assistant", "content": m.content or None}
+            # Content is always a string, "" when the turn only called tools: OpenAI accepts
+            # null or no content there, but llama.cpp's server answers 500 to null and to a
+            # missing field, and every compatible server takes "".
+            entry: dict[str, Any] = {"role": "assistant", "content": m.content}
             if m.tool_calls:
                 entry["tool_calls"] = [
                     {
@@ -99,8 +102,6 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     }
                     for c in m.tool_calls
                 ]
-            else:
-                entry["content"] = m.content
             out.append(entry)
         elif m.role == "tool":
             out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
