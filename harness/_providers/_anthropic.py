@@ -17,8 +17,9 @@ from typing import Any
 from .._clock import Clock
 from .._errors import ConfigurationError
 from .._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
-from ._base import ProviderClient, malformed, read_json
+from ._base import ProviderClient
 from ._pricing import ModelPrice, PriceTable
+from ._responses import malformed
 from ._retry import RetryPolicy
 
 
@@ -74,13 +75,12 @@ class AnthropicClient(ProviderClient):
             kwargs["system"] = request.system
         if request.tools:
             kwargs["tools"] = tools_to_anthropic(request.tools)
-        raw = await client.messages.with_raw_response.create(
+        return await client.messages.with_raw_response.create(
             model=self.model,
             max_tokens=self.max_tokens,
             messages=messages_to_anthropic(request.messages),
             **kwargs,
         )
-        return read_json(raw, self.provider)
 
     def _parse(self, body: Any) -> ModelResponse:
         return parse_anthropic(body, self)

@@ -1,16 +1,15 @@
 """What the OpenAI and Anthropic clients share: keys from the environment, prices, retries,
-and turning SDK exceptions into typed `ModelError`s.
+and typed, redacted errors.
 
 API keys are read from an environment variable at each call and handed straight to the SDK;
-no client stores, prints or logs one, and any provider message that echoes it is redacted.
-The SDK's own retries are off (``max_retries=0``): `call_with_retry` does the retrying, on the
-harness's clock and within the request's deadline.
+no client stores, prints or logs one, and any text a provider sends that echoes it is redacted
+(see `_responses`). The SDK's own retries are off (``max_retries=0``): `call_with_retry` does
+the retrying, on the harness's clock and within the request's deadline.
 """
 
 from __future__ import annotations
 
 import importlib
-import json
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -22,12 +21,8 @@ from .._clock import Clock, SystemClock
 from .._errors import ConfigurationError, ModelError
 from .._messages import ModelRequest, ModelResponse
 from ._pricing import ModelPrice, PriceTable
-from ._retry import RetryPolicy, call_with_retry, retry_after_seconds
-
-REDACTED = "[redacted]"
-# Local OpenAI-compatible servers (vLLM, Ollama, llama.cpp) need no key, but the SDK insists
-# on one; this is the value their documentation uses. It is never a real credential.
-NO_KEY = "EMPTY"
+from ._responses import NO_KEY, map_sdk_error, not_json, read_body
+from ._retry import RetryPolicy, call_with_retry
 
 
 class ProviderClient(ABC):
@@ -98,10 +93,13 @@ class ProviderClient(ABC):
 
             async def attempt() -> ModelResponse:
                 try:
-                    body = await self._send(client, request)
+                    raw = await self._send(client, request)
                 except sdk.APIError as exc:
                     raise map_sdk_error(exc, sdk, self.provider, key) from None
-                return self._parse(body)
+                body = read_body(raw.http_response, key)
+                if not body.is_json:
+                    raise not_json(self.provider, body)
+                return self._parse(body.data)
 
             return await call_with_retry(
                 attempt,
@@ -131,7 +129,7 @@ class ProviderClient(ABC):
 
     @abstractmethod
     async def _send(self, client: Any, request: ModelRequest) -> Any:
-        """One HTTP attempt; returns the decoded JSON body."""
+        """One HTTP attempt; returns the SDK's raw response (``with_raw_response``)."""
 
     @abstractmethod
     def _parse(self, body: Any) -> ModelResponse:
@@ -149,64 +147,3 @@ class ProviderClient(ABC):
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""
         return f"{type(self).__name__}({self.model!r}{where}, api_key_env={self.api_key_env!r})"
-
-
-def read_json(raw: Any, provider: str) -> Any:
-    """The JSON body of a raw SDK response; anything else is a `malformed` error."""
-    text = raw.http_response.text
-    try:
-        return json.loads(text)
-    except ValueError:
-        snippet = text[:200]
-        raise ModelError(
-            f"{provider} answered with a body that is not JSON: {snippet!r}", kind="malformed"
-        ) from None
-
-
-def malformed(provider: str, what: str) -> ModelError:
-    return ModelError(f"{provider} answered with a malformed response: {what}", kind="malformed")
-
-
-def redact(text: str, secret: str | None) -> str:
-    if secret and secret != NO_KEY and secret in text:
-        return text.replace(secret, REDACTED)
-    return text
-
-
-def map_sdk_error(exc: Exception, sdk: ModuleType, provider: str, secret: str) -> ModelError:
-    """Translate an OpenAI or Anthropic SDK exception into a typed, redacted `ModelError`."""
-    message = redact(str(getattr(exc, "message", None) or exc), secret)
-    if isinstance(exc, sdk.APITimeoutError):
-        return ModelError(f"{provider}: the request timed out", kind="timeout", retryable=True)
-    if isinstance(exc, sdk.APIConnectionError):
-        return ModelError(f"{provider}: {message}", kind="connection", retryable=True)
-    if isinstance(exc, sdk.APIResponseValidationError):
-        return ModelError(f"{provider}: {message}", kind="malformed")
-    if not isinstance(exc, sdk.APIStatusError):
-        return ModelError(f"{provider}: {message}", kind="other")
-    status = int(exc.status_code)
-    retry_after = retry_after_seconds(dict(exc.response.headers))
-    kind, retryable = _classify(status)
-    return ModelError(
-        f"{provider} HTTP {status}: {message}",
-        kind=kind,
-        retryable=retryable,
-        status_code=status,
-        retry_after=retry_after,
-    )
-
-
-def _classify(status: int) -> tuple[str, bool]:
-    if status in (401, 403):
-        return "auth", False
-    if status == 429:
-        return "rate_limit", True
-    if status == 408:
-        return "timeout", True
-    if status == 409:
-        return "other", True
-    if status >= 500:
-        return "server", True
-    if status in (400, 404, 413, 422):
-        return "bad_request", False
-    return "other", False

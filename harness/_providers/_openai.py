@@ -19,8 +19,9 @@ from typing import Any
 
 from .._clock import Clock
 from .._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
-from ._base import ProviderClient, malformed, read_json
+from ._base import ProviderClient
 from ._pricing import ModelPrice, PriceTable
+from ._responses import malformed
 from ._retry import RetryPolicy
 
 INVALID_ARGUMENTS = "_invalid_json"
@@ -75,10 +76,9 @@ class OpenAIClient(ProviderClient):
         kwargs: dict[str, Any] = {"extra_body": dict(self.options)} if self.options else {}
         if request.tools:
             kwargs["tools"] = tools_to_openai(request.tools)
-        raw = await client.chat.completions.with_raw_response.create(
+        return await client.chat.completions.with_raw_response.create(
             model=self.model, messages=messages_to_openai(request.messages), **kwargs
         )
-        return read_json(raw, self.provider)
 
     def _parse(self, body: Any) -> ModelResponse:
         return parse_openai(body, self)
