@@ -71,6 +71,7 @@ class FakeProvider:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # answer at once, as real servers do
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", 0))

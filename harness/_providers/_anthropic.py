@@ -10,7 +10,6 @@ and prices each part at its own rate.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
 from types import ModuleType
 from typing import Any
 
@@ -63,11 +62,10 @@ class AnthropicClient(ProviderClient):
         )
         self.max_tokens = max_tokens
 
-    def _open(self, sdk: ModuleType, key: str) -> AbstractAsyncContextManager[Any]:
-        client: AbstractAsyncContextManager[Any] = sdk.AsyncAnthropic(
+    def _make(self, sdk: ModuleType, key: str) -> Any:
+        return sdk.AsyncAnthropic(
             api_key=key, base_url=self.base_url, max_retries=0, timeout=self.timeout
         )
-        return client
 
     async def _send(self, client: Any, request: ModelRequest) -> Any:
         kwargs: dict[str, Any] = {"extra_body": dict(self.options)} if self.options else {}

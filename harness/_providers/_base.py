@@ -1,10 +1,12 @@
 """What the OpenAI and Anthropic clients share: keys from the environment, prices, retries,
-and typed, redacted errors.
+one reused SDK client per event loop, and typed, redacted errors.
 
-API keys are read from an environment variable at each call and handed straight to the SDK;
-no client stores, prints or logs one, and any text a provider sends that echoes it is redacted
-(see `_responses`). The SDK's own retries are off (``max_retries=0``): `call_with_retry` does
-the retrying, on the harness's clock and within the request's deadline.
+API keys are read from an environment variable at each call and handed to the SDK client;
+no client prints or logs one, and any text a provider sends that echoes it is redacted (see
+`_responses`). The SDK client is built once per event loop and reused, so its connections are
+kept open between calls (see `_loop_clients`). The SDK's own retries are off
+(``max_retries=0``): `call_with_retry` does the retrying, on the harness's clock and within
+the request's deadline.
 """
 
 from __future__ import annotations
@@ -13,13 +15,13 @@ import importlib
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from contextlib import AbstractAsyncContextManager
-from types import ModuleType
-from typing import Any
+from types import ModuleType, TracebackType
+from typing import Any, Self
 
 from .._clock import Clock, SystemClock
 from .._errors import ConfigurationError, ModelError
 from .._messages import ModelRequest, ModelResponse
+from ._loop_clients import LoopClients
 from ._pricing import ModelPrice, PriceTable
 from ._responses import NO_KEY, map_sdk_error, not_json, read_body
 from ._retry import RetryPolicy, call_with_retry
@@ -76,6 +78,7 @@ class ProviderClient(ABC):
         self.timeout = float(timeout)
         self.options: dict[str, Any] = dict(options or {})
         self._clock: Clock = clock if clock is not None else SystemClock()
+        self._clients = LoopClients(self._build)
 
     @property
     def prices_known(self) -> bool:
@@ -89,25 +92,44 @@ class ProviderClient(ABC):
     async def complete(self, request: ModelRequest) -> ModelResponse:
         sdk = self._import_sdk()
         key = self._api_key()
-        async with self._open(sdk, key) as client:
+        client = await self._clients.get(key)
 
-            async def attempt() -> ModelResponse:
-                try:
-                    raw = await self._send(client, request)
-                except sdk.APIError as exc:
-                    raise map_sdk_error(exc, sdk, self.provider, key) from None
-                body = read_body(raw.http_response, key)
-                if not body.is_json:
-                    raise not_json(self.provider, body)
-                return self._parse(body.data)
+        async def attempt() -> ModelResponse:
+            try:
+                raw = await self._send(client, request)
+            except sdk.APIError as exc:
+                raise map_sdk_error(exc, sdk, self.provider, key) from None
+            body = read_body(raw.http_response, key)
+            if not body.is_json:
+                raise not_json(self.provider, body)
+            return self._parse(body.data)
 
-            return await call_with_retry(
-                attempt,
-                policy=self.retry,
-                clock=self._clock,
-                deadline=request.deadline,
-                what=f"{self.provider} {self.model}",
-            )
+        return await call_with_retry(
+            attempt,
+            policy=self.retry,
+            clock=self._clock,
+            deadline=request.deadline,
+            what=f"{self.provider} {self.model}",
+        )
+
+    async def aclose(self) -> None:
+        """Close the SDK client this event loop uses, and with it its open connections.
+
+        Optional: a loop's client is also closed when the loop ends. The client stays usable;
+        the next call opens a new SDK client.
+        """
+        await self._clients.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
     def _import_sdk(self) -> ModuleType:
         return importlib.import_module(self.sdk_module)
@@ -123,9 +145,13 @@ class ProviderClient(ABC):
             )
         return key
 
+    def _build(self, key: str) -> Any:
+        """A new SDK async client (one per event loop, see `LoopClients`)."""
+        return self._make(self._import_sdk(), key)
+
     @abstractmethod
-    def _open(self, sdk: ModuleType, key: str) -> AbstractAsyncContextManager[Any]:
-        """The SDK's async client for one `complete` call (closed after it)."""
+    def _make(self, sdk: ModuleType, key: str) -> Any:
+        """The SDK's async client, with the SDK's retries off."""
 
     @abstractmethod
     async def _send(self, client: Any, request: ModelRequest) -> Any:

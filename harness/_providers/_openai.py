@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
 from types import ModuleType
 from typing import Any
 
@@ -66,11 +65,10 @@ class OpenAIClient(ProviderClient):
             clock=clock,
         )
 
-    def _open(self, sdk: ModuleType, key: str) -> AbstractAsyncContextManager[Any]:
-        client: AbstractAsyncContextManager[Any] = sdk.AsyncOpenAI(
+    def _make(self, sdk: ModuleType, key: str) -> Any:
+        return sdk.AsyncOpenAI(
             api_key=key, base_url=self.base_url, max_retries=0, timeout=self.timeout
         )
-        return client
 
     async def _send(self, client: Any, request: ModelRequest) -> Any:
         kwargs: dict[str, Any] = {"extra_body": dict(self.options)} if self.options else {}
