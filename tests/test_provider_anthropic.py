@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _provider_server import FakeProvider, FileCheck, Reply, anthropic_body, fake_provider
+from _provider_server import FakeProvider, FileCheck, Reply, anthropic_body
 
 from harness import (
     AnthropicClient,
@@ -28,12 +27,6 @@ from termination import TerminationPolicy
 KEY = "sk-ant-loopback-0a1b2c3d4e5f"
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def provider() -> Iterator[FakeProvider]:
-    with fake_provider() as server:
-        yield server
 
 
 @pytest.fixture(autouse=True)

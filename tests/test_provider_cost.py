@@ -4,11 +4,10 @@ calls priced at zero are."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _provider_server import FakeProvider, Reply, fake_provider, openai_body
+from _provider_server import FakeProvider, Reply, openai_body
 
 from harness import (
     FakeClock,
@@ -22,12 +21,6 @@ from harness import (
 from harness._messages import NO_USAGE
 from strategies._cli import main
 from termination import TerminationPolicy
-
-
-@pytest.fixture
-def provider() -> Iterator[FakeProvider]:
-    with fake_provider() as server:
-        yield server
 
 
 def test_the_empty_total_adds_as_nothing() -> None:

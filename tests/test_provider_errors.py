@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,6 @@ from _provider_server import (
     FakeProvider,
     Reply,
     anthropic_body,
-    fake_provider,
     llama_cpp_refusal,
     openai_body,
 )
@@ -39,12 +37,6 @@ from termination import TerminationPolicy
 KEY = "sk-loopback-redact-5e6f7a8b9c0d"
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def provider() -> Iterator[FakeProvider]:
-    with fake_provider() as server:
-        yield server
 
 
 @pytest.fixture(autouse=True)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _provider_server import FakeProvider, FileCheck, Reply, fake_provider, openai_body
+from _provider_server import FakeProvider, FileCheck, Reply, openai_body
 from structlog.testing import capture_logs
 
 from harness import (
@@ -33,12 +32,6 @@ from termination import Budget, TerminationPolicy
 KEY = "sk-loopback-9f8e7d6c5b4a3210"
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def provider() -> Iterator[FakeProvider]:
-    with fake_provider() as server:
-        yield server
 
 
 @pytest.fixture

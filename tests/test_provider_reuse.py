@@ -4,23 +4,16 @@ loop gets its own, and each is closed in its own loop, by `aclose` or when the l
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
 import pytest
-from _provider_server import FakeProvider, Reply, anthropic_body, fake_provider, openai_body
+from _provider_server import FakeProvider, Reply, anthropic_body, openai_body
 
 from harness import AnthropicClient, Message, ModelRequest, OpenAIClient
 from harness._providers._base import ProviderClient
 
 KEY = "sk-loopback-reuse-1a2b3c"
-
-
-@pytest.fixture
-def provider() -> Iterator[FakeProvider]:
-    with fake_provider() as server:
-        yield server
 
 
 @pytest.fixture(autouse=True)
