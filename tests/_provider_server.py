@@ -20,6 +20,11 @@ from typing import Any
 
 from attrs import field, frozen
 
+from harness import AnthropicClient, FakeClock, OpenAIClient, RetryPolicy
+
+# Three attempts, waits of exactly 1 s then 2 s: tests read the waits off a FakeClock.
+RETRY = RetryPolicy(max_attempts=3, initial_wait=1.0, jitter=0.0)
+
 
 @frozen
 class Reply:
@@ -157,6 +162,26 @@ def fake_provider() -> Iterator[FakeProvider]:
         yield server
     finally:
         server.close()
+
+
+def openai_client(
+    provider: FakeProvider, clock: FakeClock | None = None, **kwargs: Any
+) -> OpenAIClient:
+    """An `OpenAIClient` for "gpt-4o" pointed at `provider`, retrying by `RETRY`."""
+    kwargs.setdefault("retry", RETRY)
+    return OpenAIClient(
+        "gpt-4o", base_url=provider.url + "/v1", clock=clock or FakeClock(), **kwargs
+    )
+
+
+def anthropic_client(
+    provider: FakeProvider, clock: FakeClock | None = None, **kwargs: Any
+) -> AnthropicClient:
+    """An `AnthropicClient` for "claude-sonnet-4" pointed at `provider`, retrying by `RETRY`."""
+    kwargs.setdefault("retry", RETRY)
+    return AnthropicClient(
+        "claude-sonnet-4", base_url=provider.url, clock=clock or FakeClock(), **kwargs
+    )
 
 
 def openai_body(

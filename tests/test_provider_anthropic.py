@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _provider_server import FakeProvider, FileCheck, Reply, anthropic_body
+from _provider_server import FakeProvider, FileCheck, Reply, anthropic_body, anthropic_client
 
 from harness import (
     AnthropicClient,
@@ -17,7 +17,6 @@ from harness import (
     ModelError,
     ModelFailed,
     ModelRequest,
-    RetryPolicy,
     ToolCall,
     ToolSpec,
     write_file,
@@ -34,11 +33,7 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
 
 
-def make(provider: FakeProvider, clock: FakeClock | None = None, **kwargs: Any) -> AnthropicClient:
-    kwargs.setdefault("retry", RetryPolicy(max_attempts=3, initial_wait=1.0, jitter=0.0))
-    return AnthropicClient(
-        "claude-sonnet-4", base_url=provider.url, clock=clock or FakeClock(), **kwargs
-    )
+make = anthropic_client
 
 
 def text(value: str) -> dict[str, Any]:

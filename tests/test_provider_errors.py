@@ -13,20 +13,20 @@ from _provider_server import (
     FakeProvider,
     Reply,
     anthropic_body,
+    anthropic_client,
     llama_cpp_refusal,
     openai_body,
+    openai_client,
 )
 from structlog.testing import capture_logs
 
 from harness import (
-    AnthropicClient,
     FakeClock,
     Harness,
     Message,
     ModelError,
     ModelFailed,
     ModelRequest,
-    OpenAIClient,
     RecordingModelClient,
     RetryPolicy,
     write_file,
@@ -45,14 +45,7 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
 
 
-def openai(provider: FakeProvider, clock: FakeClock, **kwargs: Any) -> OpenAIClient:
-    kwargs.setdefault("retry", RetryPolicy(max_attempts=3, initial_wait=1.0, jitter=0.0))
-    return OpenAIClient("gpt-4o", base_url=provider.url + "/v1", clock=clock, **kwargs)
-
-
-def anthropic(provider: FakeProvider, clock: FakeClock, **kwargs: Any) -> AnthropicClient:
-    kwargs.setdefault("retry", RetryPolicy(max_attempts=3, initial_wait=1.0, jitter=0.0))
-    return AnthropicClient("claude-sonnet-4", base_url=provider.url, clock=clock, **kwargs)
+openai, anthropic = openai_client, anthropic_client
 
 
 def hi() -> ModelRequest:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _provider_server import FakeProvider, FileCheck, Reply, openai_body
+from _provider_server import FakeProvider, FileCheck, Reply, openai_body, openai_client
 from structlog.testing import capture_logs
 
 from harness import (
@@ -48,11 +48,7 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
 
 
-def make(provider: FakeProvider, clock: FakeClock | None = None, **kwargs: Any) -> OpenAIClient:
-    kwargs.setdefault("retry", RetryPolicy(max_attempts=3, initial_wait=1.0, jitter=0.0))
-    return OpenAIClient(
-        "gpt-4o", base_url=provider.url + "/v1", clock=clock or FakeClock(), **kwargs
-    )
+make = openai_client
 
 
 def request(*messages: Message, tools: tuple[ToolSpec, ...] = (), **kwargs: Any) -> ModelRequest:

@@ -9,9 +9,11 @@ from typing import Any
 import anyio
 import pytest
 from _provider_server import FakeProvider, Reply, anthropic_body, openai_body
+from structlog.testing import capture_logs
 
 from harness import AnthropicClient, Message, ModelRequest, OpenAIClient
 from harness._providers._base import ProviderClient
+from harness._providers._loop_clients import LoopClients
 
 KEY = "sk-loopback-reuse-1a2b3c"
 
@@ -161,3 +163,26 @@ def test_two_runs_in_two_threads_use_one_client_at_once(provider: FakeProvider) 
     assert errors == []
     assert len(provider.connections) == 2
     assert all(provider.wait_closed(c) for c in provider.connections)
+
+
+class _Unclosable:
+    """An SDK client stand-in whose close fails."""
+
+    async def close(self) -> None:
+        raise OSError("socket already gone")
+
+
+@pytest.mark.anyio
+async def test_a_client_that_fails_to_close_is_logged_and_dropped() -> None:
+    """Closing never raises into the caller or the loop's shutdown: the failure is a warning."""
+    clients = LoopClients(lambda key: _Unclosable())
+    first = await clients.get("k")
+    assert await clients.get("k") is first
+    with capture_logs() as logs:
+        await clients.aclose()
+    assert [(e["event"], e["error"]) for e in logs] == [
+        ("model.client_close_failed", "OSError('socket already gone')")
+    ]
+    assert len(clients) == 0
+    assert await clients.get("k") is not first
+    await clients.aclose()
