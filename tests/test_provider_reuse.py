@@ -3,10 +3,12 @@ loop gets its own, and each is closed in its own loop, by `aclose` or when the l
 
 from __future__ import annotations
 
+import gc
 import threading
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from _provider_server import FakeProvider, Reply, anthropic_body, openai_body
 from structlog.testing import capture_logs
@@ -142,6 +144,25 @@ def test_one_client_serves_asyncio_then_trio_then_asyncio(
         assert provider.wait_closed(provider.connections[-1])
     assert len(provider.connections) == 3
     assert len(provider.requests) == 6
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_client_dropped_mid_run_is_closed_as_its_loop_ends(
+    provider: FakeProvider, backend: str
+) -> None:
+    """A provider client garbage-collected while its loop runs still has its SDK client closed
+    by the loop's shutdown: no warning, no socket left open."""
+
+    async def call_and_drop() -> None:
+        client = openai(provider)
+        await client.complete(hi())
+        del client
+        gc.collect()
+        await anyio.lowlevel.checkpoint()
+
+    anyio.run(call_and_drop, backend=backend)
+    [connection] = provider.connections
+    assert provider.wait_closed(connection)
 
 
 def test_two_runs_in_two_threads_use_one_client_at_once(provider: FakeProvider) -> None:

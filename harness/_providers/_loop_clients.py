@@ -10,7 +10,10 @@ Each client is closed inside its own loop: by `LoopClients.aclose`, or, if nobod
 when the loop shuts down. The second works through a suspended async generator that holds the
 client: asyncio (``shutdown_asyncgens``) and trio (``finalize_remaining``) both close the async
 generators still alive at the end of a run, and its ``finally`` closes the client there, where
-its sockets still work. A client whose API key changed is replaced the same way.
+its sockets still work. The generator is pinned to its loop (a `RunVar`), so it lives exactly
+as long as the loop unless closed before: left to the garbage collector (a provider client
+dropped mid-run), trio would warn and asyncio could cancel its close at shutdown, leaking the
+sockets. A client whose API key changed is replaced the same way.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 import anyio
 import structlog
-from anyio.lowlevel import current_token
+from anyio.lowlevel import RunVar, current_token
 from attrs import define, field
 
 _log = structlog.get_logger("harness.providers")
@@ -29,6 +32,19 @@ _log = structlog.get_logger("harness.providers")
 # Closing a pool only closes sockets; the bound keeps a wedged close from holding up a loop's
 # shutdown.
 CLOSE_TIMEOUT = 5.0
+
+
+# The keepers (see `LoopClients._keep`) alive in the running loop: held here, they are closed
+# by the loop's shutdown, never by the garbage collector.
+_KEEPERS: RunVar[set[AsyncGenerator[None, None]]] = RunVar("harness.providers.keepers")
+
+
+def _keepers() -> set[AsyncGenerator[None, None]]:
+    keepers = _KEEPERS.get(None)
+    if keepers is None:
+        keepers = set()
+        _KEEPERS.set(keepers)
+    return keepers
 
 
 def _fingerprint(key: str) -> bytes:
@@ -64,10 +80,11 @@ class LoopClients:
                 return held.client
             await self._close(loop)
         held = _Held(self._build(key), fingerprint)
-        held.keeper = self._keep(loop, held)
+        held.keeper = keeper = self._keep(loop, held)
         # Registered before the first await, so concurrent first calls share this client.
         self._held[loop] = held
-        await held.keeper.asend(None)
+        _keepers().add(keeper)
+        await keeper.asend(None)
         return held.client
 
     async def aclose(self) -> None:
@@ -85,6 +102,8 @@ class LoopClients:
         finally:
             if self._held.get(loop) is held:
                 del self._held[loop]
+            if held.keeper is not None:
+                _keepers().discard(held.keeper)
             # Trio finalizes leftover generators in a cancelled scope: shield the close.
             with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT):
                 try:
