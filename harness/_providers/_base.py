@@ -115,8 +115,9 @@ class ProviderClient(ABC):
     async def aclose(self) -> None:
         """Close the SDK client this event loop uses, and with it its open connections.
 
-        Optional: a loop's client is also closed when the loop ends. The client stays usable;
-        the next call opens a new SDK client.
+        A loop's SDK client is also closed when the loop ends, and not before even if this
+        object is dropped: close a client made for one task inside a long-lived loop. The
+        client stays usable; the next call opens a new SDK client.
         """
         await self._clients.aclose()
 
