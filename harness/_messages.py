@@ -123,6 +123,11 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
+        # The empty total adds as nothing, so a total's cost is known only once a call is in.
+        if self is NO_USAGE:
+            return other
+        if other is NO_USAGE:
+            return self
         cost = self.cost_usd
         if cost is not None:
             added = other.cost_usd
@@ -143,9 +148,14 @@ class Usage:
         }
 
 
-NO_USAGE = Usage()
-"""Zero usage: where a run's and a session's totals start (one value, so they can be compared
-by identity; see `Session._account`)."""
+NO_USAGE = Usage(cost_usd=None)
+"""No call yet: where a run's and a session's totals start. Its cost is unknown (None), not
+$0, so a run in which no call succeeded reports no cost rather than a free one; adding a
+call's usage to it gives that usage itself (so totals can be compared by identity; see
+`Session._account`)."""
+
+ZERO_USAGE = Usage()
+"""A call that used nothing and cost nothing: the usage of a `ModelResponse` built without one."""
 
 
 @frozen
@@ -198,7 +208,7 @@ class ModelResponse:
 
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
-    usage: Usage = NO_USAGE
+    usage: Usage = ZERO_USAGE
     model: str | None = None
     stop_reason: str | None = None
 

@@ -13,7 +13,7 @@ from attrs import define, field
 
 from ._clock import Clock
 from ._events import CheckFailed, CheckPassed, Event, EventSink, SinkFailed
-from ._messages import Message, Usage
+from ._messages import NO_USAGE, Message, Usage
 from ._model import ModelClient
 from ._policy import Policy
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
@@ -50,7 +50,7 @@ class RunState:
     deadline: float | None = None
     turns: int = 0
     tool_calls: int = 0
-    usage: Usage = field(factory=Usage)
+    usage: Usage = NO_USAGE
     check_reasons: list[str] = field(factory=list)
     store: SessionStore = field(factory=SessionStore)
     sink_failures: list[SinkFailed] = field(factory=list)
@@ -149,7 +149,7 @@ class RunState:
             check_reasons=HistoryView(self.check_reasons),
             turns=turns,
             tool_calls=tool_calls,
-            usage=usage if usage is not None else Usage(),
+            usage=usage if usage is not None else NO_USAGE,
             run_turns=self.turns,
             run_tool_calls=self.tool_calls,
             run_usage=self.usage,

@@ -15,7 +15,7 @@ from attrs import evolve, frozen
 
 from ._errors import ConfigurationError, ModelError
 from ._events import FeedbackInjected, SensorRead, ToolCalled, TurnFinished, TurnStarted
-from ._messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
+from ._messages import NO_USAGE, Message, ModelRequest, ModelResponse, ToolCall
 from ._model import ModelClient
 from ._policy import Decision, Limit, PolicySession
 from ._result import BudgetExceeded, HaltReason, ModelFailed
@@ -101,7 +101,7 @@ class Session:
         self._stop_on_rejection = stop_on_rejection
         self.turns = 0
         self.tool_calls = 0
-        self.usage = Usage()
+        self.usage = NO_USAGE
         self.started_at = self._last_reading = run.now()
         self._wall_time = limit.wall_time if limit is not None else None
         self._deadline = _earlier(

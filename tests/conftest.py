@@ -5,15 +5,24 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _provider_server import FakeProvider, fake_provider
 
 
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     """Every `@pytest.mark.anyio` test runs once per backend."""
     return str(request.param)
+
+
+@pytest.fixture
+def provider() -> Iterator[FakeProvider]:
+    """A scripted model provider on loopback (see `_provider_server`)."""
+    with fake_provider() as server:
+        yield server
 
 
 def _is_loopback(address: Any) -> bool:

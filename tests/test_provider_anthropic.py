@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _provider_server import FakeProvider, FileCheck, Reply, anthropic_body, fake_provider
+from _provider_server import FakeProvider, FileCheck, Reply, anthropic_body, anthropic_client
 
 from harness import (
     AnthropicClient,
@@ -18,7 +17,6 @@ from harness import (
     ModelError,
     ModelFailed,
     ModelRequest,
-    RetryPolicy,
     ToolCall,
     ToolSpec,
     write_file,
@@ -30,22 +28,12 @@ KEY = "sk-ant-loopback-0a1b2c3d4e5f"
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def provider() -> Iterator[FakeProvider]:
-    with fake_provider() as server:
-        yield server
-
-
 @pytest.fixture(autouse=True)
 def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
 
 
-def make(provider: FakeProvider, clock: FakeClock | None = None, **kwargs: Any) -> AnthropicClient:
-    kwargs.setdefault("retry", RetryPolicy(max_attempts=3, initial_wait=1.0, jitter=0.0))
-    return AnthropicClient(
-        "claude-sonnet-4", base_url=provider.url, clock=clock or FakeClock(), **kwargs
-    )
+make = anthropic_client
 
 
 def text(value: str) -> dict[str, Any]:

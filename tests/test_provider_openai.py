@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _provider_server import FakeProvider, FileCheck, Reply, fake_provider, openai_body
+from _provider_server import FakeProvider, FileCheck, Reply, openai_body, openai_client
 from structlog.testing import capture_logs
 
 from harness import (
@@ -36,12 +35,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def provider() -> Iterator[FakeProvider]:
-    with fake_provider() as server:
-        yield server
-
-
-@pytest.fixture
 def unused_port() -> int:
     """A loopback port nothing listens on (bound, then released)."""
     with socket.socket() as probe:
@@ -55,11 +48,7 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
 
 
-def make(provider: FakeProvider, clock: FakeClock | None = None, **kwargs: Any) -> OpenAIClient:
-    kwargs.setdefault("retry", RetryPolicy(max_attempts=3, initial_wait=1.0, jitter=0.0))
-    return OpenAIClient(
-        "gpt-4o", base_url=provider.url + "/v1", clock=clock or FakeClock(), **kwargs
-    )
+make = openai_client
 
 
 def request(*messages: Message, tools: tuple[ToolSpec, ...] = (), **kwargs: Any) -> ModelRequest:
@@ -95,7 +84,7 @@ async def test_messages_tools_and_key_reach_the_server_in_chat_completions_form(
         {"role": "user", "content": "write a.txt"},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {
                     "id": "c1",
@@ -191,6 +180,25 @@ async def test_a_rate_limit_waits_for_retry_after_then_succeeds(provider: FakePr
     assert response.text == "done"
     assert len(provider.requests) == 2
     assert clock.now() == 7.0
+
+
+async def test_a_retry_after_date_without_a_zone_is_waited_for(provider: FakeProvider) -> None:
+    """A 429 whose Retry-After date has the zone -0000 (or none) waits until that time."""
+    clock = FakeClock()
+    provider.script(
+        Reply(
+            {"error": {"message": "slow down"}},
+            status=429,
+            headers={
+                "retry-after": "Wed, 21 Oct 2026 07:28:42 -0000",
+                "date": "Wed, 21 Oct 2026 07:28:30 GMT",
+            },
+        ),
+        Reply(openai_body("done")),
+    )
+    response = await make(provider, clock).complete(request())
+    assert response.text == "done"
+    assert clock.now() == 12.0
 
 
 async def test_server_errors_back_off_exponentially(provider: FakeProvider) -> None:

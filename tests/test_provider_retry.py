@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from harness import ConfigurationError, FakeClock, ModelError, RetryPolicy
 from harness._providers import retry_after_seconds
@@ -129,6 +131,45 @@ def test_retry_after_is_read_from_seconds_milliseconds_or_a_dated_reply(
 ) -> None:
     """Seconds, milliseconds and HTTP dates (against the reply's own Date) are understood."""
     assert retry_after_seconds(headers) == expected
+
+
+NOW = "Wed, 21 Oct 2026 07:28:00 GMT"
+
+
+@pytest.mark.parametrize(
+    "retry_after",
+    [
+        "Wed, 21 Oct 2026 07:28:30 GMT",  # IMF-fixdate
+        "Wed, 21 Oct 2026 07:28:30 -0000",  # RFC 5322's "unknown zone"
+        "Wed, 21 Oct 2026 07:28:30",  # no zone at all
+        "Wed, 21 Oct 2026 09:28:30 +0200",  # a numeric zone
+        "Wednesday, 21-Oct-26 07:28:30 GMT",  # RFC 850
+        "Wed Oct 21 07:28:30 2026",  # asctime
+    ],
+)
+@pytest.mark.parametrize(
+    "date", [NOW, "Wed, 21 Oct 2026 07:28:00 -0000", "Wed Oct 21 07:28:00 2026"]
+)
+def test_every_http_date_form_is_read_as_utc(retry_after: str, date: str) -> None:
+    """Every date form RFC 9110 allows, with or without a zone, is a time in GMT."""
+    assert retry_after_seconds({"retry-after": retry_after, "date": date}) == 30.0
+
+
+@pytest.mark.parametrize(
+    "retry_after",
+    ["Wed, 99 Oct 2026 07:28:30 GMT", "Wed, 21 Oct 2026 25:61:30 GMT", "1e400", "nan", "", " "],
+)
+def test_unreadable_retry_after_is_none(retry_after: str) -> None:
+    """A date or number that cannot be read asks for no particular wait."""
+    assert retry_after_seconds({"retry-after": retry_after, "date": NOW}) is None
+
+
+@given(st.text(), st.text(), st.text())
+def test_retry_after_never_raises(retry_after: str, date: str, millis: str) -> None:
+    """Whatever a server puts in these headers, the answer is a wait >= 0 or None."""
+    headers = {"retry-after": retry_after, "date": date, "retry-after-ms": millis}
+    value = retry_after_seconds(headers)
+    assert value is None or value >= 0
 
 
 @pytest.mark.parametrize(

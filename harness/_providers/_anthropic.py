@@ -10,7 +10,6 @@ and prices each part at its own rate.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
 from types import ModuleType
 from typing import Any
 
@@ -18,8 +17,9 @@ from .._clock import Clock
 from .._errors import ConfigurationError
 from .._jsonl import without_surrogates
 from .._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
-from ._base import ProviderClient, malformed, read_json
+from ._base import ProviderClient
 from ._pricing import ModelPrice, PriceTable
+from ._responses import malformed
 from ._retry import RetryPolicy
 
 
@@ -63,11 +63,10 @@ class AnthropicClient(ProviderClient):
         )
         self.max_tokens = max_tokens
 
-    def _open(self, sdk: ModuleType, key: str) -> AbstractAsyncContextManager[Any]:
-        client: AbstractAsyncContextManager[Any] = sdk.AsyncAnthropic(
+    def _make(self, sdk: ModuleType, key: str) -> Any:
+        return sdk.AsyncAnthropic(
             api_key=key, base_url=self.base_url, max_retries=0, timeout=self.timeout
         )
-        return client
 
     async def _send(self, client: Any, request: ModelRequest) -> Any:
         kwargs: dict[str, Any] = {"extra_body": dict(self.options)} if self.options else {}
@@ -75,13 +74,12 @@ class AnthropicClient(ProviderClient):
             kwargs["system"] = without_surrogates(request.system)
         if request.tools:
             kwargs["tools"] = tools_to_anthropic(request.tools)
-        raw = await client.messages.with_raw_response.create(
+        return await client.messages.with_raw_response.create(
             model=self.model,
             max_tokens=self.max_tokens,
             messages=without_surrogates(messages_to_anthropic(request.messages)),
             **kwargs,
         )
-        return read_json(raw, self.provider)
 
     def _parse(self, body: Any) -> ModelResponse:
         return parse_anthropic(body, self)

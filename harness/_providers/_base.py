@@ -1,33 +1,30 @@
 """What the OpenAI and Anthropic clients share: keys from the environment, prices, retries,
-and turning SDK exceptions into typed `ModelError`s.
+one reused SDK client per event loop, and typed, redacted errors.
 
-API keys are read from an environment variable at each call and handed straight to the SDK;
-no client stores, prints or logs one, and any provider message that echoes it is redacted.
-The SDK's own retries are off (``max_retries=0``): `call_with_retry` does the retrying, on the
-harness's clock and within the request's deadline.
+API keys are read from an environment variable at each call and handed to the SDK client;
+no client prints or logs one, and any text a provider sends that echoes it is redacted (see
+`_responses`). The SDK client is built once per event loop and reused, so its connections are
+kept open between calls (see `_loop_clients`). The SDK's own retries are off
+(``max_retries=0``): `call_with_retry` does the retrying, on the harness's clock and within
+the request's deadline.
 """
 
 from __future__ import annotations
 
 import importlib
-import json
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from contextlib import AbstractAsyncContextManager
-from types import ModuleType
-from typing import Any
+from types import ModuleType, TracebackType
+from typing import Any, Self
 
 from .._clock import Clock, SystemClock
 from .._errors import ConfigurationError, ModelError
 from .._messages import ModelRequest, ModelResponse
+from ._loop_clients import LoopClients
 from ._pricing import ModelPrice, PriceTable
-from ._retry import RetryPolicy, call_with_retry, retry_after_seconds
-
-REDACTED = "[redacted]"
-# Local OpenAI-compatible servers (vLLM, Ollama, llama.cpp) need no key, but the SDK insists
-# on one; this is the value their documentation uses. It is never a real credential.
-NO_KEY = "EMPTY"
+from ._responses import NO_KEY, map_sdk_error, not_json, read_body
+from ._retry import RetryPolicy, call_with_retry
 
 
 class ProviderClient(ABC):
@@ -81,6 +78,7 @@ class ProviderClient(ABC):
         self.timeout = float(timeout)
         self.options: dict[str, Any] = dict(options or {})
         self._clock: Clock = clock if clock is not None else SystemClock()
+        self._clients = LoopClients(self._build)
 
     @property
     def prices_known(self) -> bool:
@@ -94,22 +92,45 @@ class ProviderClient(ABC):
     async def complete(self, request: ModelRequest) -> ModelResponse:
         sdk = self._import_sdk()
         key = self._api_key()
-        async with self._open(sdk, key) as client:
+        client = await self._clients.get(key)
 
-            async def attempt() -> ModelResponse:
-                try:
-                    body = await self._send(client, request)
-                except sdk.APIError as exc:
-                    raise map_sdk_error(exc, sdk, self.provider, key) from None
-                return self._parse(body)
+        async def attempt() -> ModelResponse:
+            try:
+                raw = await self._send(client, request)
+            except sdk.APIError as exc:
+                raise map_sdk_error(exc, sdk, self.provider, key) from None
+            body = read_body(raw.http_response, key)
+            if not body.is_json:
+                raise not_json(self.provider, body)
+            return self._parse(body.data)
 
-            return await call_with_retry(
-                attempt,
-                policy=self.retry,
-                clock=self._clock,
-                deadline=request.deadline,
-                what=f"{self.provider} {self.model}",
-            )
+        return await call_with_retry(
+            attempt,
+            policy=self.retry,
+            clock=self._clock,
+            deadline=request.deadline,
+            what=f"{self.provider} {self.model}",
+        )
+
+    async def aclose(self) -> None:
+        """Close the SDK client this event loop uses, and with it its open connections.
+
+        A loop's SDK client is also closed when the loop ends, and not before even if this
+        object is dropped: close a client made for one task inside a long-lived loop. The
+        client stays usable; the next call opens a new SDK client.
+        """
+        await self._clients.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
     def _import_sdk(self) -> ModuleType:
         return importlib.import_module(self.sdk_module)
@@ -125,13 +146,17 @@ class ProviderClient(ABC):
             )
         return key
 
+    def _build(self, key: str) -> Any:
+        """A new SDK async client (one per event loop, see `LoopClients`)."""
+        return self._make(self._import_sdk(), key)
+
     @abstractmethod
-    def _open(self, sdk: ModuleType, key: str) -> AbstractAsyncContextManager[Any]:
-        """The SDK's async client for one `complete` call (closed after it)."""
+    def _make(self, sdk: ModuleType, key: str) -> Any:
+        """The SDK's async client, with the SDK's retries off."""
 
     @abstractmethod
     async def _send(self, client: Any, request: ModelRequest) -> Any:
-        """One HTTP attempt; returns the decoded JSON body."""
+        """One HTTP attempt; returns the SDK's raw response (``with_raw_response``)."""
 
     @abstractmethod
     def _parse(self, body: Any) -> ModelResponse:
@@ -149,64 +174,3 @@ class ProviderClient(ABC):
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""
         return f"{type(self).__name__}({self.model!r}{where}, api_key_env={self.api_key_env!r})"
-
-
-def read_json(raw: Any, provider: str) -> Any:
-    """The JSON body of a raw SDK response; anything else is a `malformed` error."""
-    text = raw.http_response.text
-    try:
-        return json.loads(text)
-    except ValueError:
-        snippet = text[:200]
-        raise ModelError(
-            f"{provider} answered with a body that is not JSON: {snippet!r}", kind="malformed"
-        ) from None
-
-
-def malformed(provider: str, what: str) -> ModelError:
-    return ModelError(f"{provider} answered with a malformed response: {what}", kind="malformed")
-
-
-def redact(text: str, secret: str | None) -> str:
-    if secret and secret != NO_KEY and secret in text:
-        return text.replace(secret, REDACTED)
-    return text
-
-
-def map_sdk_error(exc: Exception, sdk: ModuleType, provider: str, secret: str) -> ModelError:
-    """Translate an OpenAI or Anthropic SDK exception into a typed, redacted `ModelError`."""
-    message = redact(str(getattr(exc, "message", None) or exc), secret)
-    if isinstance(exc, sdk.APITimeoutError):
-        return ModelError(f"{provider}: the request timed out", kind="timeout", retryable=True)
-    if isinstance(exc, sdk.APIConnectionError):
-        return ModelError(f"{provider}: {message}", kind="connection", retryable=True)
-    if isinstance(exc, sdk.APIResponseValidationError):
-        return ModelError(f"{provider}: {message}", kind="malformed")
-    if not isinstance(exc, sdk.APIStatusError):
-        return ModelError(f"{provider}: {message}", kind="other")
-    status = int(exc.status_code)
-    retry_after = retry_after_seconds(dict(exc.response.headers))
-    kind, retryable = _classify(status)
-    return ModelError(
-        f"{provider} HTTP {status}: {message}",
-        kind=kind,
-        retryable=retryable,
-        status_code=status,
-        retry_after=retry_after,
-    )
-
-
-def _classify(status: int) -> tuple[str, bool]:
-    if status in (401, 403):
-        return "auth", False
-    if status == 429:
-        return "rate_limit", True
-    if status == 408:
-        return "timeout", True
-    if status == 409:
-        return "other", True
-    if status >= 500:
-        return "server", True
-    if status in (400, 404, 413, 422):
-        return "bad_request", False
-    return "other", False

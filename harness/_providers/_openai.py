@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
 from types import ModuleType
 from typing import Any
 
 from .._clock import Clock
 from .._jsonl import without_surrogates
 from .._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
-from ._base import ProviderClient, malformed, read_json
+from ._base import ProviderClient
 from ._pricing import ModelPrice, PriceTable
+from ._responses import malformed
 from ._retry import RetryPolicy
 
 INVALID_ARGUMENTS = "_invalid_json"
@@ -66,22 +66,20 @@ class OpenAIClient(ProviderClient):
             clock=clock,
         )
 
-    def _open(self, sdk: ModuleType, key: str) -> AbstractAsyncContextManager[Any]:
-        client: AbstractAsyncContextManager[Any] = sdk.AsyncOpenAI(
+    def _make(self, sdk: ModuleType, key: str) -> Any:
+        return sdk.AsyncOpenAI(
             api_key=key, base_url=self.base_url, max_retries=0, timeout=self.timeout
         )
-        return client
 
     async def _send(self, client: Any, request: ModelRequest) -> Any:
         kwargs: dict[str, Any] = {"extra_body": dict(self.options)} if self.options else {}
         if request.tools:
             kwargs["tools"] = tools_to_openai(request.tools)
-        raw = await client.chat.completions.with_raw_response.create(
+        return await client.chat.completions.with_raw_response.create(
             model=self.model,
             messages=without_surrogates(messages_to_openai(request.messages)),
             **kwargs,
         )
-        return read_json(raw, self.provider)
 
     def _parse(self, body: Any) -> ModelResponse:
         return parse_openai(body, self)
@@ -92,7 +90,10 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for m in messages:
         if m.role == "assistant":
-            entry: dict[str, Any] = {"role": "assistant", "content": m.content or None}
+            # Content is always a string, "" when the turn only called tools: OpenAI accepts
+            # null or no content there, but llama.cpp's server answers 500 to null and to a
+            # missing field, and every compatible server takes "".
+            entry: dict[str, Any] = {"role": "assistant", "content": m.content}
             if m.tool_calls:
                 entry["tool_calls"] = [
                     {
@@ -102,8 +103,6 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     }
                     for c in m.tool_calls
                 ]
-            else:
-                entry["content"] = m.content
             out.append(entry)
         elif m.role == "tool":
             out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})

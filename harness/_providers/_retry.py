@@ -10,8 +10,10 @@ it works on asyncio and trio alike and a `FakeClock` makes the waits instant and
 
 from __future__ import annotations
 
+import email.utils
 import math
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from attrs import frozen
@@ -106,40 +108,54 @@ class RetryPolicy:
 
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
-    """The wait a response asks for, from ``retry-after-ms`` or ``retry-after``.
+    """The wait a response asks for, from ``retry-after-ms`` or ``retry-after``; never raises.
 
-    ``Retry-After`` may be seconds or an HTTP date; a date is measured against the response's
-    own ``Date`` header (never this machine's wall clock), and is ignored without one.
+    ``Retry-After`` may be seconds or an HTTP date in any form RFC 9110 allows (IMF-fixdate,
+    RFC 850, asctime); a date is measured against the response's own ``Date`` header (never
+    this machine's wall clock), and is ignored without one. Anything unreadable is None.
     """
     lowered = {k.lower(): v for k, v in headers.items()}
-    millis = lowered.get("retry-after-ms")
+    millis = _seconds(lowered.get("retry-after-ms"))
     if millis is not None:
-        try:
-            value = float(millis) / 1000
-        except ValueError:
-            value = math.nan
-        if math.isfinite(value) and value >= 0:
-            return value
+        return millis / 1000
     raw = lowered.get("retry-after")
+    if raw is None:
+        return None
+    seconds = _seconds(raw)
+    if seconds is not None:
+        return seconds
+    until, now = _http_date(raw), _http_date(lowered.get("date"))
+    if until is None or now is None:
+        return None
+    return max((until - now).total_seconds(), 0.0)
+
+
+def _seconds(raw: str | None) -> float | None:
+    """A number of seconds (negative is zero); None for anything else, inf and nan too."""
     if raw is None:
         return None
     try:
         value = float(raw)
     except ValueError:
-        value = math.nan
-    if math.isfinite(value):
-        return max(value, 0.0)
-    date = lowered.get("date")
-    if date is None:
         return None
-    import email.utils
+    return max(value, 0.0) if math.isfinite(value) else None
 
-    try:
-        until = email.utils.parsedate_to_datetime(raw)
-        now = email.utils.parsedate_to_datetime(date)
-    except (TypeError, ValueError):
+
+def _http_date(raw: str | None) -> datetime | None:
+    """An HTTP date as an aware UTC datetime; None when it is not one.
+
+    HTTP dates are always GMT (RFC 9110 5.6.7), so a date that names no zone, or the
+    "unknown zone" ``-0000``, is read as UTC rather than left naive.
+    """
+    if raw is None:
         return None
-    return max((until - now).total_seconds(), 0.0)
+    try:
+        parsed = email.utils.parsedate_to_datetime(raw.strip())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    return parsed
 
 
 async def call_with_retry(
