@@ -6,7 +6,7 @@ producing the result. A `Session` sees only this, so the two modules import one 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from attrs import define, field
@@ -25,10 +25,6 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 
-def _sink_list(sinks: Iterable[EventSink]) -> list[EventSink]:
-    return list(sinks)
-
-
 @define(eq=False, kw_only=True)
 class RunState:
     """Configuration, counters and event sinks shared by the sessions of one run."""
@@ -39,8 +35,9 @@ class RunState:
     tools: Mapping[str, Tool]
     policy: Policy
     clock: Clock
-    sinks: list[EventSink] = field(converter=_sink_list)
-    """The sinks still attached: one that raises is dropped (see `emit`)."""
+    sinks: list[EventSink]
+    """The sinks still attached: one that raises is dropped (see `emit`). A plain field: a
+    converter here would make attrs check every counter the loop updates."""
     workspace: Path | None = None
     system_prompt: str | None = None
     tool_timeout: float = 120.0
