@@ -1,6 +1,7 @@
 """Tools: plain functions with a JSON schema derived from their signature.
 
-A sync function runs in a worker thread (so it can block and still be timed out) unless it is
+A sync function runs in a daemon worker thread (so it can block and still be timed out, and a
+blocked one abandoned at its deadline never keeps the process from exiting) unless it is
 declared ``inline=True``; an async function runs on the event loop. A parameter annotated
 `ToolContext` is filled in by the harness and hidden from the model.
 """
@@ -17,13 +18,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, overload
 
-import anyio.to_thread
 from attrs import field, frozen
 
 from ._clock import Clock
 from ._errors import ConfigurationError
 from ._messages import ToolCall, ToolSpec
 from ._state import SessionStore
+from ._threads import run_sync_abandonable
 from ._validate import check_positive
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -165,9 +166,7 @@ class Tool:
                 if self.is_async:
                     result = await self.fn(**kwargs)
                 else:
-                    result = await anyio.to_thread.run_sync(
-                        functools.partial(self.fn, **kwargs), abandon_on_cancel=True
-                    )
+                    result = await run_sync_abandonable(functools.partial(self.fn, **kwargs))
                 return ToolResult(render_result(result))
         except Exception as exc:
             return ToolResult(tool_error(exc), is_error=True)
