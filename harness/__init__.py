@@ -3,6 +3,7 @@
 
 import typing
 
+from ._cancel import CancelToken
 from ._clock import Clock, FakeClock, SystemClock
 from ._errors import (
     ConfigurationError,
@@ -48,6 +49,7 @@ from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._policy import CONTINUE, Decision, Limit, Policy, PolicySession, SensorReading
 from ._result import (
     BudgetExceeded,
+    Cancelled,
     Completed,
     HaltReason,
     ModelFailed,
@@ -111,6 +113,8 @@ __all__ = [
     "AnthropicClient",
     "BudgetExceeded",
     "CONTINUE",
+    "CancelToken",
+    "Cancelled",
     "CheckFailed",
     "CheckPassed",
     "ChecksConsumed",
