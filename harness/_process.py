@@ -157,7 +157,8 @@ async def run_process(
 
 def _contained(argv: list[str]) -> list[str]:
     """`argv` under the supervisor that no descendant escapes, where there is one (Linux)."""
-    if sys.platform.startswith("linux") and sys.executable:
+    # A frozen application's executable is not a Python interpreter that could run the script.
+    if sys.platform.startswith("linux") and sys.executable and not getattr(sys, "frozen", False):
         return [sys.executable, "-I", "-S", str(REAPER), f"{KILL_GRACE:g}", *argv]
     return argv
 

@@ -14,20 +14,24 @@ starts stays in this process's tree, however it detaches. So:
 It exits only when its tree is empty, so `harness.run_process`, which starts it in a process
 group of its own and waits for it, returns with nothing of the command left running. It runs
 with the interpreter's own standard library only (``-I -S``: nothing from the environment,
-no site packages), so it starts in about 10 ms. Only `harness._process` runs it, and only on
-Linux; elsewhere the process group is the limit.
+no site packages), so it adds about 20 ms to a command (``bench/processes.py``). Only
+`harness._process` runs it, and only on Linux; elsewhere the process group is the limit.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
-from typing import NoReturn
+
+# Imports are kept to what starts fast: not typing (2 ms) nor contextlib (its suppress would
+# save three lines, hence the noqa below). TYPE_CHECKING is therefore not typing's.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import NoReturn
 
 PR_SET_CHILD_SUBREAPER = 36
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -63,9 +67,11 @@ def main(argv: Sequence[str]) -> int:
 
 def _become_subreaper() -> None:
     """Adopt orphaned descendants; without it (an old kernel) the process group still holds."""
-    with contextlib.suppress(OSError, AttributeError):
+    try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _exec(command: list[str], mask: set[int | signal.Signals]) -> NoReturn:
@@ -138,8 +144,10 @@ class _Tree:
     @staticmethod
     def signal(signum: int) -> None:
         for pid in _descendants(os.getpid()):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
+            try:  # noqa: SIM105
                 os.kill(pid, signum)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 def _has_children() -> bool:
@@ -178,8 +186,10 @@ def _exit_like(status: int | None) -> int:
         return 127
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
-        with contextlib.suppress(OSError, ValueError):  # SIGKILL's cannot be set, nor needs to
+        try:  # noqa: SIM105
             signal.signal(signum, signal.SIG_DFL)
+        except (OSError, ValueError):  # SIGKILL's cannot be set, nor needs to be
+            pass
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
         os.kill(os.getpid(), signum)
         return 128 + signum
