@@ -1,6 +1,7 @@
-"""`harness run` and `harness hook claude-stop` attacked from outside, as real processes: the
-process exits once the run has returned, and SIGTERM or SIGINT ends a run like a deadline,
-with a typed halt, the paths printed, a documented exit code and nothing left running."""
+"""`harness run`, `harness hook claude-stop` and `harness check` attacked from outside, as real
+processes: the process exits once the run has returned, and SIGTERM or SIGINT ends a run like
+a deadline, with a typed halt, the paths printed, a documented exit code and nothing left
+running."""
 
 from __future__ import annotations
 
@@ -105,6 +106,18 @@ def _spawner_toml(tmp_path: Path) -> str:
     return f'["sh", "{tmp_path / "spawner.sh"}"]'
 
 
+def _agent_spec(tmp_path: Path, pids_dir: Path) -> Path:
+    """A spec whose CLI agent is the spawner (each turn runs it and waits)."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        'prompt = "work"\nworkspace = "ws"\n'
+        f'[model]\ntype = "cli_agent"\nargv = {_spawner_toml(tmp_path)}\n'
+        f'env = {{ PIDS = "{pids_dir}" }}\n'
+        '[[checks]]\ntype = "files"\npaths = ["done.txt"]\n'
+    )
+    return spec
+
+
 def _wait_for_pids(child: subprocess.Popen[bytes], pids_dir: Path) -> list[int]:
     """The spawner's pids, once it has written them all (polling, bounded)."""
     files = [pids_dir / f"{name}.pid" for name in PID_NAMES]
@@ -160,13 +173,7 @@ def test_a_signal_cancels_a_run_and_the_cli_agents_process_tree(
     group too), the transcript ends with run.halted carrying Cancelled, the outcome names
     the workspace and transcript, the exit code is 128 + the signal, and no traceback."""
     pids_dir = _setup(tmp_path)
-    spec = tmp_path / "spec.toml"
-    spec.write_text(
-        'prompt = "work"\nworkspace = "ws"\n'
-        f'[model]\ntype = "cli_agent"\nargv = {_spawner_toml(tmp_path)}\n'
-        f'env = {{ PIDS = "{pids_dir}" }}\n'
-        '[[checks]]\ntype = "files"\npaths = ["done.txt"]\n'
-    )
+    spec = _agent_spec(tmp_path, pids_dir)
     transcript = tmp_path / "run.jsonl"
     command = _harness("run", str(spec), "--transcript", str(transcript), "--backend", backend)
     stopped = _signal_when_started(command, pids_dir, signum)
@@ -240,17 +247,30 @@ def test_a_signal_stops_the_hooks_checks_and_their_process_tree(
     assert not any(running(pid) for pid in stopped.pids)
 
 
+@pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: s.name)
+def test_a_signal_stops_harness_check_and_its_process_tree(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    """`harness check` stops the same way: the check's tree killed, 128 + the signal, a
+    one-line note, no verdicts printed and no traceback."""
+    pids_dir = _setup(tmp_path)
+    spec = tmp_path / "checks.toml"
+    spec.write_text(
+        f'workspace = "ws"\n[[checks]]\ntype = "command"\ncommand = {_spawner_toml(tmp_path)}\n'
+        f'env = {{ PIDS = "{pids_dir}" }}\n'
+    )
+    stopped = _signal_when_started(_harness("check", str(spec)), pids_dir, signum)
+    assert stopped.returncode == 128 + signum
+    assert stopped.stdout == ""
+    assert stopped.stderr == f"harness: cancelled by {signum.name}: the checks were stopped\n"
+    assert not any(running(pid) for pid in stopped.pids)
+
+
 def test_a_killed_harness_leaves_nothing_of_its_commands_running(tmp_path: Path) -> None:
     """Even SIGKILL, which the harness cannot handle, leaves no process of the CLI agent's
     tree behind: the supervisor notices that the harness is gone and stops the tree."""
     pids_dir = _setup(tmp_path)
-    spec = tmp_path / "spec.toml"
-    spec.write_text(
-        'prompt = "work"\nworkspace = "ws"\n'
-        f'[model]\ntype = "cli_agent"\nargv = {_spawner_toml(tmp_path)}\n'
-        f'env = {{ PIDS = "{pids_dir}" }}\n'
-        '[[checks]]\ntype = "files"\npaths = ["done.txt"]\n'
-    )
+    spec = _agent_spec(tmp_path, pids_dir)
     command = _harness("run", str(spec), "-q")
     child = subprocess.Popen(
         command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=_env()

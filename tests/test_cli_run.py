@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import strategies._cli._run as run_module
 from strategies._cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -382,3 +383,17 @@ def test_a_temporary_workspace_is_removed_when_the_run_cannot_start(
     assert main(["run", str(spec), "-q"]) == 2
     assert "script.jsonl" in capsys.readouterr().err
     assert set(Path(tempfile.gettempdir()).glob("harness-ws-*")) <= created
+
+
+def test_ctrl_c_before_the_run_is_a_one_line_exit_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A KeyboardInterrupt outside a run (here while the spec loads) ends the command with
+    exit 130 and one line, not a traceback."""
+
+    def interrupted(path: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_module, "load_spec", interrupted)
+    assert main(["run", "spec.toml"]) == 130
+    assert capsys.readouterr().err == "harness: interrupted\n"

@@ -45,7 +45,7 @@ from harness import Clock, ConfigurationError
 
 from ._checking import run_checks
 from ._claude_transcript import TranscriptError, last_answer
-from ._signals import SignalCancel, exit_code_for
+from ._signals import SignalCancel
 from ._spec import Spec, load_spec
 
 Reentry = Literal["check", "allow"]
@@ -287,32 +287,24 @@ def handle_claude_stop(args: argparse.Namespace) -> int:
         spec = load_spec(args.spec)
 
         async def decide() -> StopDecision | None:
-            async with watch.installed() as token:
-                with token.scope():
-                    return await claude_stop(
-                        payload,
-                        spec,
-                        state_dir=args.state_dir or default_state_dir(),
-                        max_blocks=args.max_blocks,
-                        reentry=args.reentry,
-                        workspace=args.workspace,
-                        time_limit=args.timeout,
-                    )
-            return None  # a signal cancelled the checks
+            return await watch.cancellable(
+                lambda: claude_stop(
+                    payload,
+                    spec,
+                    state_dir=args.state_dir or default_state_dir(),
+                    max_blocks=args.max_blocks,
+                    reentry=args.reentry,
+                    workspace=args.workspace,
+                    time_limit=args.timeout,
+                )
+            )
 
         decision = anyio.run(decide)
     except (ConfigurationError, HookPayloadError, OSError) as exc:
         print(f"harness hook: {exc}", file=sys.stderr)
         return EXIT_BROKEN
-    if decision is None:
-        received = watch.received
-        assert received is not None
-        print(
-            f"harness hook: cancelled by {received.name}: the checks were stopped and "
-            "nothing was decided",
-            file=sys.stderr,
-        )
-        return exit_code_for(received)
+    if decision is None:  # a signal stopped the checks
+        return watch.report_stop("harness hook", "the checks were stopped and nothing was decided")
     if decision.note is not None:
         print(f"harness hook: {decision.note}", file=sys.stderr)
     answer = decision.answer()

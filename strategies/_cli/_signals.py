@@ -12,14 +12,18 @@ most. The exit code is 128 + the signal's number, as a shell reports a command a
 from __future__ import annotations
 
 import signal
-from collections.abc import AsyncIterator
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import TypeVar
 
 import anyio
 from anyio.abc import TaskStatus
 from attrs import define, field
 
 from harness import CancelToken
+
+T = TypeVar("T")
 
 CANCEL_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -54,6 +58,21 @@ class SignalCancel:
                 group.cancel_scope.cancel()
         if failure is not None:
             raise failure
+
+    async def cancellable(self, work: Callable[[], Awaitable[T]]) -> T | None:
+        """`work()` with the signals received: what it returns, or None if a signal stopped it
+        (for work that has no typed result of its own to stop with, unlike a run)."""
+        async with self.installed() as token:
+            with token.scope():
+                return await work()
+        return None
+
+    def report_stop(self, prefix: str, what: str) -> int:
+        """Say on stderr that the signal stopped `what`; returns the exit code."""
+        received = self.received
+        assert received is not None, "no signal was received"
+        print(f"{prefix}: cancelled by {received.name}: {what}", file=sys.stderr)
+        return exit_code_for(received)
 
     async def _watch(self, *, task_status: TaskStatus[None]) -> None:
         with anyio.open_signal_receiver(*CANCEL_SIGNALS) as signals:
