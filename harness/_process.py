@@ -10,9 +10,11 @@ daemon's double fork). On Linux the command therefore runs under a small supervi
 `harness._reaper`, a child subreaper to which every such orphan is reparented, so it stays in
 the supervisor's tree and is killed with the rest. Elsewhere (macOS, the BSDs) there is no
 subreaper and the process group is the limit: a descendant that starts a session of its own
-escapes. The deadline is a cancel scope from the injected clock. The grace
-and the final drain wait for the operating system, so they run on the event loop's own clock
-under a shielded scope: a simulated clock that never moves cannot leave a process behind.
+escapes.
+
+The deadline is a cancel scope from the injected clock. The grace and the final drain wait for
+the operating system, so they run on the event loop's own clock under a shielded scope: a
+simulated clock that never moves cannot leave a process behind.
 
 The output pipe doubles as a barrier: every process of the group inherits its write end, so
 reading it to end-of-file means every one of them has exited.
