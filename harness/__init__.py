@@ -4,6 +4,7 @@
 import typing
 
 from ._arguments import ToolArgumentError
+from ._cancel import CancelToken
 from ._clock import Clock, FakeClock, SystemClock
 from ._errors import (
     ConfigurationError,
@@ -50,6 +51,7 @@ from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._policy import CONTINUE, Decision, Limit, Policy, PolicySession, SensorReading
 from ._result import (
     BudgetExceeded,
+    Cancelled,
     Completed,
     HaltReason,
     ModelFailed,
@@ -114,6 +116,8 @@ __all__ = [
     "AnthropicClient",
     "BudgetExceeded",
     "CONTINUE",
+    "CancelToken",
+    "Cancelled",
     "CheckFailed",
     "CheckPassed",
     "ChecksConsumed",

@@ -4,7 +4,7 @@ model, one process per turn.
 Each turn renders a prompt from the request (see `render_prompt`), runs the command in the
 run's workspace with the prompt on stdin or as an argument, and returns the command's output as
 the assistant's text with no tool calls: every turn is a claim of done, so the completion check
-runs after each one and its reason goes into the next turn's prompt. The process group is
+runs after each one and its reason goes into the next turn's prompt. The process tree is
 killed on timeout and on cancellation (`run_process`). A command that exits non-zero fails the
 run with a `ModelError`; one that runs out of time returns what it printed, marked with
 ``stop_reason="timeout"``, so the check decides and the next turn carries on.

@@ -10,13 +10,14 @@ from typing import Any
 
 from attrs import define, evolve, field
 
+from ._cancel import CancelToken
 from ._clock import Clock, SystemClock
 from ._errors import ConfigurationError, FixtureError
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
 from ._jsonl import check_output_file
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._policy import Policy
-from ._result import BudgetExceeded, Completed, HaltReason, ModelFailed, RunResult
+from ._result import BudgetExceeded, Cancelled, Completed, HaltReason, ModelFailed, RunResult
 from ._run import Run, SingleSession, Strategy
 from ._streaming import EventStream, stream_events
 from ._tools import Tool, as_tools
@@ -80,8 +81,14 @@ class Harness:
                     f"'workspace' must be an existing folder (got {str(path)!r})"
                 )
 
-    async def run(self, task: str, *, sinks: Sequence[EventSink] = ()) -> RunResult:
-        """Run `task` to a halt. Never raises for the run's own reasons to stop."""
+    async def run(
+        self, task: str, *, sinks: Sequence[EventSink] = (), cancel: CancelToken | None = None
+    ) -> RunResult:
+        """Run `task` to a halt. Never raises for the run's own reasons to stop.
+
+        `cancel` lets someone outside stop the run and still get its result, halted
+        `Cancelled` (see `CancelToken`); cancelling the caller's own scope propagates instead.
+        """
         run_id = os.urandom(6).hex()  # 12 hex digits, as random as a uuid4's first 12
         transcript = JsonlTranscript(self.transcript) if self.transcript is not None else None
         all_sinks: list[EventSink] = [StructlogSink(run_id, self.logger), *self.sinks, *sinks]
@@ -116,12 +123,14 @@ class Harness:
                 )
             )
             try:
-                reason = await self._execute(run)
+                reason = await self._execute(run, cancel)
             except FixtureError as exc:
                 exc.result = self._finish(run, ModelFailed("fixture", str(exc)))
                 raise
             result = self._finish(run, reason)
-            for model in (self.model, *run.extra_models):
+            # A cancelled run stopped where it was: the lines it did not reach are not a fault.
+            scripts = () if isinstance(reason, Cancelled) else (self.model, *run.extra_models)
+            for model in scripts:
                 if isinstance(model, ChecksConsumed):
                     try:
                         model.verify_consumed()
@@ -142,8 +151,20 @@ class Harness:
             result = evolve(result, sink_failures=tuple(run.sink_failures))
         return result
 
-    async def _execute(self, run: Run) -> HaltReason:
-        """The strategy under the run's wall-time deadline, which cancels whatever hangs."""
+    async def _execute(self, run: Run, cancel: CancelToken | None) -> HaltReason:
+        """The strategy under the run's deadline and `cancel`, either of which cancels
+        whatever is in flight and becomes the halt."""
+        if cancel is None:
+            return await self._within_deadline(run)
+        # Checked first as well: a run that never awaits (a fixture without delays) would
+        # not meet a cancelled scope.
+        if not cancel.cancelled:
+            with cancel.scope():
+                return await self._within_deadline(run)
+        # Reached only when the token was cancelled.
+        return Cancelled(cancel.by or "the caller")
+
+    async def _within_deadline(self, run: Run) -> HaltReason:
         if run.deadline is None:
             return await self._begin_and_run(run)
         with run.clock.deadline_scope(run.deadline):

@@ -2,10 +2,19 @@
 
 `run_process` starts the child in a session (and so a process group) of its own, with a minimal
 environment, merges stdout and stderr and keeps only the tail. When the child exits, anything it
-left running in its group is killed; on timeout or cancellation the whole group gets SIGTERM,
-a short grace, then SIGKILL. The deadline is a cancel scope from the injected clock. The grace
-and the final drain wait for the operating system, so they run on the event loop's own clock
-under a shielded scope: a simulated clock that never moves cannot leave a process behind.
+left running is killed; on timeout or cancellation all of it gets SIGTERM, a short grace, then
+SIGKILL.
+
+"All of it" is more than the process group: a descendant can leave the group (``setsid``, a
+daemon's double fork). On Linux the command therefore runs under a small supervisor,
+`harness._reaper`, a child subreaper to which every such orphan is reparented, so it stays in
+the supervisor's tree and is killed with the rest. Elsewhere (macOS, the BSDs) there is no
+subreaper and the process group is the limit: a descendant that starts a session of its own
+escapes.
+
+The deadline is a cancel scope from the injected clock. The grace and the final drain wait for
+the operating system, so they run on the event loop's own clock under a shielded scope: a
+simulated clock that never moves cannot leave a process behind.
 
 The output pipe doubles as a barrier: every process of the group inherits its write end, so
 reading it to end-of-file means every one of them has exited.
@@ -18,6 +27,7 @@ import math
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -31,6 +41,9 @@ from ._validate import check_positive
 
 DEFAULT_MAX_OUTPUT = 64 * 1024
 KILL_GRACE = 2.0
+REAPER = Path(__file__).with_name("_reaper.py")
+# The supervisor's own grace is KILL_GRACE; then it needs a moment to kill and reap the rest.
+_REAPER_MARGIN = 1.0
 _BASE_ENV = ("PATH", "HOME", "LANG")
 
 
@@ -111,11 +124,12 @@ async def run_process(
     workdir = Path(cwd)
     if not await anyio.Path(workdir).is_dir():
         return _not_started(f"working directory {str(workdir)!r} does not exist", clock, started)
+    launch = _contained(argv)
     try:
         # Shielded: a cancel landing after the fork but before the handle exists would leak it.
         with anyio.CancelScope(shield=True):
             process = await anyio.open_process(
-                argv,
+                launch,
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -124,7 +138,7 @@ async def run_process(
                 start_new_session=True,
             )
     except OSError as exc:
-        return _not_started(f"{argv[0]}: {exc.strerror or exc}", clock, started)
+        return _not_started(f"{launch[0]}: {exc.strerror or exc}", clock, started)
     tail = _Tail(max_output)
     deadline = math.inf if timeout is None else started + timeout
     try:
@@ -141,6 +155,14 @@ async def run_process(
         truncated=tail.truncated,
         duration=clock.now() - started,
     )
+
+
+def _contained(argv: list[str]) -> list[str]:
+    """`argv` under the supervisor that no descendant escapes, where there is one (Linux)."""
+    # A frozen application's executable is not a Python interpreter that could run the script.
+    if sys.platform.startswith("linux") and sys.executable and not getattr(sys, "frozen", False):
+        return [sys.executable, "-I", "-S", str(REAPER), f"{KILL_GRACE:g}", *argv]
+    return argv
 
 
 def _not_started(why: str, clock: Clock, started: float) -> ProcessResult:
@@ -181,10 +203,14 @@ async def _feed(process: Process, data: bytes) -> None:
 
 
 async def _stop_group(process: Process, tail: _Tail) -> None:
-    """SIGTERM the group, wait a grace, SIGKILL it, reap the child and drain the pipe."""
+    """SIGTERM the group, wait a grace, SIGKILL it, reap the child and drain the pipe.
+
+    The supervisor, if there is one, gets the SIGTERM too and stops its whole tree within its
+    own grace; the group's SIGKILL is then for whatever a broken supervisor left behind.
+    """
     if process.returncode is None:
         _signal_group(process.pid, signal.SIGTERM)
-        with anyio.move_on_after(KILL_GRACE):
+        with anyio.move_on_after(KILL_GRACE + _REAPER_MARGIN):
             await process.wait()
     _signal_group(process.pid, signal.SIGKILL)
     await process.wait()

@@ -93,6 +93,17 @@ class ModelFailed(HaltReason):
 
 
 @frozen
+class Cancelled(HaltReason):
+    """The run was asked to stop from outside (a `CancelToken`; SIGTERM or SIGINT to the
+    command line) and stopped where it was, as at a deadline; the work was not verified."""
+
+    by: str
+
+    def describe(self) -> str:
+        return f"cancelled by {self.by}"
+
+
+@frozen
 class SessionTranscript:
     """The messages of one session (a Ralph iteration, a builder or evaluator session)."""
 

@@ -1,6 +1,7 @@
 """Tools: plain functions with a JSON schema derived from their signature.
 
-A sync function runs in a worker thread (so it can block and still be timed out) unless it is
+A sync function runs in a daemon worker thread (so it can block and still be timed out, and a
+blocked one abandoned at its deadline never keeps the process from exiting) unless it is
 declared ``inline=True``; an async function runs on the event loop. A parameter annotated
 `ToolContext` is filled in by the harness and hidden from the model.
 """
@@ -15,7 +16,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
-import anyio.to_thread
 from attrs import field, frozen
 
 from ._arguments import compile_arguments
@@ -23,6 +23,7 @@ from ._clock import Clock
 from ._errors import ConfigurationError
 from ._messages import ToolCall, ToolSpec
 from ._state import SessionStore
+from ._threads import run_sync_abandonable
 from ._tool_schema import Convert, compile_converters, parse_docstring, schema_for
 from ._validate import check_positive
 
@@ -142,9 +143,7 @@ class Tool:
                 if self.is_async:
                     result = await self.fn(**kwargs)
                 else:
-                    result = await anyio.to_thread.run_sync(
-                        functools.partial(self.fn, **kwargs), abandon_on_cancel=True
-                    )
+                    result = await run_sync_abandonable(functools.partial(self.fn, **kwargs))
                 return ToolResult(render_result(result))
         except Exception as exc:
             return ToolResult(tool_error(exc), is_error=True)

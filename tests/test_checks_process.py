@@ -1,17 +1,21 @@
-"""`harness.run_process`: a child's whole process group is gone when it returns."""
+"""`harness.run_process`: a child's whole process tree is gone when it returns, including what
+left its process group."""
 
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 from typing import cast
 
 import anyio
 import anyio.to_thread
 import pytest
+from _checks_support import snapshot
 from _processes import gone, running
 
 import harness._process as process_module
+from checks import CommandCheck, LocalSandbox
 from harness import Clock, ConfigurationError, FakeClock, ProcessResult, run_process
 
 
@@ -221,3 +225,95 @@ async def test_bad_arguments_are_configuration_errors(
             clock=_clock(FakeClock()),
             **arguments,  # type: ignore[arg-type]
         )
+
+
+def _kill_leftovers(pids: list[int]) -> None:
+    """After a failed assertion, end what the test started so it cannot outlive the suite."""
+    for pid in pids:
+        if running(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+# Each escapes the command's process group, writes its pid to a file and sleeps; the command
+# waits until every pid file is written, then exits 0 (or, for the timeout, keeps running).
+ESCAPES = {
+    "setsid": "setsid sh -c 'echo $$ > {dir}/setsid.pid; exec sleep 1000' &",
+    "double fork": (
+        "setsid sh -c '(exec sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > {dir}/daemon.pid)' &"
+    ),
+    "nested sessions": (
+        "setsid sh -c 'setsid sh -c \"echo \\$\\$ > {dir}/nested.pid; exec sleep 1000\" & wait' &"
+    ),
+}
+
+
+def _escaping_command(folder: Path, then: str = "exit 0") -> str:
+    spawn = " ".join(template.format(dir=folder) for template in ESCAPES.values())
+    files = " ".join(f"{folder}/{name}.pid" for name in ("setsid", "daemon", "nested"))
+    return f"{spawn} for f in {files}; do while [ ! -s $f ]; do sleep 0.01; done; done; {then}"
+
+
+def _pids(folder: Path) -> list[int]:
+    return [int((folder / f"{name}.pid").read_text()) for name in ("setsid", "daemon", "nested")]
+
+
+@pytest.mark.anyio
+async def test_a_setsid_or_double_forked_descendant_does_not_outlive_the_command(
+    tmp_path: Path,
+) -> None:
+    """Descendants that left the process group (setsid, a daemon's double fork, a session
+    inside a session) are killed when the command exits: the supervisor adopted them."""
+    result = await run_process(
+        _escaping_command(tmp_path), cwd=tmp_path, env=None, timeout=60, clock=_clock(FakeClock())
+    )
+    pids = _pids(tmp_path)
+    try:
+        assert result.ok, result.output_tail
+        for pid in pids:
+            assert await gone(pid), f"process {pid} outlived the command"
+    finally:
+        _kill_leftovers(pids)
+
+
+@pytest.mark.anyio
+async def test_a_timeout_kills_descendants_that_left_the_group(tmp_path: Path) -> None:
+    """At the deadline, the escaped descendants get the same SIGTERM as the group."""
+    clock = FakeClock()
+    fifo = tmp_path / "ready"
+    os.mkfifo(fifo)
+    results: list[ProcessResult] = []
+
+    async def run() -> None:
+        command = _escaping_command(tmp_path, then=f"echo up > {fifo}; sleep 1000")
+        results.append(
+            await run_process(command, cwd=tmp_path, env=None, timeout=5, clock=_clock(clock))
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        await anyio.to_thread.run_sync(fifo.read_text)
+        pids = _pids(tmp_path)
+        assert all(running(pid) for pid in pids)
+        clock.advance(5)
+    try:
+        assert results[0].timed_out
+        for pid in pids:
+            assert await gone(pid), f"process {pid} outlived the timeout"
+    finally:
+        _kill_leftovers(pids)
+
+
+@pytest.mark.anyio
+async def test_a_check_commands_escaped_descendants_do_not_outlive_the_check(
+    tmp_path: Path,
+) -> None:
+    """A `CommandCheck` on the `LocalSandbox` leaves nothing running, even what left its group."""
+    check = CommandCheck(_escaping_command(tmp_path), sandbox=LocalSandbox())
+    reason = await check.check(snapshot(tmp_path))
+    pids = _pids(tmp_path)
+    try:
+        assert reason is None
+        for pid in pids:
+            assert await gone(pid), f"process {pid} outlived the check"
+    finally:
+        _kill_leftovers(pids)

@@ -26,6 +26,7 @@ KEYS = {
     "elapsed",
     "transcript",
     "workspace",
+    "workspace_removed",
     "error",
 }
 
@@ -78,7 +79,8 @@ def test_a_verified_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert isinstance(data["elapsed"], float)
     assert data["transcript"] == str(transcript.resolve())
     assert Path(data["workspace"]).is_absolute()
-    assert (Path(data["workspace"]) / "stats.py").exists()
+    assert data["workspace_removed"] is True  # the demo's temporary copy of its template
+    assert not Path(data["workspace"]).exists()
     assert data["run_id"] == read_transcript(transcript)[0]["run_id"]
     assert data["error"] is None
     assert "VERIFIED COMPLETE: completed" in err
@@ -104,6 +106,7 @@ def test_an_unverified_run_with_unknown_prices(
     assert data["usage"]["cost_usd"] is None
     assert data["transcript"] is None
     assert data["workspace"] == str((tmp_path / "ws").resolve())
+    assert data["workspace_removed"] is False
     assert err.startswith("NOT VERIFIED")
 
 

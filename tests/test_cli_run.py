@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
+import strategies._cli._run as run_module
 from strategies._cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -318,3 +321,79 @@ def test_a_spec_can_watch_for_a_repeated_claim(
     out = capsys.readouterr().out
     assert "repeated_claim" in out
     assert "the same claim of done 2 times in a row" in out
+
+
+# --- the temporary workspace of a spec's workspace_template -------------------------------------
+
+
+def _workspace_line(out: str) -> str:
+    [line] = [line for line in out.splitlines() if line.startswith("  workspace: ")]
+    return line.removeprefix("  workspace: ")
+
+
+def test_a_temporary_workspace_is_removed_when_the_command_ends(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The fresh copy of a spec's workspace_template is removed at the end, and the outcome
+    says where it was and that --keep-workspace keeps it; the template is untouched."""
+    before = sorted(p.name for p in (DEMO / "workspace").iterdir())
+    assert main(["run", str(DEMO / "ralph.toml"), "-q"]) == 0
+    shown = _workspace_line(capsys.readouterr().out)
+    path, note = shown.split(" ", 1)
+    assert Path(path).name.startswith("harness-ws-")
+    assert note == "(a temporary copy, removed; --keep-workspace keeps it)"
+    assert not Path(path).exists()
+    assert sorted(p.name for p in (DEMO / "workspace").iterdir()) == before
+
+
+def test_keep_workspace_keeps_the_temporary_copy_and_prints_where_it_is(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """With --keep-workspace the copy stays, holding the agent's work, at the printed path."""
+    assert main(["run", str(DEMO / "ralph.toml"), "-q", "--keep-workspace"]) == 0
+    path = Path(_workspace_line(capsys.readouterr().out))
+    try:
+        assert path.name.startswith("harness-ws-")
+        assert "def top_word" in (path / "stats.py").read_text()
+    finally:
+        shutil.rmtree(path)
+
+
+def test_a_workspace_the_user_named_is_never_removed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--workspace (or the spec's `workspace`) is the user's folder: it is neither copied
+    nor removed, even for a spec that has a template."""
+    mine = tmp_path / "mine"
+    shutil.copytree(DEMO / "workspace", mine)
+    assert main(["run", str(DEMO / "ralph.toml"), "-q", "--workspace", str(mine)]) == 0
+    assert _workspace_line(capsys.readouterr().out) == str(mine)
+    assert "def top_word" in (mine / "stats.py").read_text()
+
+
+def test_a_temporary_workspace_is_removed_when_the_run_cannot_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An error after the copy was made (here a missing fixture) still removes it."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        BASE.replace('workspace = "ws"', f'workspace_template = "{DEMO / "workspace"}"')
+    )
+    created = set(Path(tempfile.gettempdir()).glob("harness-ws-*"))
+    assert main(["run", str(spec), "-q"]) == 2
+    assert "script.jsonl" in capsys.readouterr().err
+    assert set(Path(tempfile.gettempdir()).glob("harness-ws-*")) <= created
+
+
+def test_ctrl_c_before_the_run_is_a_one_line_exit_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A KeyboardInterrupt outside a run (here while the spec loads) ends the command with
+    exit 130 and one line, not a traceback."""
+
+    def interrupted(path: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_module, "load_spec", interrupted)
+    assert main(["run", "spec.toml"]) == 130
+    assert capsys.readouterr().err == "harness: interrupted\n"

@@ -1,5 +1,6 @@
 """A run ends in a typed `RunResult`, never an exception of its own; programmer mistakes are
-`ConfigurationError`s; cancellation from outside propagates; and a wall-time deadline cancels
+`ConfigurationError`s; cancellation from outside propagates, while a `CancelToken` stops the
+run with a typed result; and a wall-time deadline cancels
 whatever hangs (model call, tool, check) and halts with BudgetExceeded(max_wall_time)."""
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from _clocks import CLOCK_BACKENDS, clock_backend, clock_for
 
 from harness import (
     BudgetExceeded,
+    Cancelled,
+    CancelToken,
     Clock,
     Completed,
     ConfigurationError,
@@ -23,6 +26,8 @@ from harness import (
     ModelFailed,
     ModelRequest,
     ModelResponse,
+    RunHalted,
+    RunResult,
     ScriptedModelClient,
     SessionStateSnapshot,
     SystemClock,
@@ -252,6 +257,62 @@ async def test_cancellation_from_outside_propagates_not_a_result(
         await model.called.wait()
         group.cancel_scope.cancel()
     assert outcome == ["cancelled"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("wall_time", [None, 600.0])
+async def test_a_cancel_token_stops_the_run_with_a_typed_result(
+    clock: Clock, wall_time: float | None
+) -> None:
+    """Cancelling the run's `CancelToken` while the model call hangs stops the run as a
+    deadline would: `run` returns a result halted `Cancelled(by)`, unverified, with the
+    transcript so far, and `run.halted` says so."""
+    model = HangingModel(SystemClock())
+    sink = ListSink()
+    harness = Harness(
+        model=model,
+        policy=TerminationPolicy(budget=Budget(max_wall_time=wall_time)),
+        clock=clock,
+        sinks=[sink],
+    )
+    token = CancelToken()
+    results: list[RunResult] = []
+
+    async def drive() -> None:
+        results.append(await harness.run("hang", cancel=token))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(drive)
+        await model.called.wait()
+        token.cancel("SIGTERM")
+    [result] = results
+    assert result.halt_reason == Cancelled("SIGTERM")
+    assert result.halt_reason.describe() == "cancelled by SIGTERM"
+    assert not result.verified
+    assert result.turns == 1
+    assert [m.role for m in result.transcript] == ["system", "user"]
+    assert sink.events[-1] == RunHalted(
+        result.elapsed, Cancelled("SIGTERM"), False, 1, 0, result.usage
+    )
+    assert token.cancelled
+    assert token.by == "SIGTERM"
+
+
+@pytest.mark.anyio
+async def test_a_token_cancelled_before_the_run_stops_it_before_the_first_call(
+    clock: Clock,
+) -> None:
+    """A run handed a token that was already cancelled makes no model call; the fixture lines
+    it never reached are not an error (the run was stopped, it did not end early)."""
+    model = ScriptedModelClient.from_responses([{"text": "done"}])
+    token = CancelToken()
+    token.cancel()
+    token.cancel("a second request")  # the first reason is kept
+    result = await Harness(model=model, policy=TerminationPolicy(), clock=clock).run(
+        "task", cancel=token
+    )
+    assert result.halt_reason == Cancelled("the caller")
+    assert result.turns == 0
 
 
 @pytest.mark.anyio

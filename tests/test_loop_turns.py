@@ -3,6 +3,7 @@ each under its own timeout, with every failure turned into a result the model se
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -358,6 +359,25 @@ async def test_a_blocked_sync_tool_in_a_thread_is_timed_out() -> None:
         release.set()
     assert result.verified
     assert tool_results(sink) == [("stuck", "error: tool 'stuck' timed out after 10s", True)]
+
+
+_CALLER = contextvars.ContextVar("caller", default="unset")
+
+
+async def test_a_sync_tool_runs_on_a_daemon_thread_in_the_callers_context() -> None:
+    """A sync tool's thread never keeps the process alive (an abandoned one would otherwise
+    hold an asyncio program open at exit) and sees the caller's context variables."""
+
+    @tool
+    def where() -> str:
+        """Reports its thread."""
+        return f"daemon={threading.current_thread().daemon} caller={_CALLER.get()}"
+
+    model = scripted([{"tool_calls": [call("where")]}, {"text": "seen"}])
+    sink = ListSink()
+    _CALLER.set("the run's")
+    await build(model, [where], sink=sink).run("look")
+    assert tool_results(sink) == [("where", "daemon=True caller=the run's", False)]
 
 
 async def test_one_failing_tool_does_not_disturb_its_concurrent_siblings() -> None:

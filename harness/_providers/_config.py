@@ -132,7 +132,7 @@ MODELS = Variants(
                 Key(
                     "timeout",
                     "number",
-                    "Seconds one turn may take; then its process group "
+                    "Seconds one turn may take; then its process tree "
                     "is killed and what it printed is the answer.",
                     default=1800.0,
                 ),

@@ -6,10 +6,12 @@ This is the one place that wires all four packages together.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 
 from . import _board, _check, _hook, _reference, _run, _view
+from ._signals import exit_code_for
 from ._streams import safe_std_streams
 
 SUBCOMMANDS = [_run, _check, _view, _hook, _board, _reference]
@@ -39,7 +41,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _hook.EXIT_BROKEN
         raise
     with safe_std_streams():  # a reader that goes away (`| head -1`) never ends the command
-        code: int = args.handler(args)
+        try:
+            code: int = args.handler(args)
+        except KeyboardInterrupt:  # Ctrl-C outside a run (loading a spec, say): nothing to stop
+            print("harness: interrupted", file=sys.stderr)
+            return exit_code_for(signal.SIGINT)
     return code
 
 

@@ -1,4 +1,7 @@
-"""`harness check SPEC.toml`: run only the spec's checks; exit 0 only when all pass."""
+"""`harness check SPEC.toml`: run only the spec's checks; exit 0 only when all pass.
+
+SIGTERM or SIGINT stops the checks (their process trees killed) and exits 128 + the signal.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import anyio
 from harness import ConfigurationError
 
 from ._checking import Checked, run_checks
+from ._signals import SignalCancel
 from ._spec import load_spec
 
 
@@ -38,10 +42,15 @@ def handle(args: argparse.Namespace) -> int:
         print(f"harness: workspace {str(workspace)!r} is not a folder", file=sys.stderr)
         return 2
 
-    async def go() -> Checked:
-        return await run_checks(spec, workspace, final_text=args.answer)
+    watch = SignalCancel()
 
-    verdicts = anyio.run(go).verdicts
+    async def go() -> Checked | None:
+        return await watch.cancellable(lambda: run_checks(spec, workspace, final_text=args.answer))
+
+    checked = anyio.run(go)
+    if checked is None:
+        return watch.report_stop("harness", "the checks were stopped")
+    verdicts = checked.verdicts
     for verdict in verdicts:
         mark = "PASS" if verdict.passed else "FAIL"
         print(f"{mark}  {verdict.description}")

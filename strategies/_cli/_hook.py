@@ -23,6 +23,8 @@ It can never wedge a session:
   check that fails or times out counts as "not done" (fail closed), within the cap.
 - The checks together get ``--timeout`` seconds (`DEFAULT_TIME_LIMIT`), less than the time
   after which the agent kills the hook, so the hook always answers.
+- SIGTERM or SIGINT stops the checks (their processes killed) and exits 128 + the signal
+  (143, 130): a non-blocking error, so the agent may stop, and the block count is unchanged.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from harness._validate import check_positive
 
 from ._checking import run_checks
 from ._claude_transcript import TranscriptError, last_answer
+from ._signals import SignalCancel
 from ._spec import Spec, load_spec
 
 Reentry = Literal["check", "allow"]
@@ -276,24 +279,29 @@ def handle_claude_stop(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"harness hook: the payload on stdin is not JSON: {exc}", file=sys.stderr)
         return EXIT_BROKEN
+    watch = SignalCancel()
     try:
         spec = load_spec(args.spec)
 
-        async def decide() -> StopDecision:
-            return await claude_stop(
-                payload,
-                spec,
-                state_dir=args.state_dir or default_state_dir(),
-                max_blocks=args.max_blocks,
-                reentry=args.reentry,
-                workspace=args.workspace,
-                time_limit=args.timeout,
+        async def decide() -> StopDecision | None:
+            return await watch.cancellable(
+                lambda: claude_stop(
+                    payload,
+                    spec,
+                    state_dir=args.state_dir or default_state_dir(),
+                    max_blocks=args.max_blocks,
+                    reentry=args.reentry,
+                    workspace=args.workspace,
+                    time_limit=args.timeout,
+                )
             )
 
         decision = anyio.run(decide)
     except (ConfigurationError, HookPayloadError, OSError) as exc:
         print(f"harness hook: {exc}", file=sys.stderr)
         return EXIT_BROKEN
+    if decision is None:  # a signal stopped the checks
+        return watch.report_stop("harness hook", "the checks were stopped and nothing was decided")
     if decision.note is not None:
         print(f"harness hook: {decision.note}", file=sys.stderr)
     answer = decision.answer()

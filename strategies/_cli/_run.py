@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -16,9 +17,10 @@ from typing import Any, TextIO
 
 import anyio
 import structlog
-from attrs import frozen
+from attrs import define, frozen
 
 from harness import (
+    Cancelled,
     ConfigurationError,
     EventSink,
     FixtureError,
@@ -30,6 +32,7 @@ from harness import (
 from harness._jsonl import check_output_file, dump_json
 
 from ._progress import Progress, open_progress
+from ._signals import SignalCancel
 from ._spec import Spec, load_spec
 from ._telemetry import tracer_provider_from_env
 
@@ -42,6 +45,11 @@ def register(sub: Any) -> None:
     parser = sub.add_parser("run", help="run a spec until the work is verified or a limit halts it")
     parser.add_argument("spec", type=Path, help="the run spec (TOML)")
     parser.add_argument("--workspace", type=Path, help="work in this folder instead")
+    parser.add_argument(
+        "--keep-workspace",
+        action="store_true",
+        help="keep the temporary copy of the spec's workspace_template (removed by default)",
+    )
     parser.add_argument("--transcript", type=Path, help="write the JSONL transcript here")
     parser.add_argument("--record", type=Path, help="record every model exchange as a fixture")
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
@@ -111,7 +119,41 @@ def handle(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
+@define
+class _Temporary:
+    """The temporary workspace this command made (a copy of the spec's template), if any;
+    it is removed when the command ends unless --keep-workspace."""
+
+    keep: bool
+    path: Path | None = None
+
+    @property
+    def removed(self) -> bool:
+        return self.path is not None and not self.keep
+
+    def remove(self) -> None:
+        if self.path is None or self.keep:
+            return
+        try:
+            shutil.rmtree(self.path)
+        except OSError as exc:
+            print(
+                f"harness: could not remove the temporary workspace {str(self.path)!r}: {exc}",
+                file=sys.stderr,
+            )
+
+
 def _handle(args: argparse.Namespace, progress: Progress | None) -> Outcome:
+    temporary = _Temporary(keep=args.keep_workspace)
+    try:
+        return _run_spec(args, progress, temporary)
+    finally:
+        temporary.remove()  # also after an error or a signal
+
+
+def _run_spec(
+    args: argparse.Namespace, progress: Progress | None, temporary: _Temporary
+) -> Outcome:
     out = sys.stderr if args.json else sys.stdout
     workspace: Path | None = None
     transcript: Path | None = None
@@ -130,6 +172,8 @@ def _handle(args: argparse.Namespace, progress: Progress | None) -> Outcome:
         if transcript is not None:
             check_output_file("transcript", transcript)
         workspace = spec.prepare_workspace(args.workspace)
+        if args.workspace is None and spec.workspace_template is not None:
+            temporary.path = workspace
         model = spec.build_model()
         wrap = None
         if args.record is not None:
@@ -161,10 +205,13 @@ def _handle(args: argparse.Namespace, progress: Progress | None) -> Outcome:
             context_window=spec.context_window,
         )
     except (ConfigurationError, FixtureError) as exc:
-        return _error(str(exc), workspace, transcript)
+        return _error(str(exc), workspace, transcript, temporary.removed)
+
+    watch = SignalCancel()
 
     async def go() -> RunResult:
-        return await harness.run(prompt)
+        async with watch.installed() as token:
+            return await harness.run(prompt, cancel=token)
 
     try:
         with progress if progress is not None else nullcontext():
@@ -172,16 +219,18 @@ def _handle(args: argparse.Namespace, progress: Progress | None) -> Outcome:
     except FixtureError as exc:
         print(f"harness: {exc}", file=sys.stderr)
         if exc.result is not None:
-            _report(exc.result, workspace, transcript, out)
-        return Outcome(EXIT_ERROR, exc.result, workspace, transcript, str(exc))
+            _report(exc.result, workspace, transcript, out, temporary.removed)
+        return Outcome(EXIT_ERROR, exc.result, workspace, transcript, str(exc), temporary.removed)
     except ConfigurationError as exc:
-        return _error(str(exc), workspace, transcript)
+        return _error(str(exc), workspace, transcript, temporary.removed)
     finally:
         if provider is not None:
             provider.shutdown()  # flushes the exporter before the outcome is printed
-    _report(result, workspace, transcript, out)
+    _report(result, workspace, transcript, out, temporary.removed)
     code = EXIT_VERIFIED if result.verified else EXIT_UNVERIFIED
-    return Outcome(code, result, workspace, transcript)
+    if isinstance(result.halt_reason, Cancelled) and watch.exit_code is not None:
+        code = watch.exit_code
+    return Outcome(code, result, workspace, transcript, None, temporary.removed)
 
 
 def require_trio() -> None:
@@ -195,13 +244,22 @@ def require_trio() -> None:
         ) from None
 
 
-def _error(message: str, workspace: Path | None = None, transcript: Path | None = None) -> Outcome:
+def _error(
+    message: str,
+    workspace: Path | None = None,
+    transcript: Path | None = None,
+    workspace_removed: bool = False,
+) -> Outcome:
     print(f"harness: {message}", file=sys.stderr)
-    return Outcome(EXIT_ERROR, None, workspace, transcript, message)
+    return Outcome(EXIT_ERROR, None, workspace, transcript, message, workspace_removed)
 
 
 def _report(
-    result: RunResult, workspace: Path | None, transcript: Path | None, out: TextIO
+    result: RunResult,
+    workspace: Path | None,
+    transcript: Path | None,
+    out: TextIO,
+    workspace_removed: bool = False,
 ) -> None:
     status = "VERIFIED COMPLETE" if result.verified else "NOT VERIFIED"
     cost = "unknown" if result.usage.cost_usd is None else f"${result.usage.cost_usd:.4f}"
@@ -212,7 +270,10 @@ def _report(
         file=out,
     )
     if workspace is not None:
-        print(f"  workspace: {workspace}", file=out)
+        note = (
+            " (a temporary copy, removed; --keep-workspace keeps it)" if workspace_removed else ""
+        )
+        print(f"  workspace: {workspace}{note}", file=out)
     if transcript is not None:
         print(f"  transcript: {transcript}", file=out)
     for failure in result.sink_failures:
@@ -246,6 +307,7 @@ class Outcome:
     workspace: Path | None
     transcript: Path | None
     error: str | None = None
+    workspace_removed: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` object (its schema is in the README's command-line section)."""
@@ -267,5 +329,6 @@ class Outcome:
             "elapsed": result.elapsed if result else None,
             "transcript": str(self.transcript.resolve()) if self.transcript else None,
             "workspace": str(self.workspace.resolve()) if self.workspace else None,
+            "workspace_removed": self.workspace_removed,
             "error": self.error,
         }
