@@ -127,7 +127,7 @@ class BoardTracer:
         self._board = None
         if result is not None:
             board.set_attributes(
-                {f"harness.board.{status}": n for status, n in result.counts.items()}
+                {f"harness.board.tasks.{status}": n for status, n in result.counts.items()}
             )
             board.set_attribute("harness.board.complete", result.complete)
         if result is None or not result.complete:
