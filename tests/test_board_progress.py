@@ -8,7 +8,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from _board_support import DEMO, make_board, task_toml, writes
@@ -148,7 +147,8 @@ async def test_watchers_get_each_attempts_run_events_and_outcome(tmp_path: Path)
     assert sorted(watcher.started_) == ["a#1", "b#1"]
     assert sorted(watcher.finished_) == [("a#1", "complete"), ("b#1", "failed")]
     halts = [e for e in watcher.events["a#1"] if isinstance(e, RunHalted)]
-    assert len(halts) == 1 and halts[0].verified
+    assert len(halts) == 1
+    assert halts[0].verified
     assert watcher.events["b#1"] == []
 
 

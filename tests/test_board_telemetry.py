@@ -23,11 +23,11 @@ def traced(monkeypatch: pytest.MonkeyPatch) -> Traced:
 
 
 def _attempts(traced: Traced) -> dict[str, ReadableSpan]:
-    spans = traced.named("harness.attempt")
-    return {
-        f"{s.attributes['harness.task.id']}#{s.attributes['harness.attempt.number']}": s
-        for s in spans
-    }  # type: ignore[index]
+    found = {}
+    for span in traced.named("harness.attempt"):
+        attributes = span.attributes or {}
+        found[f"{attributes['harness.task.id']}#{attributes['harness.attempt.number']}"] = span
+    return found
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
@@ -50,7 +50,8 @@ def test_a_board_run_is_one_trace_of_attempts_and_their_runs(
     assert board.context is not None
     assert {s.context.trace_id for s in traced.spans if s.context} == {board.context.trace_id}
     for label, attempt in attempts.items():
-        assert attempt.parent is not None and attempt.parent.span_id == board.context.span_id
+        assert attempt.parent is not None
+        assert attempt.parent.span_id == board.context.span_id
         assert attempt.attributes is not None
         assert attempt.attributes["harness.role"] in ("backend", "docs")
         assert str(attempt.attributes["harness.agent"]).startswith(("backend-", "docs-"))

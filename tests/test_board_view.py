@@ -75,7 +75,8 @@ def test_the_index_is_self_contained_and_locked_down(
             assert node.attrs.get(name) is None, (node.tag, name)
         href = node.attrs.get("href")
         assert href is None or (href.endswith(".html") and "/" not in href and ":" not in href)
-    assert page.find_all("script") == [] and page.find_all("link") == []
+    assert page.find_all("script") == []
+    assert page.find_all("link") == []
     (style,) = page.find_all("style")
     meta = [m for m in page.find_all("meta") if m.attrs.get("http-equiv")]
     policy = meta[0].attrs["content"] or ""
@@ -108,7 +109,8 @@ def test_hostile_titles_and_reasons_are_text_never_markup(
     index, _ = _view(board, capsys)
     assert index == board / ".board" / "view" / "index.html"
     page = parse(index.read_text(encoding="utf-8"))
-    assert page.find_all("script") == [] and page.find_all("svg") == []
+    assert page.find_all("script") == []
+    assert page.find_all("svg") == []
     for node in page.iter():
         assert not [a for a in node.attrs if a.startswith("on")], node
     row = next(r for r in page.find_all("tr") if r.attrs.get("id") == "task-b")
