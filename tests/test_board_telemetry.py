@@ -26,7 +26,8 @@ def _attempts(traced: Traced) -> dict[str, ReadableSpan]:
     found = {}
     for span in traced.named("harness.attempt"):
         attributes = span.attributes or {}
-        found[f"{attributes['harness.task.id']}#{attributes['harness.attempt.number']}"] = span
+        task, number = attributes["harness.task.id"], attributes["harness.attempt.number"]
+        found[f"{task!s}#{number!s}"] = span
     return found
 
 
