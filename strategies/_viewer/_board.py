@@ -17,8 +17,8 @@ from attrs import frozen
 from harness import FixtureError
 from strategies.board import AttemptState, TaskState, open_store
 
-from ._markup import Html, join, tag, void
-from ._page import _asset, _digest
+from ._markup import Html, tag
+from ._page import _asset, _digest, document
 from ._records import TranscriptView
 
 _STYLE = """
@@ -138,17 +138,7 @@ def render_board_index(
             _attempts_table(pages),
         ),
     )
-    head = join(
-        [
-            Html('<meta charset="utf-8">'),
-            void("meta", {"http-equiv": "Content-Security-Policy", "content": policy}),
-            Html('<meta name="viewport" content="width=device-width, initial-scale=1">'),
-            Html('<meta name="generator" content="harness view">'),
-            tag("title", None, f"Board {folder}: {summary}"),
-            Html(f"<style>{style}</style>"),
-        ]
-    )
-    return f'<!DOCTYPE html>\n<html lang="en">\n<head>{head}</head>\n{body}\n</html>\n'
+    return document(f"Board {folder}: {summary}", style, policy, body)
 
 
 def _link(page: AttemptPage, text: str) -> Html:
@@ -158,11 +148,6 @@ def _link(page: AttemptPage, text: str) -> Html:
 
 
 def _tasks_table(tasks: list[TaskState], by_task: dict[str, list[AttemptPage]]) -> Html:
-    head = tag(
-        "tr",
-        None,
-        [tag("th", None, h) for h in ("task", "status", "role", "pri", "title", "attempts")],
-    )
     rows = []
     for task in tasks:
         status = task.status + ("" if task.present else " (file removed)")
@@ -192,19 +177,12 @@ def _tasks_table(tasks: list[TaskState], by_task: dict[str, list[AttemptPage]]) 
                 ),
             )
         )
-    return tag(
-        "table", {"class": "board tasks"}, tag("thead", None, head), tag("tbody", None, rows)
-    )
+    return _table("tasks", ("task", "status", "role", "pri", "title", "attempts"), rows)
 
 
 def _attempts_table(pages: list[AttemptPage]) -> Html:
     if not pages:
         return tag("p", {"class": "empty"}, "No attempt has run yet.")
-    head = tag(
-        "tr",
-        None,
-        [tag("th", None, h) for h in ("attempt", "agent", "engine", "started", "outcome", "page")],
-    )
     rows = []
     for page in pages:
         a = page.attempt
@@ -227,6 +205,11 @@ def _attempts_table(pages: list[AttemptPage]) -> Html:
                 tag("td", None, _link(page, page.page or page.problem or "no page")),
             )
         )
+    return _table("attempts", ("attempt", "agent", "engine", "started", "outcome", "page"), rows)
+
+
+def _table(kind: str, headings: tuple[str, ...], rows: list[Html]) -> Html:
+    head = tag("tr", None, [tag("th", None, h) for h in headings])
     return tag(
-        "table", {"class": "board attempts"}, tag("thead", None, head), tag("tbody", None, rows)
+        "table", {"class": f"board {kind}"}, tag("thead", None, head), tag("tbody", None, rows)
     )
