@@ -13,18 +13,30 @@ import logging
 import signal
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 import anyio
 import structlog
 
-from harness import ConfigurationError, HarnessError
+from harness import ConfigurationError, EventSink, HarnessError
 
-from ._run import logging_to_stderr
+from ._progress import Progress, is_live_terminal, open_progress
+from ._run import _Stderr, logging_to_stderr
 
 if TYPE_CHECKING:
-    from strategies.board import BoardEvent, BoardResult, BoardStore
+    from strategies.board import (
+        AttemptInfo,
+        AttemptOutcome,
+        AttemptSpec,
+        AttemptWatcher,
+        BoardEvent,
+        BoardResult,
+        BoardStore,
+    )
+
+    from ._telemetry import BoardTracer
 
 EXIT_COMPLETE = 0
 EXIT_NOT_COMPLETE = 1
@@ -54,6 +66,12 @@ def register(sub: Any) -> None:
     run.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     run.add_argument("-q", "--quiet", action="store_true", help="print only the final table")
     run.add_argument("-v", "--verbose", action="store_true", help="log every event of every run")
+    run.add_argument(
+        "--otel",
+        action="store_true",
+        help="emit OpenTelemetry spans (one trace for the board's run); the exporter comes from "
+        "OTEL_TRACES_EXPORTER (console on stderr by default, or otlp)",
+    )
     run.set_defaults(handler=handle_run)
 
     status = commands.add_parser("status", help="print the tasks and their statuses")
@@ -82,10 +100,16 @@ def _state_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-class _Progress:
-    """Prints each board event as one line on stderr."""
+class _Writes(Protocol):
+    def write(self, text: str, /) -> int: ...
 
-    def __init__(self, out: TextIO | None = None) -> None:
+    def flush(self) -> None: ...
+
+
+class _Progress:
+    """Prints each board event as one line on stderr (or on `out`)."""
+
+    def __init__(self, out: _Writes | None = None) -> None:
         self._out = out
         self._start = time.monotonic()
 
@@ -101,22 +125,59 @@ class _Progress:
         out.flush()
 
 
+class _Tracking:
+    """Gives each running attempt a status line on the live display (an `AttemptWatcher`):
+    labelled ``TASK#N``, fed by the attempt's run events, gone when the attempt is over."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._sinks: dict[AttemptInfo, EventSink] = {}
+
+    def started(self, spec: AttemptSpec) -> list[EventSink]:
+        info = spec.info
+        sink = self._progress.track(f"{info.task}#{info.attempt}", spec.budget)
+        self._sinks[info] = sink
+        return [sink]
+
+    def finished(self, spec: AttemptSpec, outcome: AttemptOutcome | None) -> None:
+        sink = self._sinks.pop(spec.info, None)
+        if sink is not None:
+            self._progress.forget(sink)
+
+
 def handle_run(args: argparse.Namespace) -> int:
-    with logging_to_stderr(args.verbose):
-        return _run(args)
+    # On a terminal: board events above a live panel with a line per running attempt (the
+    # Ray engine's runs happen elsewhere: only the board events). Elsewhere: plain lines.
+    live = not args.quiet and is_live_terminal(sys.stderr)
+    progress = open_progress(sys.stderr, live=True) if live else None
+    with logging_to_stderr(args.verbose, progress):
+        return _run(args, progress)
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, progress: Progress | None) -> int:
     from strategies.board import Board, BoardBusy
 
+    stderr = _Stderr(progress)
+    watchers: list[AttemptWatcher] = []
+    if progress is not None and args.engine == "local":
+        watchers.append(_Tracking(progress))
+    tracer: BoardTracer | None = None
     try:
+        if args.otel:
+            from ._telemetry import BoardTracer, tracer_provider_from_env
+
+            tracer = BoardTracer(
+                tracer_provider_from_env(), folder=str(args.folder), engine=args.engine
+            )
+            watchers.append(tracer)
         board = Board.from_folder(
             args.folder,
             agents=args.agents,
             state=args.state,
             engine=args.engine,
             ray_address=args.ray_address,
-            sinks=[] if args.quiet else [_Progress()],
+            sinks=[] if args.quiet else [_Progress(stderr)],
+            watchers=watchers,
         )
     except ConfigurationError as exc:
         print(f"harness board: {exc}", file=sys.stderr)
@@ -124,7 +185,7 @@ def _run(args: argparse.Namespace) -> int:
     if not args.verbose:
         # The progress lines (or, with -q, the table) already say what the board did.
         board.logger = structlog.wrap_logger(
-            structlog.PrintLogger(sys.stderr),
+            structlog.PrintLogger(stderr),  # type: ignore[arg-type]
             wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
         )
     stopped: list[int] = []
@@ -149,7 +210,15 @@ def _run(args: argparse.Namespace) -> int:
             group.cancel_scope.cancel()
         return result
 
-    result = anyio.run(go, backend=args.backend)
+    result: BoardResult | None = None
+    try:
+        with progress if progress is not None else nullcontext():
+            if tracer is not None:
+                tracer.start()
+            result = anyio.run(go, backend=args.backend)
+    finally:
+        if tracer is not None:
+            tracer.end(result, signal.Signals(stopped[0]).name if stopped else None)
     if refused:
         print(f"harness board: {refused[0]}", file=sys.stderr)
         return EXIT_ERROR

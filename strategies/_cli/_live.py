@@ -58,6 +58,14 @@ class LiveProgress:
             self._trackers.append(tracker)
         return tracker
 
+    def forget(self, sink: EventSink) -> None:
+        """Take a run's line off the panel (it ended without halting, or no longer matters)."""
+        with self._lock:
+            kept = [t for t in self._trackers if t is not sink]
+            if len(kept) != len(self._trackers):
+                self._trackers = kept
+                self._print([])
+
     def write(self, text: str) -> None:
         with self._lock:
             self._pending += text

@@ -13,8 +13,10 @@ The pieces, for `harness run` and for anything else that runs several at once (a
           sink = progress.track(label="T-1", budget=policy.budget)  # one per run
           await Harness(..., sinks=[sink]).run(task)
           progress.write("a line from elsewhere\\n")  # e.g. a log line; never garbles the panel
+          progress.forget(sink)  # a run that ended without halting (a board's failed attempt)
 
-  `track` returns an `EventSink` for that run; the display is thread-safe.
+  `track` returns an `EventSink` for that run; a run leaves the panel when it halts or is
+  forgotten. The display is thread-safe.
 """
 
 from __future__ import annotations
@@ -95,6 +97,8 @@ class Progress(Protocol):
 
     def track(self, label: str = "", budget: Budget | None = None) -> EventSink: ...
 
+    def forget(self, sink: EventSink) -> None: ...
+
     def write(self, text: str) -> None: ...
 
     def __enter__(self) -> Progress: ...
@@ -130,6 +134,9 @@ class PlainProgress:
 
     def track(self, label: str = "", budget: Budget | None = None) -> EventSink:
         return ProgressPrinter(self.stream, label)
+
+    def forget(self, sink: EventSink) -> None:
+        return None
 
     def write(self, text: str) -> None:
         self.stream.write(text)

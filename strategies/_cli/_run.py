@@ -34,7 +34,7 @@ from harness._jsonl import check_output_file, dump_json
 from ._progress import Progress, open_progress
 from ._signals import SignalCancel
 from ._spec import Spec, load_spec
-from ._telemetry import tracer_provider_from_env
+from ._telemetry import otel_sink_for, tracer_provider_from_env
 
 EXIT_VERIFIED = 0
 EXIT_UNVERIFIED = 1
@@ -282,19 +282,7 @@ def _report(
 
 def otel_sink(spec: Spec, provider: Any) -> EventSink:
     """An `OtelSink` on `provider`, told the spec's requested models and provider."""
-    from harness import OtelSink
-
-    models: dict[str, str] = {}
-    evaluator = spec.strategy.get("evaluator")
-    for agent, table in (("builder", spec.model), ("evaluator", evaluator)):
-        if isinstance(table, dict) and isinstance(table.get("model"), str):
-            models[agent] = table["model"]
-    kind = spec.model.get("type") if spec.model is not None else None
-    return OtelSink(
-        provider,
-        request_model=models,
-        provider_name=kind if kind in ("openai", "anthropic") else None,
-    )
+    return otel_sink_for(spec, spec.model, provider)
 
 
 @frozen

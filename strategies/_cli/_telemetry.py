@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from harness import ConfigurationError
+from harness import ConfigurationError, Event, EventSink
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.trace import Span
+
+    from strategies.board import AttemptInfo, AttemptOutcome, AttemptSpec, BoardResult
+
+    from ._spec import Spec
 
 
 def tracer_provider_from_env(environ: Mapping[str, str] | None = None) -> TracerProvider:
@@ -66,3 +71,128 @@ def tracer_provider_from_env(environ: Mapping[str, str] | None = None) -> Tracer
             "(expected console, otlp or none)"
         )
     return provider
+
+
+def otel_sink_for(spec: Spec | None, model: Mapping[str, Any] | None, provider: Any) -> EventSink:
+    """An `OtelSink` on `provider`, told the requested models (the builder's from `model`, a
+    model table, the evaluator's from the spec's strategy) and the provider."""
+    from harness import OtelSink
+
+    models: dict[str, str] = {}
+    evaluator = spec.strategy.get("evaluator") if spec is not None else None
+    for agent, table in (("builder", model), ("evaluator", evaluator)):
+        if isinstance(table, Mapping) and isinstance(table.get("model"), str):
+            models[agent] = table["model"]
+    kind = model.get("type") if model is not None else None
+    return OtelSink(
+        provider,
+        request_model=models,
+        provider_name=kind if kind in ("openai", "anthropic") else None,
+    )
+
+
+class BoardTracer:
+    """`harness board run --otel`: the board's run as one trace. A ``harness.board`` span
+    spans the run; each attempt is a ``harness.attempt`` span under it (the task id, the
+    attempt number, the agent, its role, then the outcome); the attempt's run is the
+    ``invoke_agent`` tree of an `OtelSink` under that (for attempts run in the board's
+    process: with the Ray engine the attempt spans come alone). An `AttemptWatcher`; open it
+    with `start`; `end` ends it and shuts the provider down."""
+
+    def __init__(self, provider: TracerProvider, *, folder: str, engine: str) -> None:
+        from opentelemetry import trace
+
+        self._trace = trace
+        self._provider = provider
+        self._tracer = provider.get_tracer("completion-harness")
+        self._folder = folder
+        self._engine = engine
+        self._board: Span | None = None
+        self._attempts: dict[AttemptInfo, Span] = {}
+
+    def start(self) -> None:
+        self._board = self._tracer.start_span(
+            "harness.board",
+            attributes={"harness.board.folder": self._folder, "harness.board.engine": self._engine},
+        )
+
+    def end(self, result: BoardResult | None, stopped: str | None = None) -> None:
+        """End the board's span (and any attempt span still open): with the tasks' counts, or
+        as an error when the board was stopped (`stopped` says by what) or refused to run."""
+        for info in list(self._attempts):
+            self._end_attempt(info, "cancelled", stopped or "the board stopped")
+        board = self._board
+        if board is None:
+            return
+        self._board = None
+        if result is not None:
+            board.set_attributes(
+                {f"harness.board.tasks.{status}": n for status, n in result.counts.items()}
+            )
+            board.set_attribute("harness.board.complete", result.complete)
+        if result is None or not result.complete:
+            why = stopped or ("not every task is complete" if result else "the board did not run")
+            board.set_attribute("error.type", "stopped" if stopped else "incomplete")
+            board.set_status(self._trace.Status(self._trace.StatusCode.ERROR, why))
+        board.end()
+        self._provider.shutdown()  # flushes the exporter before the table is printed
+
+    # -- AttemptWatcher
+
+    def started(self, spec: AttemptSpec) -> Sequence[EventSink]:
+        if self._board is None:
+            return ()
+        info = spec.info
+        span = self._tracer.start_span(
+            "harness.attempt",
+            context=self._trace.set_span_in_context(self._board),
+            attributes={
+                "harness.task.id": info.task,
+                "harness.attempt.number": info.attempt,
+                "harness.agent": info.agent,
+                "harness.role": info.role,
+            },
+        )
+        self._attempts[info] = span
+        model = spec.model if isinstance(spec.model, Mapping) else None
+        return [_Within(otel_sink_for(spec.spec, model, self._provider), span, self._trace)]
+
+    def finished(self, spec: AttemptSpec, outcome: AttemptOutcome | None) -> None:
+        if outcome is None:
+            self._end_attempt(spec.info, "cancelled", "the attempt was cancelled")
+        else:
+            self._end_attempt(spec.info, outcome.outcome, outcome.message)
+
+    def _end_attempt(self, info: AttemptInfo, outcome: str, message: str) -> None:
+        span = self._attempts.pop(info, None)
+        if span is None:
+            return
+        span.set_attributes(
+            {"harness.attempt.outcome": outcome, "harness.attempt.message": message}
+        )
+        if outcome != "complete":
+            span.set_attribute("error.type", outcome)
+            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, message))
+        span.end()
+
+
+class _Within:
+    """An `OtelSink` whose run span is a child of `parent` (the attempt's span): the parent is
+    the current span while the sink handles each event."""
+
+    def __init__(self, sink: EventSink, parent: Span, trace: Any) -> None:
+        from opentelemetry import context
+
+        self._sink = sink
+        self._context = context
+        self._parent = trace.set_span_in_context(parent)
+
+    def emit(self, event: Event) -> None:
+        token = self._context.attach(self._parent)
+        try:
+            self._sink.emit(event)
+        finally:
+            self._context.detach(token)
+
+    def __repr__(self) -> str:
+        return repr(self._sink)

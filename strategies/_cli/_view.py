@@ -1,4 +1,5 @@
-"""`harness view TRANSCRIPT.jsonl`: write the run as one self-contained HTML page."""
+"""`harness view TRANSCRIPT.jsonl`: write the run as one self-contained HTML page.
+`harness view BOARD_DIR`: a page per attempt of the board and an index page of its tasks."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness import FixtureError
+from harness import FixtureError, HarnessError
 
 EXIT_OK = 0
 EXIT_ERROR = 2
@@ -15,20 +16,31 @@ EXIT_ERROR = 2
 
 def register(sub: Any) -> None:
     parser = sub.add_parser(
-        "view", help="write a run's transcript as a self-contained HTML page to open in a browser"
+        "view",
+        help="write a run's transcript (or a board's attempts) as self-contained HTML pages",
     )
-    parser.add_argument("transcript", type=Path, help="the JSONL transcript of a run")
     parser.add_argument(
-        "-o", "--output", type=Path, help="where to write the page (default: beside it, .html)"
+        "transcript",
+        type=Path,
+        help="the JSONL transcript of a run, or a board's folder (with its .board state)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="where to write the page (default: beside it, .html); for a board, the folder for "
+        "its pages (default: view/ in its state folder)",
     )
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     # Imported here: `harness run` should not pay for the viewer at start-up.
-    from strategies._viewer import write_view
+    from strategies._viewer import is_board, write_view
 
     source: Path = args.transcript
+    if source.is_dir() and is_board(source):
+        return _board(source, args.output)
     out: Path = args.output or source.with_suffix(".html")
     if out.resolve() == source.resolve():
         print(f"harness: the page would overwrite the transcript {str(source)!r}", file=sys.stderr)
@@ -54,4 +66,25 @@ def handle(args: argparse.Namespace) -> int:
         )
     if not view.runs or view.runs[-1].halt is None:
         print("harness: the transcript ends without run.halted (a crashed run?)", file=sys.stderr)
+    return EXIT_OK
+
+
+def _board(folder: Path, output: Path | None) -> int:
+    from strategies._viewer import write_board_view
+    from strategies._viewer._board import board_state_of
+
+    out = output or board_state_of(folder) / "view"
+    try:
+        view = write_board_view(folder, out)
+    except (HarnessError, OSError) as exc:
+        print(f"harness: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print(view.index)
+    for page in view.attempts:
+        if page.problem is not None:
+            attempt = page.attempt
+            print(
+                f"harness: {attempt.task} attempt {attempt.number} has no page: {page.problem}",
+                file=sys.stderr,
+            )
     return EXIT_OK

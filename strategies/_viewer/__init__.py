@@ -1,15 +1,26 @@
-"""The run viewer: a self-contained HTML page for a JSONL transcript (`harness view`)."""
+"""The run viewer: a self-contained HTML page for a JSONL transcript, or pages for a board's
+attempts and an index of its tasks (`harness view`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ._board import BoardView, is_board, write_board_view
 from ._fold import build_view
 from ._page import render_page
 from ._read import read_for_view
 from ._records import TranscriptView
 
-__all__ = ["TranscriptView", "build_view", "read_for_view", "render_page", "write_view"]
+__all__ = [
+    "BoardView",
+    "TranscriptView",
+    "build_view",
+    "is_board",
+    "read_for_view",
+    "render_page",
+    "write_board_view",
+    "write_view",
+]
 
 
 def write_view(transcript: str | Path, out: str | Path) -> TranscriptView:

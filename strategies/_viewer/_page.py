@@ -59,13 +59,19 @@ def render_page(view: TranscriptView) -> str:
         ),
         Html(f"<script>{script}</script>"),
     )
+    return document(f"{name}: {_title(view)}", style, policy, body)
+
+
+def document(title: str, style: str, policy: str, body: Html) -> str:
+    """A page: `body` (the ``<body>`` element) with the head every viewer page has, its
+    Content Security Policy `policy` and its inline stylesheet `style`."""
     head = join(
         [
             Html('<meta charset="utf-8">'),
             void("meta", {"http-equiv": "Content-Security-Policy", "content": policy}),
             Html('<meta name="viewport" content="width=device-width, initial-scale=1">'),
             Html('<meta name="generator" content="harness view">'),
-            tag("title", None, f"{name}: {_title(view)}"),
+            tag("title", None, title),
             Html(f"<style>{style}</style>"),
         ]
     )

@@ -11,7 +11,7 @@ The task file format, ``board.toml``, the statuses, the database and the engines
 described in the modules' docstrings and in the README's "Task board" section.
 """
 
-from ._attempt import AttemptOutcome, AttemptSpec, classify, execute_attempt
+from ._attempt import AttemptOutcome, AttemptSpec, AttemptWatcher, classify, execute_attempt
 from ._board import Board, BoardResult, board_state, open_store
 from ._config import Agent, AttemptInfo, BoardConfig, BoardSettings, load_config, pool
 from ._engine import Engine, LocalEngine
@@ -30,6 +30,7 @@ __all__ = [
     "AttemptRecord",
     "AttemptSpec",
     "AttemptState",
+    "AttemptWatcher",
     "Board",
     "BoardBusy",
     "BoardConfig",

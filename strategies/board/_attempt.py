@@ -20,9 +20,9 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from attrs import evolve, field, frozen
 
@@ -30,6 +30,7 @@ from checks import AllOf, CommandCheck, CompletionCheck, TestSuiteCheck
 from harness import (
     ConfigurationError,
     Event,
+    EventSink,
     FixtureError,
     Harness,
     ModelClient,
@@ -66,6 +67,31 @@ class AttemptSpec:
     check_first: bool = False
     spec: Spec | None = field(default=None, eq=False, repr=False)
     """The task's spec, already built (in the board's process); else built from `table`."""
+    sinks: tuple[EventSink, ...] = field(default=(), eq=False, repr=False)
+    """More sinks for the run's events, in the board's process (a display, a tracer): an
+    engine that runs the attempt elsewhere drops them."""
+
+    @property
+    def budget(self) -> Budget | None:
+        """The run's budget, less what interrupted attempts used (None when the task's spec
+        is not built here, or nothing is left)."""
+        if self.spec is None:
+            return None
+        budget = remaining_budget(self.spec.policy.budget, self.carry)
+        return None if isinstance(budget, str) else budget
+
+
+@runtime_checkable
+class AttemptWatcher(Protocol):
+    """Follows each attempt in the board's process (`Board(watchers=...)`): `started` gives
+    sinks for the attempt's run events, `finished` comes once the attempt is over, with its
+    outcome (None when it was cancelled). Only an engine that runs attempts in the board's
+    process (the local one) hands the run's events to those sinks; both calls come either
+    way. Called on the board's event loop: they must not block."""
+
+    def started(self, spec: AttemptSpec) -> Sequence[EventSink]: ...
+
+    def finished(self, spec: AttemptSpec, outcome: AttemptOutcome | None) -> None: ...
 
 
 @frozen
@@ -168,7 +194,7 @@ def _prepare(spec: AttemptSpec, emit: Emit) -> Harness | AttemptOutcome:
         strategy=strategy,
         workspace=spec.workspace,
         system_prompt=task.system_prompt,
-        sinks=[_Forward(emit)],
+        sinks=[_Forward(emit), *spec.sinks],
         tool_timeout=task.tool_timeout,
         done_tool=task.done_tool,
         context_window=task.context_window,

@@ -23,13 +23,13 @@ from typing import IO, Any, Literal
 
 import anyio
 import anyio.to_thread
-from attrs import define, field, frozen
+from attrs import define, evolve, field, frozen
 
-from harness import ConfigurationError, EventStream
+from harness import ConfigurationError, EventSink, EventStream
 from harness._log import LibraryLogger
 from harness._streaming import stream_events
 
-from ._attempt import AttemptOutcome, AttemptSpec
+from ._attempt import AttemptOutcome, AttemptSpec, AttemptWatcher
 from ._config import (
     BOARD_FILE,
     TASKS_FOLDER,
@@ -92,6 +92,7 @@ class Board:
     settings: BoardSettings = field(factory=BoardSettings)
     engine: Engine = field(factory=LocalEngine)
     sinks: Sequence[BoardSink] = ()
+    watchers: Sequence[AttemptWatcher] = ()
     logger: Any = None
     _seats: tuple[Seat, ...] = field(init=False, repr=False)
     _by_id: dict[str, BoardTask] = field(init=False, repr=False)
@@ -116,6 +117,7 @@ class Board:
         engine: Engine | Literal["local", "ray"] = "local",
         ray_address: str | None = None,
         sinks: Sequence[BoardSink] = (),
+        watchers: Sequence[AttemptWatcher] = (),
     ) -> Board:
         """The board in `folder`: ``board.toml`` and ``tasks/*.toml``; its state goes to
         ``folder/.board`` unless `state` says otherwise."""
@@ -136,6 +138,7 @@ class Board:
             settings=config.settings,
             engine=engine,
             sinks=sinks,
+            watchers=watchers,
         )
 
     async def run(self, *, sinks: Sequence[BoardSink] = ()) -> BoardResult:
@@ -289,10 +292,29 @@ class Board:
             check_first=claim.number > 1,
             spec=task.spec,
         )
-        with transcript:
-            return await self.engine.run_attempt(
-                spec, _Recorder(transcript, writer, store, owner, claim).emit
-            )
+        spec = evolve(spec, sinks=self._watch(spec))
+        outcome: AttemptOutcome | None = None
+        try:
+            with transcript:
+                outcome = await self.engine.run_attempt(
+                    spec, _Recorder(transcript, writer, store, owner, claim).emit
+                )
+            return outcome
+        finally:
+            for watcher in self.watchers:
+                try:
+                    watcher.finished(spec, outcome)
+                except Exception:  # a display or a tracer must not take the board down
+                    _log.exception("board.watcher.failed", watcher=repr(watcher))
+
+    def _watch(self, spec: AttemptSpec) -> tuple[EventSink, ...]:
+        sinks: list[EventSink] = []
+        for watcher in self.watchers:
+            try:
+                sinks.extend(watcher.started(spec))
+            except Exception:
+                _log.exception("board.watcher.failed", watcher=repr(watcher))
+        return tuple(sinks)
 
     def _files_for(self, task: BoardTask, claim: Claim) -> tuple[Path | None, IO[str]]:
         workspace = self._workspace_for(task)

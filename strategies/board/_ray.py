@@ -100,8 +100,8 @@ class RayEngine:
             raise RuntimeError("the Ray engine is not open (use it through Board.run)")
         ray = _import_ray()
         # The worker builds the run from the task's table itself: the built spec holds tools
-        # and checks that need not survive pickling.
-        generator = self._remote.remote(evolve(spec, spec=None))
+        # and checks that need not survive pickling; sinks live in the board's process only.
+        generator = self._remote.remote(evolve(spec, spec=None, sinks=()))
         settled = False
         try:
             while True:
