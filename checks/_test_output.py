@@ -104,11 +104,6 @@ def failing_tests(output: str) -> list[str]:
     )
 
 
-def summary_counts(output: str) -> str | None:
-    """The closing counts the runner printed (``2 failed, 3 passed in 0.12s``), if any."""
-    return _counts([line.rstrip() for line in output.splitlines()])
-
-
 def _unique(names: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(names))
 

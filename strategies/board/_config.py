@@ -43,7 +43,6 @@ from ._tasks import BoardConfigError
 
 BOARD_FILE = "board.toml"
 TASKS_FOLDER = "tasks"
-PLACEHOLDERS = ("task", "attempt", "agent", "role")
 _SECTIONS = {"board", "agents", "ray"}
 _BOARD_KEYS = {
     "workspace",
