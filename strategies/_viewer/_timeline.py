@@ -4,6 +4,7 @@ are folded (`TimelineWriter`), and the halt."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import IO, Any
 
@@ -15,6 +16,9 @@ MAX_TEXT = 40_000
 FOLD_LINES = 14
 FOLD_CHARS = 1_200
 
+
+_FIRST_LINE = re.compile(r"\s*([^\n]{0,120})")
+"""The start of a text's first line that is not blank (without copying the rest)."""
 
 GROUP = 50
 """A run of more items of one kind (turns, or notes of one kind) than this in a session is
@@ -283,7 +287,8 @@ def text_block(text: str, kind: str, line: int | None = None, *, open_: bool = F
     lines = shown.count("\n") + 1
     if lines <= FOLD_LINES and len(shown) <= FOLD_CHARS:
         return join([block, clipped])
-    first = shown.strip().split("\n", 1)[0][:120]
+    match = _FIRST_LINE.match(shown)
+    first = match.group(1) if match else ""
     return tag(
         "details",
         {"class": "fold", "open": open_},
