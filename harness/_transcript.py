@@ -42,18 +42,9 @@ from ._events import (
     TurnStarted,
     VerdictReached,
 )
-from ._jsonl import MAX_DEPTH, load_line
+from ._jsonl import load_line
 from ._messages import ModelResponse, ToolCall, Usage
 from ._result import HaltReason
-
-__all__ = [
-    "MAX_DEPTH",
-    "RunTally",
-    "TranscriptReader",
-    "UnknownEvent",
-    "UnknownHalt",
-    "event_from_dict",
-]
 
 T = TypeVar("T")
 _MISSING: Any = object()
