@@ -80,9 +80,6 @@ def load_line(raw: str | bytes, *, path: str | Path | None, line: int | None) ->
                 path=path,
                 line=line,
             ) from None
-    too_deep = FixtureError(
-        f"nested deeper than {MAX_DEPTH} levels of arrays and objects", path=path, line=line
-    )
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -90,10 +87,15 @@ def load_line(raw: str | bytes, *, path: str | Path | None, line: int | None) ->
             f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=line
         ) from None
     except RecursionError:
-        raise too_deep from None
-    # Only a line with more brackets than the limit can nest that deep: most lines skip the walk.
-    if raw.count("[") + raw.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
-        raise too_deep
+        value = None
+        too_deep = True
+    else:
+        # Only a line with more brackets than the limit can nest that deep: most skip the walk.
+        too_deep = raw.count("[") + raw.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH
+    if too_deep:
+        raise FixtureError(
+            f"nested deeper than {MAX_DEPTH} levels of arrays and objects", path=path, line=line
+        )
     return value
 
 
