@@ -15,8 +15,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from attrs import field, frozen
 
-from harness import Clock, ConfigurationError, ProcessResult, SystemClock, run_process
-from harness._validate import positive
+from harness import ConfigurationError
+from harness.extend import Clock, ProcessResult, SystemClock, positive, run_process
 
 DEFAULT_MAX_OUTPUT = 64 * 1024
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
