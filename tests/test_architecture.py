@@ -145,3 +145,21 @@ def test_the_top_level_namespace_is_for_users_of_the_loop() -> None:
     assert len(harness.__all__) <= 70
     for internal in ("Session", "PolicySession", "Schema", "FakeClock", "check_positive"):
         assert internal not in harness.__all__
+
+
+def _public_names_block() -> str:
+    lines = []
+    for name in AUDIENCE_MODULES:
+        exported = importlib.import_module(name).__all__
+        lines.append(f"- `{name}` ({len(exported)}): " + ", ".join(f"`{n}`" for n in exported))
+    return "\n".join(lines)
+
+
+def test_readme_lists_the_public_names_of_each_module() -> None:
+    """The README's layout section lists every public name of every audience module, so a name
+    cannot become public (or stop being public) without the README saying so."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start, end = "<!-- public-names:start -->\n", "<!-- public-names:end -->"
+    listed = readme[readme.index(start) + len(start) : readme.index(end)].strip()
+    expected = _public_names_block()
+    assert listed == expected, f"replace the README's public-names block with:\n{expected}"

@@ -1,4 +1,4 @@
-"""`harness.run_process`: a child's whole process tree is gone when it returns, including what
+"""`harness.extend.run_process`: a child's whole process tree is gone when it returns, including what
 left its process group."""
 
 from __future__ import annotations
