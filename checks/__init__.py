@@ -13,6 +13,7 @@ from harness._lazy import lazy_exports as _lazy_exports
 from ._always import AlwaysComplete
 from ._compose import AllOf, AnyOf, Combinable
 from ._protocol import CompletionCheck, PreparesForRun
+from ._run_check import CheckVerdict, run_check
 
 if typing.TYPE_CHECKING:
     from ._command import CommandCheck
@@ -67,6 +68,7 @@ __all__ = [
     "AnyOf",
     "BubblewrapSandbox",
     "CHECK_TYPES",
+    "CheckVerdict",
     "Combinable",
     "CommandCheck",
     "CompletionCheck",
@@ -90,6 +92,7 @@ __all__ = [
     "failing_tests",
     "load_features",
     "parse_verdict",
+    "run_check",
     "sandbox_by_name",
     "sqlite_query_tool",
 ]
