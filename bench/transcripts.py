@@ -32,7 +32,6 @@ from harness import (
     FeedbackInjected,
     IterationStarted,
     JsonlTranscript,
-    ModelResponse,
     RunHalted,
     RunStarted,
     ToolCall,
@@ -41,6 +40,7 @@ from harness import (
     TurnStarted,
     Usage,
 )
+from harness.extend import ModelResponse
 
 TARGET_SECONDS = 10.0
 TARGET_MB = 200.0
@@ -126,7 +126,10 @@ CHILD = {
         "assert view.runs and view.runs[-1].halt is not None\n"
     ),
     "fixture_from_transcript": (
-        "from harness import fixture_from_transcript\n"
+        "try:\n"
+        "    from harness.testing import fixture_from_transcript\n"
+        "except ImportError:  # a checkout from before harness.testing\n"
+        "    from harness import fixture_from_transcript\n"
         "lines = fixture_from_transcript(sys.argv[1])\n"
         "assert lines\n"
     ),

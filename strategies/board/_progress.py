@@ -27,7 +27,7 @@ from harness import (
 
 
 @frozen
-class Progress:
+class AttemptProgress:
     """Work done by interrupted attempts, carried into the next one: budgets count it, and a
     Ralph task resumes after its completed iterations."""
 
@@ -40,11 +40,11 @@ class Progress:
     wall_time: float = 0.0
     last_reason: str | None = None
 
-    def __add__(self, other: Progress) -> Progress:
+    def __add__(self, other: AttemptProgress) -> AttemptProgress:
         cost = None
         if self.cost_usd is not None and other.cost_usd is not None:
             cost = self.cost_usd + other.cost_usd
-        return Progress(
+        return AttemptProgress(
             iterations=self.iterations + other.iterations,
             turns=self.turns + other.turns,
             tool_calls=self.tool_calls + other.tool_calls,
@@ -57,13 +57,13 @@ class Progress:
 
     @property
     def empty(self) -> bool:
-        return self == Progress()
+        return self == AttemptProgress()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> Progress:
+    def from_dict(cls, data: Mapping[str, Any] | None) -> AttemptProgress:
         return cls(**data) if data else cls()
 
 
@@ -71,7 +71,7 @@ class Progress:
 class AttemptRecord:
     """An attempt's transcript, summed up: its own progress, and its halt if it got that far."""
 
-    progress: Progress
+    progress: AttemptProgress
     halt: dict[str, Any] | None = None
     verified: bool = False
 
@@ -82,7 +82,7 @@ def read_attempt(path: str | Path) -> AttemptRecord:
     is ignored, and so is everything from a line that cannot be read as an event on."""
     source = Path(path)
     if not source.exists():
-        return AttemptRecord(Progress())
+        return AttemptRecord(AttemptProgress())
     tally = RunTally()
     iteration = 0
     completed: set[int] = set()
@@ -100,7 +100,7 @@ def read_attempt(path: str | Path) -> AttemptRecord:
                         last_reason = event.reason
     except FixtureError:
         pass  # what came before the bad line is what the attempt is known to have done
-    progress = Progress(
+    progress = AttemptProgress(
         iterations=len(completed),
         turns=tally.turns_finished,
         tool_calls=tally.tool_calls,
