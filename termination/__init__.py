@@ -30,7 +30,7 @@ from ._sensors import (
 
 if typing.TYPE_CHECKING:
     from ._check_churn import CheckChurnSensor
-    from ._config import (
+    from ._sensor_config import (
         feedback_from_config,
         register_feedback,
         register_sensor,
@@ -51,10 +51,10 @@ if typing.TYPE_CHECKING:
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
 _LAZY = {
     "CheckChurnSensor": "._check_churn",
-    "feedback_from_config": "._config",
-    "register_feedback": "._config",
-    "register_sensor": "._config",
-    "sensor_from_config": "._config",
+    "feedback_from_config": "._sensor_config",
+    "register_feedback": "._sensor_config",
+    "register_sensor": "._sensor_config",
+    "sensor_from_config": "._sensor_config",
     "ContextPressureSensor": "._context_pressure",
     "NoProgressSensor": "._no_progress",
     "OscillationSensor": "._oscillation",

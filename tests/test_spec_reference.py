@@ -14,9 +14,9 @@ import pytest
 import checks
 import harness
 import termination
-from checks._config import CHECKS, SANDBOXES
+from checks._check_config import CHECKS, SANDBOXES
 from harness import ConfigurationError, SensorReading, SessionStateSnapshot
-from harness._providers._config import MODELS
+from harness._providers._model_config import MODELS
 from harness._providers._pricing import PRICE
 from harness._providers._retry import RETRY
 from harness._schema import REQUIRED, Key, Schema, Variants
@@ -24,8 +24,8 @@ from strategies import Ralph, SelfVerifying
 from strategies._cli import main
 from strategies._cli._reference import COMMAND, render
 from strategies._cli._spec import SpecError, load_spec
-from strategies._config import STRATEGIES
-from termination._config import _PROVIDERS, _SENSORS, register_sensor
+from strategies._strategy_config import STRATEGIES
+from termination._sensor_config import _PROVIDERS, _SENSORS, register_sensor
 from termination._keys import BUDGET, FEEDBACK, POLICY, SENSORS, TRIGGER
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,7 +18,7 @@ from typing import Any
 from attrs import frozen
 
 from checks import AllOf, CompletionCheck, check_from_config
-from checks._config import CHECKS
+from checks._check_config import CHECKS
 from harness import (
     ConfigurationError,
     ModelClient,
@@ -30,10 +30,10 @@ from harness import (
     write_file,
 )
 from harness._providers import model_from_config
-from harness._providers._config import MODELS
+from harness._providers._model_config import MODELS
 from harness._schema import REQUIRED, Key, Schema
 from harness._validate import check_positive
-from strategies._config import STRATEGIES, strategy_from_config
+from strategies._strategy_config import STRATEGIES, strategy_from_config
 from strategies._self_verifying import SelfVerifying
 from termination import Budget, TerminationPolicy, feedback_from_config, sensor_from_config
 from termination._keys import BUDGET, FEEDBACK, POLICY, SENSORS

@@ -42,7 +42,7 @@ from termination import Budget, TerminationPolicy
 
 from .._cli._spec import Spec, spec_from_table
 from .._ralph import Ralph
-from ._config import AttemptInfo, ModelSource
+from ._board_config import AttemptInfo, ModelSource
 from ._progress import Progress
 
 Outcome = Literal["complete", "review", "failed", "retry"]
