@@ -15,8 +15,8 @@ from ._compose import AllOf, AnyOf, Combinable
 from ._protocol import CompletionCheck, PreparesForRun
 
 if typing.TYPE_CHECKING:
-    from ._command import CommandCheck
     from ._check_config import CHECK_TYPES, check_from_config
+    from ._command import CommandCheck
     from ._feature_list import Feature, FeatureListCheck, FeatureListError, load_features
     from ._files import FilesCheck
     from ._judge import JUDGE_SYSTEM, QuestionAnsweredCheck

@@ -30,12 +30,6 @@ from ._sensors import (
 
 if typing.TYPE_CHECKING:
     from ._check_churn import CheckChurnSensor
-    from ._sensor_config import (
-        feedback_from_config,
-        register_feedback,
-        register_sensor,
-        sensor_from_config,
-    )
     from ._context_pressure import ContextPressureSensor
     from ._no_progress import NoProgressSensor
     from ._oscillation import OscillationSensor
@@ -46,6 +40,12 @@ if typing.TYPE_CHECKING:
         ToolUsageFeedback,
     )
     from ._repeated_claim import RepeatedClaimSensor
+    from ._sensor_config import (
+        feedback_from_config,
+        register_feedback,
+        register_sensor,
+        sensor_from_config,
+    )
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).

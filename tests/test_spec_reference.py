@@ -23,10 +23,10 @@ from harness._schema import REQUIRED, Key, Schema, Variants
 from strategies import Ralph, SelfVerifying
 from strategies._cli import main
 from strategies._cli._reference import COMMAND, render
-from strategies._cli._spec import SpecError, load_spec
+from strategies._spec import SpecError, load_spec
 from strategies._strategy_config import STRATEGIES
-from termination._sensor_config import _PROVIDERS, _SENSORS, register_sensor
 from termination._keys import BUDGET, FEEDBACK, POLICY, SENSORS, TRIGGER
+from termination._sensor_config import _PROVIDERS, _SENSORS, register_sensor
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "spec-reference.md"
@@ -130,7 +130,7 @@ def test_every_constructor_argument_is_described_with_its_default(
 
 
 def _every_schema() -> list[Schema]:
-    from strategies._cli._spec import SPEC
+    from strategies._spec import SPEC
 
     schemas: list[Schema] = [SPEC, PRICE, RETRY, BUDGET, TRIGGER, POLICY]
     for family in (MODELS, STRATEGIES, CHECKS, SANDBOXES, SENSORS, FEEDBACK):

@@ -10,7 +10,7 @@ from harness import Clock, SessionStateSnapshot
 from harness._clock import SystemClock
 from termination import TerminationPolicy
 
-from ._spec import Spec
+from .._spec import Spec
 
 
 @frozen

@@ -19,8 +19,8 @@ from harness._providers._retry import RETRY
 from harness._reference import render_schema, render_variants
 from termination._keys import BUDGET, FEEDBACK, POLICY, SENSORS, TRIGGER
 
+from .._spec import SPEC
 from .._strategy_config import STRATEGIES
-from ._spec import SPEC
 
 COMMAND = "harness spec-reference > docs/spec-reference.md"
 
