@@ -180,7 +180,7 @@ def _spec(tmp_path: Path, body: str) -> Path:
             '[[checks]]\ntype = "feature_lst"\n',
             "spec.toml: checks[0].type must be one of 'always_complete', 'feature_list', "
             "'test_suite', 'command', 'files', 'signal', 'plan', 'sql_result', "
-            "'question_answered', 'all_of', 'any_of' (got 'feature_lst'); "
+            "'question_answered', 'python', 'all_of', 'any_of' (got 'feature_lst'); "
             "did you mean 'feature_list'?",
         ),
         (
