@@ -36,7 +36,7 @@ from harness import (
 from harness.extend import EventStream, LibraryLogger, stream_events
 
 from ._attempt import AttemptOutcome, AttemptSpec, AttemptWatcher
-from ._config import (
+from ._board_config import (
     BOARD_FILE,
     TASKS_FOLDER,
     Agent,
