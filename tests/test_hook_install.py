@@ -67,6 +67,21 @@ def test_install_writes_the_agents_documented_shape_once(agent: str, project: Pa
     assert path.read_bytes() == before
 
 
+@pytest.mark.parametrize("agent", list(FILES))
+def test_a_reinstall_with_other_options_updates_the_one_entry(agent: str, project: Path) -> None:
+    """The same hook on the same spec is never listed twice: new options replace the old."""
+    spec = project.parent / "checks.toml"
+    install_hook(agent, spec, project=project)
+    done = install_hook(agent, spec, project=project, max_blocks=3, time_limit=100)
+    assert done.changed
+    [entry] = the_hooks(agent, json.loads(done.path.read_text()))
+    assert entry["command"] == hook_command(agent, spec, max_blocks=3, time_limit=100)
+    assert entry["timeout"] == (110_000 if agent == "gemini" else 110)
+    other = project.parent / "other.toml"
+    other.write_text(spec.read_text())
+    assert len(the_hooks(agent, install_hook(agent, other, project=project).content)) == 2
+
+
 EXISTING: dict[str, dict[str, Any]] = {
     "claude": {
         "permissions": {"allow": ["Bash(pytest:*)"]},

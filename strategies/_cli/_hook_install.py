@@ -11,10 +11,11 @@ gemini   ``.gemini/settings.json``     ``~/.gemini/settings.json``  ``AfterAgent
 cursor   ``.cursor/hooks.json``        ``~/.cursor/hooks.json``     ``stop`` (seconds)
 =======  ============================  ===========================  ======================
 
-The entry is merged into what is there: every other key, event and hook is kept as it was,
-and an entry with the same command already present means nothing changes (so a second
-install is a no-op). A file that is not a JSON object, or whose ``hooks`` is not what the
-agent expects, is an error naming the file and the key; it is never overwritten.
+The entry is merged into what is there: every other key, event and hook is kept as it was.
+The same hook on the same spec already present is updated in place (so a second install is a
+no-op, and one with other options changes only that entry, never adding a second). A file
+that is not a JSON object, or whose ``hooks`` is not what the agent expects, is an error
+naming the file and the key; it is never overwritten.
 """
 
 from __future__ import annotations
@@ -92,57 +93,73 @@ def merge_hook(
     max_blocks: int = DEFAULT_MAX_BLOCKS,
     time_limit: float = DEFAULT_TIME_LIMIT,
 ) -> tuple[dict[str, Any], bool]:
-    """`config` with the stop hook running `command` added; and whether it was added.
+    """`config` with the stop hook running `command` added or updated; and whether it changed.
 
     `where` names the file in errors. The input is never changed.
     """
     _check_agent(agent)
     merged = copy.deepcopy(config)
-    if agent == "cursor":
-        _merge_cursor(merged, command, where, max_blocks, time_limit)
-        return (merged, True) if merged != config else (config, False)
-    event = "AfterAgent" if agent == "gemini" else "Stop"
     timeout: float | int = time_limit + MARGIN
     if agent == "gemini":  # Gemini CLI's hook timeout is in milliseconds
         timeout = round(timeout * 1000)
     elif float(timeout).is_integer():
         timeout = int(timeout)
-    hooks = _table(merged, "hooks", where)
-    groups = _list(hooks, event, f"{where}: hooks")
+    entry: dict[str, Any] = {"command": command, "timeout": timeout}
+    if agent == "cursor":
+        version = merged.setdefault("version", 1)
+        if version != 1:
+            raise ConfigurationError(f"{where}: 'version' must be 1 (got {version!r})")
+        entry["loop_limit"] = max_blocks
+        lists = [_list(_table(merged, "hooks", where), "stop", f"{where}: hooks")]
+    else:
+        entry = {"type": "command", **entry}
+        if agent == "gemini":
+            entry["name"] = "harness-verify"
+        lists = _group_lists(merged, "AfterAgent" if agent == "gemini" else "Stop", where)
+    ours = _hook_key(command)
+    for entries in lists:
+        for existing in entries:
+            if isinstance(existing, dict) and _hook_key(existing.get("command")) == ours:
+                existing.update(entry)  # the same hook on the same spec: new options
+                return (merged, True) if merged != config else (config, False)
+    if agent == "cursor":
+        lists[0].append(entry)
+    else:
+        _list(merged["hooks"], "AfterAgent" if agent == "gemini" else "Stop", where).append(
+            {"hooks": [entry]}
+        )
+    return merged, True
+
+
+def _group_lists(config: dict[str, Any], event: str, where: str) -> list[list[Any]]:
+    """The ``hooks`` list of every matcher group under ``hooks.EVENT``."""
+    groups = _list(_table(config, "hooks", where), event, f"{where}: hooks")
+    lists = []
     for index, group in enumerate(groups):
         if not isinstance(group, dict):
             raise ConfigurationError(f"{where}: hooks.{event}[{index}] must be an object")
         entries = group.get("hooks", [])
         if not isinstance(entries, list):
             raise ConfigurationError(f"{where}: hooks.{event}[{index}].hooks must be a list")
-        if any(isinstance(e, dict) and e.get("command") == command for e in entries):
-            return config, False
-    entry: dict[str, Any] = {"type": "command", "command": command, "timeout": timeout}
-    if agent == "gemini":
-        entry["name"] = "harness-verify"
-    groups.append({"hooks": [entry]})
-    return merged, True
+        lists.append(entries)
+    return lists
 
 
-def _merge_cursor(
-    config: dict[str, Any], command: str, where: str, max_blocks: int, time_limit: float
-) -> None:
-    """Add the entry to Cursor's ``{"version": 1, "hooks": {"stop": [...]}}`` in place."""
-    version = config.setdefault("version", 1)
-    if version != 1:
-        raise ConfigurationError(f"{where}: 'version' must be 1 (got {version!r})")
-    hooks = _table(config, "hooks", where)
-    entries = _list(hooks, "stop", f"{where}: hooks")
-    if any(isinstance(e, dict) and e.get("command") == command for e in entries):
-        return
-    timeout = time_limit + MARGIN
-    entries.append(
-        {
-            "command": command,
-            "loop_limit": max_blocks,
-            "timeout": int(timeout) if timeout.is_integer() else timeout,
-        }
-    )
+def _hook_key(command: object) -> tuple[str, str] | None:
+    """``(AGENT-stop, spec)`` when `command` runs one of these hooks, else None: a re-install
+    on the same spec updates that entry instead of adding a second one."""
+    if not isinstance(command, str):
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:  # not shell words we can read: someone else's command
+        return None
+    for i in range(len(words) - 1):
+        if words[i] == "hook" and words[i + 1].endswith("-stop"):
+            rest = words[i + 2 :]
+            spec = rest[rest.index("--spec") + 1] if "--spec" in rest[:-1] else ""
+            return words[i + 1], spec
+    return None
 
 
 def install_hook(
