@@ -67,7 +67,7 @@ from ._transcript import RunTally, TranscriptReader
 from ._workspace import WorkspaceEscape, open_in_workspace, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
-    from ._agent_clients import CursorAgentClient, GeminiCliClient
+    from ._agent_clients import CursorAgentClient, GeminiCliClient, OpenCodeClient
     from ._builtin_tools import list_files, read_file, workspace_tools, write_file
     from ._cli_agent import CliAgentClient
     from ._otel import OtelSink
@@ -92,6 +92,7 @@ _LAZY = {
     "CliAgentClient": "._cli_agent",
     "CursorAgentClient": "._agent_clients",
     "GeminiCliClient": "._agent_clients",
+    "OpenCodeClient": "._agent_clients",
     "OtelSink": "._otel",
     "Plan": "._plan",
     "PlanStep": "._plan",
@@ -196,6 +197,7 @@ __all__ = [
     "ModelFailed",
     "ModelPrice",
     "OpenAIClient",
+    "OpenCodeClient",
     "OtelSink",
     "Plan",
     "PlanStep",

@@ -8,6 +8,10 @@ read from what the agent documents, instead of its raw output.
 - `CursorAgentClient`: ``cursor-agent -p --output-format json`` (one ``result`` object) or
   ``stream-json`` (JSONL events ending in the same ``result``). Cursor reports no tokens.
   https://cursor.com/docs/cli/reference/output-format
+- `OpenCodeClient`: ``opencode run --format json`` (JSONL events: ``step_start``, ``text``,
+  ``tool_use``, ``step_finish`` with the step's ``tokens``, ``error``; written by
+  ``packages/opencode/src/cli/cmd/run.ts``). Tokens are reported: see `opencode_answer`.
+  https://opencode.ai/docs/cli
 
 Each is a `CliAgentClient` (one process per turn, its tree killed on timeout and cancel, only
 the named environment passed); only the reading of the output differs. The command's stdout
@@ -30,6 +34,7 @@ from ._messages import ModelRequest, ModelResponse, Usage
 
 GEMINI_ARGV = ("gemini", "--output-format", "json")
 CURSOR_ARGV = ("cursor-agent", "-p", "--output-format", "json")
+OPENCODE_ARGV = ("opencode", "run", "--format", "json")
 
 
 @frozen
@@ -124,6 +129,41 @@ def cursor_answer(output: str, *, name: str = "cursor-agent") -> AgentAnswer:
     return AgentAnswer(text.strip() if isinstance(text, str) else "")
 
 
+def opencode_answer(output: str, *, name: str = "opencode") -> AgentAnswer:
+    """The answer in OpenCode's ``run --format json`` events: the text of the last step.
+
+    Tokens, summed over the ``step_finish`` events' ``part.tokens``: input is ``input`` plus
+    ``cache.read`` and ``cache.write``, output is ``output`` plus ``reasoning``, cached is
+    ``cache.read``. OpenCode's own ``cost`` is not taken (an estimate from its price list).
+    """
+    events = [o for o in json_objects(output) if isinstance(o.get("type"), str)]
+    error = next((o for o in events if o["type"] == "error"), None)
+    if error is not None:
+        detail = error.get("error")
+        if isinstance(detail, dict) and isinstance(detail.get("data"), dict):
+            detail = {"type": detail.get("name"), "message": detail["data"].get("message")}
+        raise ModelError(f"{name} reported an error: {_error_text(detail)}")
+    finishes = [o for o in events if o["type"] == "step_finish"]
+    if not finishes:
+        raise ModelError(_no_json(name, "run --format json", output), kind="malformed")
+    text: list[str] = []
+    inputs = outputs = cached = 0
+    for event in events:
+        part = event.get("part") if isinstance(event.get("part"), dict) else {}
+        if event["type"] == "step_start":
+            text = []
+        elif event["type"] == "text" and isinstance(part.get("text"), str):
+            text.append(part["text"])
+        elif event["type"] == "step_finish" and isinstance(part.get("tokens"), dict):
+            tokens = part["tokens"]
+            cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+            read = _count(cache.get("read"))
+            inputs += _count(tokens.get("input")) + read + _count(cache.get("write"))
+            outputs += _count(tokens.get("output")) + _count(tokens.get("reasoning"))
+            cached += read
+    return AgentAnswer("".join(text).strip(), Usage(inputs, outputs, cached, cost_usd=None))
+
+
 def _error_text(error: object) -> str:
     if isinstance(error, dict):
         kind, message = error.get("type"), error.get("message")
@@ -189,3 +229,20 @@ class CursorAgentClient(_JsonAgentClient):
 
     def __repr__(self) -> str:
         return f"CursorAgentClient({list(self.argv)!r}, prompt={self.prompt_mode!r})"
+
+
+class OpenCodeClient(_JsonAgentClient):
+    """OpenCode as the model: by default ``opencode run --format json PROMPT`` (the prompt as
+    the last argument). Pass `argv` to add flags (``-m PROVIDER/MODEL``); keep
+    ``--format json``."""
+
+    def __init__(self, argv: Sequence[str] = OPENCODE_ARGV, **kwargs: Any) -> None:
+        kwargs.setdefault("name", "opencode")
+        kwargs.setdefault("prompt", "argument")
+        super().__init__(argv, **kwargs)
+
+    def answer(self, output: str) -> AgentAnswer:
+        return opencode_answer(output, name=self.name)
+
+    def __repr__(self) -> str:
+        return f"OpenCodeClient({list(self.argv)!r}, prompt={self.prompt_mode!r})"

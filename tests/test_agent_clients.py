@@ -16,6 +16,7 @@ from harness import (
     Message,
     ModelError,
     ModelFailed,
+    OpenCodeClient,
     TurnFinished,
     Usage,
     model_from_config,
@@ -27,6 +28,7 @@ from termination import TerminationPolicy
 FAKES = Path(__file__).resolve().parent / "fakes"
 GEMINI = [sys.executable, str(FAKES / "fake_gemini.py")]
 CURSOR = [sys.executable, str(FAKES / "fake_cursor_agent.py")]
+OPENCODE = [sys.executable, str(FAKES / "fake_opencode.py")]
 
 
 class Steps:
@@ -101,6 +103,29 @@ async def test_a_cursor_run_is_verified_from_its_result_text(form: str, tmp_path
 
 
 @pytest.mark.anyio
+async def test_an_opencode_run_answers_with_its_last_step_and_counts_every_step(
+    tmp_path: Path,
+) -> None:
+    """The answer is the text of the step that stopped, not the one before the tool call; the
+    tokens add up both steps, with cache reads and writes as input and reasoning as output."""
+    sink = ListSink()
+    harness = Harness(
+        model=OpenCodeClient([*OPENCODE, "run", "--format", "json"]),
+        policy=TerminationPolicy(completion_check=Steps(1)),
+        workspace=tmp_path,
+        sinks=[sink],
+    )
+    result = await harness.run("Write a step.")
+    assert result.verified
+    [finished] = sink.of_type(TurnFinished)
+    assert cast(TurnFinished, finished).response.text.startswith("Wrote step 1 (")
+    assert result.usage.input_tokens == (500 + 120) + (700 + 120)
+    assert result.usage.output_tokens == (50 + 10) + (40 + 10)
+    assert result.usage.cached_tokens == 200
+    assert result.usage.cost_usd is None
+
+
+@pytest.mark.anyio
 async def test_warnings_around_the_json_do_not_hide_the_answer(tmp_path: Path) -> None:
     """stdout and stderr arrive together: the pretty-printed object is found among them."""
     client = GeminiCliClient([*GEMINI, "--output-format", "json"], env={"FAKE_MODE": "noise"})
@@ -122,6 +147,10 @@ async def test_warnings_around_the_json_do_not_hide_the_answer(tmp_path: Path) -
             ),
             "You have been logged out",
         ),
+        (
+            OpenCodeClient([*OPENCODE, "run", "--format", "json"], env={"FAKE_MODE": "error"}),
+            "No API key for provider",
+        ),
     ],
 )
 @pytest.mark.anyio
@@ -140,6 +169,7 @@ async def test_an_agents_documented_failure_halts_the_run_with_its_message(
     [
         (GeminiCliClient(GEMINI), "--output-format json"),
         (CursorAgentClient([*CURSOR, "-p"]), "-p --output-format json"),
+        (OpenCodeClient([sys.executable, "-c", "print('hello')"]), "run --format json"),
     ],
 )
 @pytest.mark.anyio
@@ -165,6 +195,9 @@ def test_the_spec_names_each_agent_as_a_model(tmp_path: Path) -> None:
     assert isinstance(cursor, CursorAgentClient)
     assert cursor.command("do it") == ["cursor-agent", "-p", "--output-format", "json", "do it"]
     assert (cursor.timeout, cursor.pass_env) == (60.0, ("CURSOR_API_KEY",))
+    opencode = model_from_config({"type": "opencode"}, base=tmp_path)
+    assert isinstance(opencode, OpenCodeClient)
+    assert opencode.command("go") == ["opencode", "run", "--format", "json", "go"]
     custom = model_from_config(
         {"type": "gemini_cli", "argv": ["gemini", "-o", "stream-json", "-y"]}, base=tmp_path
     )

@@ -27,7 +27,7 @@
     cwd = "work"                          # optional; default: the run's workspace
 
     [model]
-    type = "gemini_cli"                   # or "cursor_agent"; the cli_agent keys, where
+    type = "gemini_cli"                   # or "cursor_agent", "opencode": the cli_agent keys
     argv = ["gemini", "--output-format", "json", "--approval-mode", "auto_edit"]  # optional
 
 Every error names the table and the key at fault.
@@ -39,14 +39,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .._agent_clients import CURSOR_ARGV, GEMINI_ARGV
+from .._agent_clients import CURSOR_ARGV, GEMINI_ARGV, OPENCODE_ARGV
 from .._errors import ConfigurationError, FixtureError
 from .._model import ModelClient
 from .._schema import REQUIRED, Key, Schema, Variants
 from ._pricing import PRICE, ModelPrice
 from ._retry import RETRY, RetryPolicy
 
-DEFAULT_ARGV = {"gemini_cli": GEMINI_ARGV, "cursor_agent": CURSOR_ARGV}
+DEFAULT_ARGV = {
+    "gemini_cli": GEMINI_ARGV,
+    "cursor_agent": CURSOR_ARGV,
+    "opencode": OPENCODE_ARGV,
+}
 
 
 def _api_keys(key_env: str) -> tuple[Key, ...]:
@@ -184,6 +188,12 @@ MODELS = Variants(
             help="`CursorAgentClient`: Cursor's agent in print mode (`--output-format json` "
             "or `stream-json`), its answer read from its JSON (it reports no tokens).",
         ),
+        "opencode": Schema(
+            "an opencode model",
+            _cli_keys(list(OPENCODE_ARGV), "argument"),
+            help="`OpenCodeClient`: `opencode run --format json`, its answer and token usage "
+            "read from its JSON events.",
+        ),
     },
     help="The model the builder talks to (also the table of a SelfVerifying `evaluator` and "
     "a `question_answered` check's `judge`).",
@@ -199,7 +209,7 @@ def model_from_config(
     try:
         if kind == "fixture":
             return _fixture(table, where, root)
-        if kind in ("cli_agent", "gemini_cli", "cursor_agent"):
+        if kind in ("cli_agent", *DEFAULT_ARGV):
             return _cli_agent(kind, table, where, root)
         return _sdk(kind, table, where)
     except ConfigurationError as exc:
@@ -259,7 +269,7 @@ def _sdk(kind: str, table: Mapping[str, Any], where: str) -> ModelClient:
 
 
 def _cli_agent(kind: str, table: Mapping[str, Any], where: str, root: Path) -> ModelClient:
-    from .._agent_clients import CursorAgentClient, GeminiCliClient
+    from .._agent_clients import CursorAgentClient, GeminiCliClient, OpenCodeClient
     from .._cli_agent import CliAgentClient
 
     argv = table.get("argv", list(DEFAULT_ARGV.get(kind, ())))
@@ -292,7 +302,11 @@ def _cli_agent(kind: str, table: Mapping[str, Any], where: str, root: Path) -> M
         kwargs["cwd"] = root / cwd
     if "max_output" in table:
         kwargs["max_output"] = table["max_output"]
-    client = {"gemini_cli": GeminiCliClient, "cursor_agent": CursorAgentClient}
+    client = {
+        "gemini_cli": GeminiCliClient,
+        "cursor_agent": CursorAgentClient,
+        "opencode": OpenCodeClient,
+    }
     return client.get(kind, CliAgentClient)(argv, **kwargs)
 
 
