@@ -65,6 +65,10 @@ def json_objects(output: str) -> Iterator[dict[str, Any]]:
         position = len(output) if newline < 0 else newline + 1
 
 
+def _table(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
@@ -88,7 +92,7 @@ def gemini_answer(output: str, *, name: str = "gemini") -> AgentAnswer:
             and o.get("role") == "assistant"
             and isinstance(o.get("content"), str)
         )
-        stats = result.get("stats") if isinstance(result.get("stats"), dict) else {}
+        stats = _table(result.get("stats"))
         usage = Usage(
             _count(stats.get("input_tokens")),
             _count(stats.get("output_tokens")),
@@ -103,8 +107,8 @@ def gemini_answer(output: str, *, name: str = "gemini") -> AgentAnswer:
         raise ModelError(f"{name} reported an error: {_error_text(final.get('error'))}")
     response = final.get("response")
     inputs = outputs = cached = 0
-    models = final.get("stats", {}).get("models") if isinstance(final.get("stats"), dict) else {}
-    for model in (models or {}).values():
+    models = _table(_table(final.get("stats")).get("models"))
+    for model in models.values():
         tokens = model.get("tokens") if isinstance(model, dict) else None
         if isinstance(tokens, dict):
             inputs += _count(tokens.get("prompt"))
@@ -149,14 +153,14 @@ def opencode_answer(output: str, *, name: str = "opencode") -> AgentAnswer:
     text: list[str] = []
     inputs = outputs = cached = 0
     for event in events:
-        part = event.get("part") if isinstance(event.get("part"), dict) else {}
+        part = _table(event.get("part"))
         if event["type"] == "step_start":
             text = []
         elif event["type"] == "text" and isinstance(part.get("text"), str):
             text.append(part["text"])
         elif event["type"] == "step_finish" and isinstance(part.get("tokens"), dict):
             tokens = part["tokens"]
-            cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+            cache = _table(tokens.get("cache"))
             read = _count(cache.get("read"))
             inputs += _count(tokens.get("input")) + read + _count(cache.get("write"))
             outputs += _count(tokens.get("output")) + _count(tokens.get("reasoning"))
