@@ -35,6 +35,8 @@ from ._messages import ModelRequest, ModelResponse, Usage
 GEMINI_ARGV = ("gemini", "--output-format", "json")
 CURSOR_ARGV = ("cursor-agent", "-p", "--output-format", "json")
 OPENCODE_ARGV = ("opencode", "run", "--format", "json")
+JSON_MAX_OUTPUT = 4 * 1024 * 1024
+"""Bytes of output kept by default: a whole pretty-printed object must fit, not just its tail."""
 
 
 @frozen
@@ -183,7 +185,14 @@ def _no_json(name: str, flags: str, output: str) -> str:
 
 
 class _JsonAgentClient(CliAgentClient):
-    """A `CliAgentClient` whose answer and usage are read from the agent's JSON output."""
+    """A `CliAgentClient` whose answer and usage are read from the agent's JSON output.
+
+    It keeps `JSON_MAX_OUTPUT` bytes of output by default (`max_output=` changes it).
+    """
+
+    def __init__(self, argv: Sequence[str], **kwargs: Any) -> None:
+        kwargs.setdefault("max_output", JSON_MAX_OUTPUT)
+        super().__init__(argv, **kwargs)
 
     def answer(self, output: str) -> AgentAnswer:  # pragma: no cover - each subclass has one
         raise NotImplementedError

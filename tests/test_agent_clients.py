@@ -21,6 +21,7 @@ from harness import (
     Usage,
     model_from_config,
 )
+from harness._agent_clients import JSON_MAX_OUTPUT, cursor_answer, gemini_answer, opencode_answer
 from harness.extend import ModelRequest
 from harness.testing import ListSink
 from termination import TerminationPolicy
@@ -203,3 +204,42 @@ def test_the_spec_names_each_agent_as_a_model(tmp_path: Path) -> None:
     )
     assert custom.argv == ("gemini", "-o", "stream-json", "-y")  # type: ignore[attr-defined]
     assert "GeminiCliClient" in repr(custom)
+
+
+@pytest.mark.parametrize(
+    ("read", "output", "message"),
+    [
+        (
+            gemini_answer,
+            '{"type": "init", "session_id": "s", "model": "m"}\n'
+            '{"type": "result", "status": "error", "error": {"type": "FatalTurnLimitedError", '
+            '"message": "Reached max session turns"}}\n',
+            "FatalTurnLimitedError: Reached max session turns",
+        ),
+        (
+            gemini_answer,
+            '{\n  "session_id": "s",\n  "error": {"type": "ApiError", "message": "quota"}\n}\n',
+            "ApiError: quota",
+        ),
+        (
+            cursor_answer,
+            '{"type": "result", "subtype": "error", "is_error": true, "result": "tool crashed"}',
+            "tool crashed",
+        ),
+        (opencode_answer, "{not json\nplain words\n", "run --format json"),
+    ],
+)
+def test_a_documented_error_in_the_json_is_a_model_error_naming_it(
+    read: Any, output: str, message: str
+) -> None:
+    """An error the agent reports in its JSON (even with exit code 0) fails the turn."""
+    with pytest.raises(ModelError, match=message):
+        read(output)
+
+
+def test_the_json_clients_keep_enough_output_for_a_whole_object() -> None:
+    """A pretty-printed object must fit whole, so these clients keep 4 MiB, not the tail of 64 KiB;
+    `max_output=` still sets it."""
+    assert GeminiCliClient().max_output == JSON_MAX_OUTPUT == 4 * 1024 * 1024
+    assert CursorAgentClient(max_output=1000).max_output == 1000
+    assert model_from_config({"type": "opencode"}).max_output == JSON_MAX_OUTPUT  # type: ignore[attr-defined]

@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .._agent_clients import CURSOR_ARGV, GEMINI_ARGV, OPENCODE_ARGV
+from .._agent_clients import CURSOR_ARGV, GEMINI_ARGV, JSON_MAX_OUTPUT, OPENCODE_ARGV
 from .._errors import ConfigurationError, FixtureError
 from .._model import ModelClient
 from .._schema import REQUIRED, Key, Schema, Variants
@@ -93,8 +93,9 @@ def _api_keys(key_env: str) -> tuple[Key, ...]:
     )
 
 
-def _cli_keys(argv: Any, prompt: str) -> tuple[Key, ...]:
-    """The keys of a command-line agent's table; `argv` and `prompt` are the defaults."""
+def _cli_keys(argv: Any, prompt: str, max_output: int = 65536) -> tuple[Key, ...]:
+    """The keys of a command-line agent's table; `argv`, `prompt` and `max_output` are the
+    defaults."""
     return (
         Key(
             "argv",
@@ -136,7 +137,7 @@ def _cli_keys(argv: Any, prompt: str) -> tuple[Key, ...]:
             "The folder it runs in, relative to the spec file.",
             default_text="the run's workspace",
         ),
-        Key("max_output", "integer", "Bytes of output kept (the tail).", default=65536),
+        Key("max_output", "integer", "Bytes of output kept (the tail).", default=max_output),
     )
 
 
@@ -178,19 +179,19 @@ MODELS = Variants(
         ),
         "gemini_cli": Schema(
             "a gemini_cli model",
-            _cli_keys(list(GEMINI_ARGV), "stdin"),
+            _cli_keys(list(GEMINI_ARGV), "stdin", JSON_MAX_OUTPUT),
             help="`GeminiCliClient`: Gemini CLI headless (`--output-format json` or "
             "`stream-json`), its answer and token usage read from its JSON.",
         ),
         "cursor_agent": Schema(
             "a cursor_agent model",
-            _cli_keys(list(CURSOR_ARGV), "argument"),
+            _cli_keys(list(CURSOR_ARGV), "argument", JSON_MAX_OUTPUT),
             help="`CursorAgentClient`: Cursor's agent in print mode (`--output-format json` "
             "or `stream-json`), its answer read from its JSON (it reports no tokens).",
         ),
         "opencode": Schema(
             "an opencode model",
-            _cli_keys(list(OPENCODE_ARGV), "argument"),
+            _cli_keys(list(OPENCODE_ARGV), "argument", JSON_MAX_OUTPUT),
             help="`OpenCodeClient`: `opencode run --format json`, its answer and token usage "
             "read from its JSON events.",
         ),
