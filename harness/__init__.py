@@ -48,7 +48,15 @@ from ._messages import (
     Usage,
 )
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
-from ._policy import CONTINUE, Decision, Limit, Policy, PolicySession, SensorReading
+from ._policy import (
+    CONTINUE,
+    Decision,
+    Limit,
+    Policy,
+    PolicySession,
+    ScopesRun,
+    SensorReading,
+)
 from ._result import (
     BudgetExceeded,
     Cancelled,
@@ -171,6 +179,7 @@ __all__ = [
     "RunHalted",
     "RunResult",
     "RunStarted",
+    "ScopesRun",
     "ScriptedModelClient",
     "SensorRead",
     "SensorReading",

@@ -16,7 +16,7 @@ from ._errors import ConfigurationError, FixtureError
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
 from ._jsonl import check_output_file
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
-from ._policy import Policy
+from ._policy import Policy, ScopesRun
 from ._result import BudgetExceeded, Cancelled, Completed, HaltReason, ModelFailed, RunResult
 from ._run import Run, SingleSession, Strategy
 from ._streaming import EventStream, stream_events
@@ -49,6 +49,7 @@ class Harness:
     logger: Any = None
     _tools: dict[str, Tool] = field(init=False)
     _workspace: Path | None = field(init=False)
+    _scoped: bool = field(init=False)
 
     def __attrs_post_init__(self) -> None:
         if not callable(getattr(self.model, "complete", None)):
@@ -60,6 +61,7 @@ class Harness:
         check_positive("tool_timeout", self.tool_timeout)
         check_positive("context_window", self.context_window, integer=True, allow_none=True)
         self._tools = as_tools(self.tools)
+        self._scoped = isinstance(self.policy, ScopesRun)  # asked once: ~10 µs a question
         if isinstance(self.model, ReadsClock):
             self.model.bind_clock(self.clock)
         if self.done_tool and "done" in self._tools:
@@ -173,7 +175,12 @@ class Harness:
 
     async def _begin_and_run(self, run: Run) -> HaltReason:
         early = await self._begin(run)
-        return early if early is not None else await self.strategy.run(run)
+        if early is not None:
+            return early
+        if not self._scoped:
+            return await self.strategy.run(run)
+        async with self.policy.run_scope(run.snapshot()):  # type: ignore[attr-defined]
+            return await self.strategy.run(run)
 
     async def _begin(self, run: Run) -> HaltReason | None:
         """Before the strategy: the policy's start, and the optional check before the first
