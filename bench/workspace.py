@@ -16,9 +16,12 @@ Printed per backend:
   wall and of CPU);
 - scans on the event loop: every walk and every look at changed paths is counted with the
   thread it ran on (target: none on the loop's thread); the worst event-loop stall (how late
-  a 1 ms sleep wakes) is shown beside one synchronous walk of the tree, which is what every
-  turn used to cost on the loop (the stall also counts the machine's own noise);
-- the run's start-up: the baseline (a walk that hashes every file), in a worker thread;
+  a 1 ms sleep wakes, during the turns) is shown beside one synchronous walk of the tree,
+  which is what every turn used to cost on the loop (the stall also counts the machine's
+  own noise);
+- the run's start-up: the watcher's setup and the baseline (a walk that hashes every file),
+  in a worker thread, and the worst stall meanwhile: watchfiles adds its recursive watches
+  while holding the GIL, which the event loop waits for once per run;
 - without a watcher (no `watchfiles`), for information: a walk per turn, in a worker thread.
 
 A glob waits for pending file events on every turn (it fires on the turn its file appears,
@@ -110,7 +113,10 @@ def reading_policy(turns: int, *, glob: bool = False) -> TerminationPolicy:
     """The bench's policy plus the sensor and providers that read the workspace."""
     base = default_policy(turns)
     feedback: list[Any] = [
-        (ToolUsageFeedback(max_calls_without_progress=turns + 10), FeedbackTrigger(every_n_calls=10)),
+        (
+            ToolUsageFeedback(max_calls_without_progress=turns + 10),
+            FeedbackTrigger(every_n_calls=10),
+        ),
         (Quiet("Done"), FeedbackTrigger(file_appears="DONE.md")),
     ]
     if glob:
@@ -145,29 +151,33 @@ class ScanThreads:
             setattr(WorkspaceScanner, name, counted)
 
 
-async def stall_watch(backend: Backend, job: Callable[[], Awaitable[Any]]) -> tuple[Any, float]:
-    """Run `job` while a task measures how late a 1 ms sleep wakes; the worst lateness."""
-    worst = 0.0
+async def stall_watch(
+    backend: Backend, job: Callable[[Stopwatch], Awaitable[Any]]
+) -> tuple[Any, float, float]:
+    """Run `job` while a task measures how late a 1 ms sleep wakes: the worst lateness before
+    the run's first turn (its start-up) and after it (its turns)."""
+    watch = Stopwatch()
+    worst = [0.0, 0.0]
     done = False
 
     async def heartbeat() -> None:
-        nonlocal worst
         while not done:
             start = time.perf_counter()
             await backend.sleep(0.001)
-            worst = max(worst, time.perf_counter() - start - 0.001)
+            phase = 0 if watch.first is None else 1
+            worst[phase] = max(worst[phase], time.perf_counter() - start - 0.001)
 
     result: list[Any] = []
 
     async def main() -> None:
         nonlocal done
         try:
-            result.append(await job())
+            result.append(await job(watch))
         finally:
             done = True
 
     await backend.run_all([heartbeat, main])
-    return result[0], worst
+    return result[0], worst[0], worst[1]
 
 
 def measure(backend: Backend, root: Path, turns: int, repeat: int) -> dict[str, Any]:
@@ -188,11 +198,10 @@ def measure(backend: Backend, root: Path, turns: int, repeat: int) -> dict[str, 
         await bare_session(script, backend.sleep, 0.0)
         return (time.perf_counter() - wall) / turns, (time.process_time() - cpu) / turns
 
-    def timed(h: Harness) -> Callable[[], Awaitable[tuple[float, float, float]]]:
+    def timed(h: Harness) -> Callable[[Stopwatch], Awaitable[tuple[float, float, float]]]:
         """A run of `h`: wall and CPU seconds per turn, and the seconds to its first turn."""
 
-        async def run() -> tuple[float, float, float]:
-            watch = Stopwatch()
+        async def run(watch: Stopwatch) -> tuple[float, float, float]:
             started = time.perf_counter()
             result = await h.run(TASK, sinks=[watch])
             assert result.verified, result
@@ -210,16 +219,18 @@ def measure(backend: Backend, root: Path, turns: int, repeat: int) -> dict[str, 
     samples: dict[str, list[tuple[float, float]]] = {"bare": [], **{n: [] for n in sides}}
     startups: list[float] = []
     stalls: dict[str, list[float]] = {n: [] for n in sides}
+    start_stalls: list[float] = []
 
     async def main() -> None:
         for _ in range(repeat):
             samples["bare"].append(await bare())
             for name, h in sides.items():
-                (wall, cpu, startup), stall = await stall_watch(backend, timed(h))
+                (wall, cpu, startup), at_start, stall = await stall_watch(backend, timed(h))
                 samples[name].append((wall, cpu))
                 stalls[name].append(stall)
                 if name == "reading":
                     startups.append(startup)
+                    start_stalls.append(at_start)
 
     backend.run(main)
     out: dict[str, Any] = {
@@ -231,6 +242,7 @@ def measure(backend: Backend, root: Path, turns: int, repeat: int) -> dict[str, 
     }
     out["stall"] = {name: statistics.median(v) * 1e3 for name, v in stalls.items()}
     out["startup"] = statistics.median(startups)
+    out["start_stall"] = statistics.median(start_stalls) * 1e3
     return out
 
 
@@ -247,15 +259,14 @@ def walk_mode(backend: Backend, root: Path, turns: int) -> tuple[float, float]:
             workspace=root,
         )
 
-        async def run() -> float:
-            watch = Stopwatch()
+        async def run(watch: Stopwatch) -> float:
             result = await h.run(TASK, sinks=[watch])
             assert result.verified, result
             assert watch.first is not None
             return (watch.last[0] - watch.first[0]) / (turns - 1)
 
         async def main() -> tuple[float, float]:
-            per_turn, stall = await stall_watch(backend, run)
+            per_turn, _, stall = await stall_watch(backend, run)
             return float(per_turn), stall
 
         per_turn, stall = backend.run(main)
@@ -332,7 +343,11 @@ def main() -> int:
                 f"target none: {'PASS' if on_loop == 0 else 'FAIL'}; one walk on the loop, "
                 f"the old per-turn cost, is {walk_ms:.0f} ms"
             )
-            print(f"  run start-up (baseline in a worker thread): {m['startup'] * 1e3:.0f} ms")
+            print(
+                f"  run start-up: {m['startup'] * 1e3:.0f} ms (the watcher, then the baseline in a "
+                f"worker thread); worst stall meanwhile {m['start_stall']:.0f} ms (watchfiles "
+                "sets its watches holding the GIL)"
+            )
             if args.walk_turns > 1:
                 per_turn, walk_stall = walk_mode(backend, root, args.walk_turns)
                 print(
