@@ -50,6 +50,7 @@ class Harness:
     _tools: dict[str, Tool] = field(init=False)
     _workspace: Path | None = field(init=False)
     _scoped: bool = field(init=False)
+    _script: tuple[ChecksConsumed, ...] = field(init=False)
 
     def __attrs_post_init__(self) -> None:
         if not callable(getattr(self.model, "complete", None)):
@@ -61,7 +62,9 @@ class Harness:
         check_positive("tool_timeout", self.tool_timeout)
         check_positive("context_window", self.context_window, integer=True, allow_none=True)
         self._tools = as_tools(self.tools)
-        self._scoped = isinstance(self.policy, ScopesRun)  # asked once: ~10 µs a question
+        # Protocols asked once, not per run: on Python 3.11 each question costs ~10 µs.
+        self._scoped = isinstance(self.policy, ScopesRun)
+        self._script = (self.model,) if isinstance(self.model, ChecksConsumed) else ()
         if isinstance(self.model, ReadsClock):
             self.model.bind_clock(self.clock)
         if self.done_tool and "done" in self._tools:
@@ -131,18 +134,24 @@ class Harness:
                 raise
             result = self._finish(run, reason)
             # A cancelled run stopped where it was: the lines it did not reach are not a fault.
-            scripts = () if isinstance(reason, Cancelled) else (self.model, *run.extra_models)
+            scripts = () if isinstance(reason, Cancelled) else self._scripts(run)
             for model in scripts:
-                if isinstance(model, ChecksConsumed):
-                    try:
-                        model.verify_consumed()
-                    except FixtureError as exc:
-                        exc.result = result
-                        raise
+                try:
+                    model.verify_consumed()
+                except FixtureError as exc:
+                    exc.result = result
+                    raise
             return result
         finally:
             if transcript is not None:
                 transcript.close()
+
+    def _scripts(self, run: Run) -> tuple[ChecksConsumed, ...]:
+        """The run's models that check their script was used up (scripted fixtures)."""
+        if not run.extra_models:
+            return self._script
+        extra = (m for m in run.extra_models if isinstance(m, ChecksConsumed))
+        return (*self._script, *extra)
 
     def _finish(self, run: Run, reason: HaltReason) -> RunResult:
         result = run.result(reason)
