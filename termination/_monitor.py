@@ -26,7 +26,7 @@ trigger), so most turns do not wait at all. A marker that does not arrive within
 walks from then on.
 
 The monitor's worker thread and the watcher's own thread start with the run and end with it
-(`open_monitor`); the private folder is removed.
+(`open_workspace_monitor`); the private folder is removed.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class WorkspaceMonitor:
     `mark` is a position in the log; `since(mark)` is what changed after it, as
     ``(kind, path)`` pairs (kind ``"added"``, ``"modified"`` or ``"removed"``, path relative
     to the workspace, with ``/`` separators). A file rewritten with the same bytes is not
-    logged. Open one with `open_monitor`.
+    logged. Open one with `open_workspace_monitor`.
     """
 
     __slots__ = (
@@ -311,7 +311,7 @@ class WorkspaceMonitor:
 
 
 @asynccontextmanager
-async def open_monitor(
+async def open_workspace_monitor(
     root: Path | str, *, ignore: Iterable[str] = DEFAULT_IGNORE, watch: bool = True
 ) -> AsyncIterator[WorkspaceMonitor]:
     """Watch `root` for the length of the block (see the module's docstring); with
@@ -344,4 +344,4 @@ async def open_monitor(
             monitor._stop.set()
 
 
-__all__ = ["MonitorStatistics", "WorkspaceMonitor", "open_monitor"]
+__all__ = ["MonitorStatistics", "WorkspaceMonitor", "open_workspace_monitor"]

@@ -175,9 +175,10 @@ class TerminationPolicy:
     async def _monitoring(
         self, run_id: str, workspace: Path, ignore: frozenset[str]
     ) -> AsyncIterator[None]:
-        from ._monitor import open_monitor  # with its threads, only for a run that needs it
+        # Imported here: its threads and watcher are for runs that read the workspace.
+        from ._monitor import open_workspace_monitor
 
-        async with open_monitor(workspace, ignore=ignore) as monitor:
+        async with open_workspace_monitor(workspace, ignore=ignore) as monitor:
             self._monitors[run_id] = monitor
             try:
                 yield

@@ -36,7 +36,7 @@ from termination import (
 from termination import _monitor as monitor_module
 from termination._feedback_runner import _glob_match
 from termination._fingerprint import WorkspaceScanner
-from termination._monitor import WorkspaceMonitor, open_monitor
+from termination._monitor import WorkspaceMonitor, open_workspace_monitor
 
 pytestmark = pytest.mark.anyio
 
@@ -255,7 +255,7 @@ async def test_a_marker_that_never_arrives_falls_back_to_walking(
     and the change is still seen."""
     monkeypatch.setattr(monitor_module, "SETTLE_TIMEOUT", 0.05)
     monkeypatch.setattr(WorkspaceMonitor, "_mark", lambda self, token: None)
-    async with open_monitor(tmp_path) as monitor:
+    async with open_workspace_monitor(tmp_path) as monitor:
         assert monitor.mode == "watch"
         (tmp_path / "late.txt").write_text("x")
         await monitor.refresh(settle=True)
@@ -273,7 +273,7 @@ async def test_the_monitor_logs_folders_moved_in_and_removed(tmp_path: Path, wat
     root = tmp_path / "ws"
     root.mkdir()
     (root / "keep.txt").write_text("same")
-    async with open_monitor(root, watch=watch) as monitor:
+    async with open_workspace_monitor(root, watch=watch) as monitor:
         assert monitor.mode == ("watch" if watch else "walk")
         os.rename(outside / "pkg", root / "pkg")
         (root / "keep.txt").write_text("same")
