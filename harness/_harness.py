@@ -19,6 +19,7 @@ from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._policy import Policy, ScopesRun
 from ._result import BudgetExceeded, Cancelled, Completed, HaltReason, ModelFailed, RunResult
 from ._run import Run, SingleSession, Strategy
+from ._state import SessionStateSnapshot
 from ._streaming import EventStream, stream_events
 from ._tools import Tool, as_tools
 from ._validate import check_positive
@@ -183,18 +184,19 @@ class Harness:
         return BudgetExceeded("max_wall_time", run.elapsed(), run.deadline - run.started_at)
 
     async def _begin_and_run(self, run: Run) -> HaltReason:
-        early = await self._begin(run)
+        before = run.snapshot()  # the run before its first turn, for the policy's start
+        early = await self._begin(run, before)
         if early is not None:
             return early
         if not self._scoped:
             return await self.strategy.run(run)
-        async with self.policy.run_scope(run.snapshot()):  # type: ignore[attr-defined]
+        async with self.policy.run_scope(before):  # type: ignore[attr-defined]
             return await self.strategy.run(run)
 
-    async def _begin(self, run: Run) -> HaltReason | None:
+    async def _begin(self, run: Run, before: SessionStateSnapshot) -> HaltReason | None:
         """Before the strategy: the policy's start, and the optional check before the first
         turn, which ends the run (`Completed(early=True)`) when the work is already done."""
-        await self.policy.start_run(run.snapshot())
+        await self.policy.start_run(before)
         if self.policy.check_before_first_turn:
             policy = self.policy.start_session(clock=run.clock)
             run.initial_reason = await run.check(run.snapshot(), policy)
