@@ -8,11 +8,13 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 
 from harness import (
@@ -54,13 +56,17 @@ def _inotify_fds() -> int:
     return count
 
 
-async def _inotify_fds_settle(expected: int) -> int:
+def _wait_for_inotify_fds(expected: int) -> int:
     """The count of inotify descriptors once it reaches `expected`, or after 5 s: the watcher's
     own thread closes its descriptor just after the run closed the watcher."""
-    with anyio.move_on_after(5):
-        while _inotify_fds() != expected:
-            await anyio.sleep(0.01)
+    deadline = time.monotonic() + 5
+    while _inotify_fds() != expected and time.monotonic() < deadline:
+        time.sleep(0.01)
     return _inotify_fds()
+
+
+async def _inotify_fds_settle(expected: int) -> int:
+    return await anyio.to_thread.run_sync(_wait_for_inotify_fds, expected)
 
 
 @pytest.fixture
