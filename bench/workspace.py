@@ -49,7 +49,8 @@ from _backends import BACKENDS, Backend
 from _bare import bare_script, bare_session
 from _workload import TASK, add, configure_logging, default_policy, harness_script
 
-from harness import Event, Harness, ModelRequest, ModelResponse, RunHalted, TurnStarted
+from harness import Event, Harness, RunHalted, TurnStarted
+from harness.extend import ModelRequest, ModelResponse
 from termination import (
     FeedbackTrigger,
     NoProgressSensor,

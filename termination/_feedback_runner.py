@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 from attrs import evolve, frozen
 
-from harness import Clock, ConfigurationError, HistoryView, Limit, Message, SessionStateSnapshot
-from harness._log import LibraryLogger
+from harness import ConfigurationError, Message, SessionStateSnapshot
+from harness.extend import Clock, HistoryView, LibraryLogger, Limit
 
 from ._budget import Budget
 from ._feedback import (

@@ -45,7 +45,7 @@ import anyio.from_thread
 import anyio.to_thread
 from attrs import frozen
 
-from harness._log import LibraryLogger
+from harness.extend import LibraryLogger
 
 from ._fingerprint import DEFAULT_IGNORE, WorkspaceChanges, WorkspaceScanner
 
