@@ -48,7 +48,7 @@ from typing import Any
 import anyio
 import structlog
 
-from harness import Harness, ModelClient, ScriptedModelClient
+from harness import ModelClient, ScriptedModelClient
 from strategies._cli import main as harness_command
 from strategies.board import (
     Agent,
@@ -141,11 +141,8 @@ async def run_plain(
         nonlocal done
         async with limiter:
             spec = task.spec
-            harness = Harness(
+            harness = spec.harness(
                 model=script(task.id, delay),
-                policy=spec.policy,
-                tools=spec.tools,
-                strategy=spec.build_strategy(),
                 workspace=folder / "workspace",
                 transcript=folder / "plain" / f"{task.id}.jsonl" if transcripts else None,
             )

@@ -7,7 +7,6 @@ Checks combine with ``&`` (`AllOf`) and ``|`` (`AnyOf`) and build from TOML tabl
 """
 
 import typing
-import warnings as _warnings
 
 from harness.extend import lazy_exports as _lazy_exports
 
@@ -17,8 +16,8 @@ from ._protocol import CompletionCheck, PreparesForRun
 from ._run_check import CheckVerdict, run_check
 
 if typing.TYPE_CHECKING:
+    from ._check_config import CHECK_TYPES, check_from_config
     from ._command import CommandCheck
-    from ._config import CHECK_TYPES, check_from_config
     from ._feature_list import Feature, FeatureListCheck, FeatureListError, load_features
     from ._files import FilesCheck
     from ._judge import JUDGE_SYSTEM, QuestionAnsweredCheck
@@ -34,8 +33,8 @@ if typing.TYPE_CHECKING:
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
 _LAZY = {
     "CommandCheck": "._command",
-    "CHECK_TYPES": "._config",
-    "check_from_config": "._config",
+    "CHECK_TYPES": "._check_config",
+    "check_from_config": "._check_config",
     "Feature": "._feature_list",
     "FeatureListCheck": "._feature_list",
     "FeatureListError": "._feature_list",
@@ -60,22 +59,10 @@ _LAZY = {
 }
 
 
-_lazy_getattr, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
-# Old names, importable for one release with a DeprecationWarning naming the new one.
-_RENAMED = {"Verdict": "ModelVerdict"}
-
-
-def __getattr__(name: str) -> object:
-    if name in _RENAMED:
-        new = _RENAMED[name]
-        _warnings.warn(
-            f"checks.{name} is deprecated and will be removed in the next release; "
-            f"use checks.{new}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        name = new
-    return _lazy_getattr(name)
+# Renamed, importable from the old name for one release with a DeprecationWarning.
+__getattr__, __dir__ = _lazy_exports(
+    __name__, globals(), _LAZY, moved={"Verdict": "checks.ModelVerdict"}
+)
 
 
 __all__ = [

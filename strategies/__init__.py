@@ -1,7 +1,6 @@
-"""Loop strategies: the plain loop, Ralph, and SelfVerifying."""
+"""Loop strategies (the plain loop, Ralph, SelfVerifying) and the run spec that builds a run."""
 
 import typing
-import warnings as _warnings
 
 from harness.extend import lazy_exports as _lazy_exports
 
@@ -13,6 +12,7 @@ if typing.TYPE_CHECKING:
 
     from ._ralph import Ralph
     from ._self_verifying import EVALUATOR_PROMPT, SelfVerifying
+    from ._spec import Spec, SpecError, load_spec, spec_from_table
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
@@ -20,28 +20,21 @@ _LAZY = {
     "Ralph": "._ralph",
     "EVALUATOR_PROMPT": "._self_verifying",
     "SelfVerifying": "._self_verifying",
+    # The run spec: a TOML table -> a validated `Spec` -> `Spec.harness()`.
+    "Spec": "._spec",
+    "SpecError": "._spec",
+    "load_spec": "._spec",
+    "spec_from_table": "._spec",
     # One verdict reading for the evaluator and QuestionAnsweredCheck's judge (checks._verdict).
     "ModelVerdict": "._self_verifying",
     "parse_verdict": "._self_verifying",
 }
 
 
-_lazy_getattr, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
-# Old names, importable for one release with a DeprecationWarning naming the new one.
-_RENAMED = {"Verdict": "ModelVerdict"}
-
-
-def __getattr__(name: str) -> object:
-    if name in _RENAMED:
-        new = _RENAMED[name]
-        _warnings.warn(
-            f"strategies.{name} is deprecated and will be removed in the next release; "
-            f"use checks.{new}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        name = new
-    return _lazy_getattr(name)
+# Renamed, importable from the old name for one release with a DeprecationWarning.
+__getattr__, __dir__ = _lazy_exports(
+    __name__, globals(), _LAZY, moved={"Verdict": "checks.ModelVerdict"}
+)
 
 
 __all__ = [
@@ -52,5 +45,9 @@ __all__ = [
     "RalphCompletionUnmet",
     "SelfVerifyExhausted",
     "SelfVerifying",
+    "Spec",
+    "SpecError",
+    "load_spec",
     "parse_verdict",
+    "spec_from_table",
 ]
