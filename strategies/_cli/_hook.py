@@ -11,9 +11,11 @@ the last answer in its transcript: ``transcript_path`` for a Stop, ``agent_trans
 
 It can never wedge a session:
 
-- Blocks are counted per session in a small state file. After ``--max-blocks`` blocks in a row
-  the stop is allowed (with a note on stderr) and the count starts again, so every chain of
-  blocks ends; a pass also resets the count.
+- Blocks are counted per agent in a small state file: the main session, and each of its
+  subagents apart (a SubagentStop names its subagent by ``agent_id``, else by its own
+  transcript), so a subagent's blocks never use up the main session's cap. After
+  ``--max-blocks`` blocks in a row the stop is allowed (with a note on stderr) and the count
+  starts again, so every chain of blocks ends; a pass also resets the count.
 - ``stop_hook_active`` is the agent's re-entry flag. With ``--reentry check`` (the default)
   the checks run again on re-entry, because the agent did more work since the last block,
   and the cap bounds the chain. With ``--reentry allow`` a re-entered stop is always allowed:
@@ -91,6 +93,7 @@ class StopPayload:
     """The fields of a Stop-hook payload the bridge reads."""
 
     session_id: str
+    agent: str | None  # a subagent's id (None for the main session)
     cwd: Path | None
     event: str
     reentry: bool
@@ -111,14 +114,27 @@ class StopPayload:
         if not isinstance(active, bool):
             raise HookPayloadError(f"'stop_hook_active' must be true or false (got {active!r})")
         last = data.get("last_assistant_message")
+        transcript = _path(data, TRANSCRIPT_FIELD[event])
         return cls(
             session_id=session,
+            agent=_subagent(data, transcript) if event == "SubagentStop" else None,
             cwd=_path(data, "cwd"),
             event=event,
             reentry=active,
-            transcript_path=_path(data, TRANSCRIPT_FIELD[event]),
+            transcript_path=transcript,
             last_message=last if isinstance(last, str) else None,
         )
+
+
+def _subagent(data: dict[str, Any], transcript: Path | None) -> str:
+    """Which subagent is stopping: its ``agent_id``, else (an agent that sends none) its own
+    transcript, else all of the session's subagents together."""
+    agent = data.get("agent_id")
+    if agent is None:
+        return f"transcript:{transcript}" if transcript is not None else "subagent"
+    if not isinstance(agent, str) or not agent:
+        raise HookPayloadError(f"'agent_id' must be a non-empty string (got {agent!r})")
+    return f"agent:{agent}"
 
 
 def _path(data: dict[str, Any], key: str) -> Path | None:
@@ -151,7 +167,7 @@ async def claude_stop(
     check_positive("max_blocks", max_blocks, integer=True)
     check_positive("time_limit", time_limit)
     stop = StopPayload.from_json(payload)
-    state = _State(state_dir, stop.session_id)
+    state = _State(state_dir, stop.session_id, stop.agent)
     if stop.reentry and reentry == "allow":
         state.save(0)
         return StopDecision(False, note="re-entered stop allowed (--reentry allow)")
@@ -210,11 +226,13 @@ def _final_text(stop: StopPayload) -> str | None:
 
 
 class _State:
-    """The per-session count of blocks in a row, in a small JSON file."""
+    """The count of blocks in a row of one agent (a session, or one subagent of it), in a
+    small JSON file."""
 
-    def __init__(self, folder: Path, session_id: str) -> None:
+    def __init__(self, folder: Path, session_id: str, agent: str | None = None) -> None:
+        key = session_id if agent is None else f"{session_id}\0{agent}"
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", session_id)[:80]
-        digest = hashlib.sha256(session_id.encode()).hexdigest()[:12]
+        digest = hashlib.sha256(key.encode()).hexdigest()[:12]
         self.path = folder / f"{safe}-{digest}.json"
 
     def load(self) -> int:
