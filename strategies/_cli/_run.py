@@ -34,7 +34,7 @@ from harness._jsonl import check_output_file, dump_json
 from ._progress import Progress, open_progress
 from ._signals import SignalCancel
 from ._spec import Spec, load_spec
-from ._telemetry import otel_sink_for, tracer_provider_from_env
+from ._telemetry import otel_sink_for, shutdown_provider, tracer_provider_from_env
 
 EXIT_VERIFIED = 0
 EXIT_UNVERIFIED = 1
@@ -225,7 +225,7 @@ def _run_spec(
         return _error(str(exc), workspace, transcript, temporary.removed)
     finally:
         if provider is not None:
-            provider.shutdown()  # flushes the exporter before the outcome is printed
+            shutdown_provider(provider)  # flushes the exporter before the outcome is printed
     _report(result, workspace, transcript, out, temporary.removed)
     code = EXIT_VERIFIED if result.verified else EXIT_UNVERIFIED
     if isinstance(result.halt_reason, Cancelled) and watch.exit_code is not None:
