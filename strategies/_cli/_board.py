@@ -24,6 +24,8 @@ from harness import ConfigurationError, EventSink, HarnessError
 
 from ._progress import Progress, is_live_terminal, open_progress
 from ._run import _Stderr, logging_to_stderr
+from ._signals import SignalCancel
+from ._terminal import for_terminal
 
 if TYPE_CHECKING:
     from strategies.board import (
@@ -118,10 +120,8 @@ class _Progress:
 
         out = self._out or sys.stderr
         task = event.task or ""
-        out.write(
-            f"[{time.monotonic() - self._start:7.2f}s] {event.kind:<15} {task:<10} "
-            f"{one_line(event.message, 130)}\n"
-        )
+        line = f"{event.kind:<15} {task:<10} {one_line(event.message, 130)}"
+        out.write(f"[{time.monotonic() - self._start:7.2f}s] {for_terminal(line)}\n")
         out.flush()
 
 
@@ -180,7 +180,7 @@ def _run(args: argparse.Namespace, progress: Progress | None) -> int:
             watchers=watchers,
         )
     except ConfigurationError as exc:
-        print(f"harness board: {exc}", file=sys.stderr)
+        print(f"harness board: {for_terminal(exc, lines=True)}", file=sys.stderr)
         return EXIT_ERROR
     if not args.verbose:
         # The progress lines (or, with -q, the table) already say what the board did.
@@ -188,27 +188,18 @@ def _run(args: argparse.Namespace, progress: Progress | None) -> int:
             structlog.PrintLogger(stderr),  # type: ignore[arg-type]
             wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
         )
-    stopped: list[int] = []
+    # The first SIGINT or SIGTERM stops the board; later ones are ignored until it has.
+    watch = SignalCancel()
     refused: list[Exception] = []
 
     async def go() -> BoardResult | None:
-        result: BoardResult | None = None
-        async with anyio.create_task_group() as group:
-
-            async def watch() -> None:
-                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for signum in signals:
-                        stopped.append(signum)
-                        group.cancel_scope.cancel()
-                        return
-
-            group.start_soon(watch)
-            try:
-                result = await board.run()
-            except (ConfigurationError, BoardBusy) as exc:
-                refused.append(exc)
-            group.cancel_scope.cancel()
-        return result
+        async with watch.installed() as token:
+            with token.scope():
+                try:
+                    return await board.run()
+                except (ConfigurationError, BoardBusy) as exc:
+                    refused.append(exc)
+        return None
 
     result: BoardResult | None = None
     try:
@@ -218,17 +209,17 @@ def _run(args: argparse.Namespace, progress: Progress | None) -> int:
             result = anyio.run(go, backend=args.backend)
     finally:
         if tracer is not None:
-            tracer.end(result, signal.Signals(stopped[0]).name if stopped else None)
+            tracer.end(result, watch.received.name if watch.received is not None else None)
     if refused:
-        print(f"harness board: {refused[0]}", file=sys.stderr)
+        print(f"harness board: {for_terminal(refused[0], lines=True)}", file=sys.stderr)
         return EXIT_ERROR
-    if stopped or result is None:
-        name = signal.Signals(stopped[0]).name if stopped else "cancellation"
+    if watch.received is not None or result is None:
+        name = watch.received.name if watch.received is not None else "cancellation"
         print(
             f"harness board: stopped by {name}; the attempts in progress resume on the next run",
             file=sys.stderr,
         )
-        return 128 + (stopped[0] if stopped else signal.SIGTERM)
+        return watch.exit_code or 128 + signal.SIGTERM
     with _store(args.folder, args.state) as store:
         _print_table(store, args.folder, sys.stdout)
     return EXIT_COMPLETE if result.complete else EXIT_NOT_COMPLETE
@@ -301,6 +292,11 @@ def _print_table(store: BoardStore, folder: Path, out: TextIO, *, events: int = 
     from strategies.board._board import one_line
 
     data = _status_dict(store, events)
+    # Ids, titles and reasons come from task files and agents: escaped, cell by cell, so that
+    # the widths are those of what is shown.
+    for task in data["tasks"]:
+        for key in ("id", "role", "title"):
+            task[key] = for_terminal(task[key])
     running = data["running"]
     if running:
         state = f"running (pid {running.get('pid')} on {running.get('host')})"
@@ -326,7 +322,8 @@ def _print_table(store: BoardStore, folder: Path, out: TextIO, *, events: int = 
             note = "interrupted: the board stopped; the next run resumes it"
         elif task["status"] == "in_progress":
             note = f"with {task['agent']}"
-        notes.append(None if task["status"] == "complete" or not note else one_line(note, 150))
+        shown = None if task["status"] == "complete" or not note else one_line(note, 150)
+        notes.append(None if shown is None else for_terminal(shown))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     for row, note in zip(rows, notes, strict=True):
         cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2].ljust(widths[2])]
@@ -339,4 +336,5 @@ def _print_table(store: BoardStore, folder: Path, out: TextIO, *, events: int = 
     for event in data.get("events", []):
         when = time.strftime("%H:%M:%S", time.localtime(event["at"]))
         task = event["task"] or ""
-        out.write(f"{when}  {event['kind']:<15} {task:<10} {one_line(event['message'], 110)}\n")
+        line = f"{when}  {event['kind']:<15} {task:<10} {one_line(event['message'], 110)}"
+        out.write(for_terminal(line) + "\n")

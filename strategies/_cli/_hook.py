@@ -50,6 +50,7 @@ from ._checking import run_checks
 from ._claude_transcript import TranscriptError, last_answer
 from ._signals import SignalCancel
 from ._spec import Spec, load_spec
+from ._terminal import for_terminal
 
 Reentry = Literal["check", "allow"]
 DEFAULT_MAX_BLOCKS = 5
@@ -321,7 +322,7 @@ def handle_claude_stop(args: argparse.Namespace) -> int:
     if decision is None:  # a signal stopped the checks
         return watch.report_stop("harness hook", "the checks were stopped and nothing was decided")
     if decision.note is not None:
-        print(f"harness hook: {decision.note}", file=sys.stderr)
+        print(f"harness hook: {for_terminal(decision.note, lines=True)}", file=sys.stderr)
     answer = decision.answer()
     if answer is not None:
         print(json.dumps(answer))

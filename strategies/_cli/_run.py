@@ -35,6 +35,7 @@ from ._progress import Progress, open_progress
 from ._signals import SignalCancel
 from ._spec import Spec, load_spec
 from ._telemetry import otel_sink_for, shutdown_provider, tracer_provider_from_env
+from ._terminal import for_terminal, terminal_safe_values
 
 EXIT_VERIFIED = 0
 EXIT_UNVERIFIED = 1
@@ -95,7 +96,10 @@ def logging_to_stderr(verbose: bool, progress: Progress | None = None) -> Iterat
     configured = structlog.is_configured()
     saved = structlog.get_config()
     level = logging.DEBUG if verbose else logging.WARNING
+    # The values an agent controls reach the terminal escaped, whatever renders them.
+    *before, renderer = saved["processors"] or [structlog.dev.ConsoleRenderer()]
     structlog.configure(
+        processors=[*before, terminal_safe_values, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(file=_Stderr(progress)),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
@@ -217,7 +221,7 @@ def _run_spec(
         with progress if progress is not None else nullcontext():
             result = anyio.run(go, backend=args.backend)
     except FixtureError as exc:
-        print(f"harness: {exc}", file=sys.stderr)
+        print(f"harness: {for_terminal(exc, lines=True)}", file=sys.stderr)
         if exc.result is not None:
             _report(exc.result, workspace, transcript, out, temporary.removed)
         return Outcome(EXIT_ERROR, exc.result, workspace, transcript, str(exc), temporary.removed)
@@ -250,7 +254,7 @@ def _error(
     transcript: Path | None = None,
     workspace_removed: bool = False,
 ) -> Outcome:
-    print(f"harness: {message}", file=sys.stderr)
+    print(f"harness: {for_terminal(message, lines=True)}", file=sys.stderr)
     return Outcome(EXIT_ERROR, None, workspace, transcript, message, workspace_removed)
 
 
@@ -263,7 +267,7 @@ def _report(
 ) -> None:
     status = "VERIFIED COMPLETE" if result.verified else "NOT VERIFIED"
     cost = "unknown" if result.usage.cost_usd is None else f"${result.usage.cost_usd:.4f}"
-    print(f"{status}: {result.halt_reason.describe()}", file=out)
+    print(f"{status}: {for_terminal(result.halt_reason.describe(), lines=True)}", file=out)
     print(
         f"  turns={result.turns} tool_calls={result.tool_calls} iterations={result.iterations} "
         f"tokens={result.usage.total_tokens} cost={cost} elapsed={result.elapsed:.2f}s",
@@ -277,7 +281,8 @@ def _report(
     if transcript is not None:
         print(f"  transcript: {transcript}", file=out)
     for failure in result.sink_failures:
-        print(f"  {failure.sink} stopped at {failure.failed_on}: {failure.error}", file=out)
+        line = f"  {failure.sink} stopped at {failure.failed_on}: {failure.error}"
+        print(for_terminal(line), file=out)
 
 
 def otel_sink(spec: Spec, provider: Any) -> EventSink:
