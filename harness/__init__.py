@@ -35,6 +35,7 @@ from ._events import (
     VerdictReached,
     read_transcript,
 )
+from ._files import FileRefused, read_regular_file
 from ._harness import Harness
 from ._lazy import lazy_exports as _lazy_exports
 from ._messages import (
@@ -134,6 +135,7 @@ __all__ = [
     "FEEDBACK_TAG",
     "FakeClock",
     "FeedbackInjected",
+    "FileRefused",
     "FixtureAssertionError",
     "FixtureError",
     "FixtureExhausted",
@@ -203,6 +205,7 @@ __all__ = [
     "model_from_config",
     "open_in_workspace",
     "read_file",
+    "read_regular_file",
     "read_transcript",
     "rejection_feedback",
     "render_prompt",

@@ -20,6 +20,9 @@ It can never wedge a session:
   the checks run again on re-entry, because the agent did more work since the last block,
   and the cap bounds the chain. With ``--reentry allow`` a re-entered stop is always allowed:
   at most one block per chain.
+- The payload on stdin is read with a bound: at most `MAX_PAYLOAD_BYTES`, within
+  `STDIN_TIMEOUT` seconds (an endless stream, a FIFO whose writer never closes it, or
+  JSON nested too deeply to read is a broken payload, never a hang or a memory blow-up).
 - A payload, spec or transcript that cannot be read is reported on stderr with exit code 1,
   which the agent treats as a non-blocking error: a broken setup never traps the agent. A
   check that fails or times out counts as "not done" (fail closed), within the cap.
@@ -36,9 +39,11 @@ import hashlib
 import json
 import os
 import re
+import select
 import sys
+import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 import anyio
 from attrs import frozen
@@ -64,6 +69,11 @@ DEFAULT_TIME_LIMIT = 50.0
 EXIT_OK = 0
 EXIT_BROKEN = 1  # a non-blocking error for the agent: it may stop
 EXIT_ARGPARSE = 2  # argparse's exit code for a bad command line, which would block the stop
+# A payload is a few hundred bytes; more than this on stdin is not one.
+MAX_PAYLOAD_BYTES = 1024 * 1024
+# The agent writes the payload and closes stdin at once; a stdin still open after this is not
+# an agent's.
+STDIN_TIMEOUT = 10.0
 
 
 class HookPayloadError(ValueError):
@@ -292,11 +302,54 @@ def register(sub: Any) -> None:
     stop.set_defaults(handler=handle_claude_stop)
 
 
+def read_payload(
+    stream: IO[str], *, limit: int = MAX_PAYLOAD_BYTES, timeout: float = STDIN_TIMEOUT
+) -> object:
+    """The JSON payload on `stream` (the hook's stdin), read with a bound: at most `limit`
+    bytes, and to its end within `timeout` seconds; `HookPayloadError` otherwise, or when it
+    is not JSON (nested too deeply to read included). An empty stdin is ``null``."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation: no descriptor
+        text = stream.read(limit + 1)
+        data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
+    else:
+        data = _read_fd(fd, limit, timeout)
+    if len(data) > limit:
+        raise HookPayloadError(f"the payload on stdin is larger than {limit:,} bytes")
+    try:
+        return json.loads(data or b"null")
+    except RecursionError:
+        raise HookPayloadError("the payload on stdin is JSON nested too deeply to read") from None
+    except ValueError as exc:
+        raise HookPayloadError(f"the payload on stdin is not JSON: {exc}") from None
+
+
+def _read_fd(fd: int, limit: int, timeout: float) -> bytes:
+    """At most `limit` + 1 bytes from `fd` until its end, waiting `timeout` seconds at most."""
+    deadline = time.monotonic() + timeout
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise HookPayloadError(
+                f"the payload on stdin did not end within {timeout:g}s (stdin must be closed "
+                "after the payload)"
+            )
+        chunk = os.read(fd, min(65536, limit + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
 def handle_claude_stop(args: argparse.Namespace) -> int:
     try:
-        payload = json.loads(sys.stdin.read() or "null")
-    except ValueError as exc:
-        print(f"harness hook: the payload on stdin is not JSON: {exc}", file=sys.stderr)
+        payload = read_payload(sys.stdin)
+    except (HookPayloadError, OSError) as exc:
+        print(f"harness hook: {exc}", file=sys.stderr)
         return EXIT_BROKEN
     watch = SignalCancel()
     try:

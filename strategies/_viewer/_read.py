@@ -15,7 +15,10 @@ from typing import Any, TypeVar, cast
 
 from attrs import frozen
 
-from harness import FixtureError
+from harness import FileRefused, FixtureError, read_regular_file
+
+# The largest transcript shown: far above a long run's; a bound on memory besides.
+MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024
 
 T = TypeVar("T")
 
@@ -122,7 +125,11 @@ class _Unreadable(Exception):
 def read_for_view(path: str | Path) -> Transcript:
     """Read every event of `path`; a malformed line raises `FixtureError` naming it."""
     source = Path(path)
-    lines = source.read_bytes().split(b"\n")
+    try:  # a FIFO or a device is refused, never waited on or read without end
+        raw = read_regular_file(source, limit=MAX_TRANSCRIPT_BYTES, what="transcript")
+    except FileRefused as exc:
+        raise FixtureError(f"cannot read the transcript: it {exc.reason}", path=source) from None
+    lines = raw.split(b"\n")
     # What follows the last newline: nothing for a complete file, else a line cut off mid-write.
     tail = lines.pop()
     rows = [row for number, blob in enumerate(lines, 1) if (row := _row(source, number, blob))]
