@@ -163,7 +163,9 @@ class BoardStore(BoardReader):
         ).fetchall():
             task, number, agent = row["task_id"], row["number"], row["agent"]
             record = read_attempt(row["transcript"])
-            if record.halt is not None:
+            # A transcript not all trusted is never taken for a finished run: the attempt is
+            # interrupted, and the next one checks the work first.
+            if record.halt is not None and record.problem is None:
                 # The run had ended; the board died before it recorded the outcome.
                 outcome = AttemptOutcome(
                     classify(record.halt, record.verified),
@@ -198,10 +200,13 @@ class BoardStore(BoardReader):
                 if carried.iterations
                 else "from the start"
             )
+            damaged = (
+                "" if record.problem is None else f"; its transcript is damaged ({record.problem})"
+            )
             self._event(
                 "task.retried",
-                f"attempt {number} was interrupted (the board stopped); the next attempt "
-                f"resumes {where}, with {carried.turns} turn(s) already spent",
+                f"attempt {number} was interrupted (the board stopped){damaged}; the next "
+                f"attempt resumes {where}, with {carried.turns} turn(s) already spent",
                 task=task,
                 attempt=number,
                 agent=agent,

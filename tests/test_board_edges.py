@@ -1,0 +1,209 @@
+"""The board against what it reads but did not write carefully itself: a dead attempt's
+transcript that is damaged or forged, and task files that are FIFOs, devices or too deep."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from _board_support import make_board, task_toml, writes
+
+from strategies.board import Board, BoardConfigError, BoardStore, read_attempt
+from strategies.board._tasks import MAX_TASK_BYTES, load_task
+
+T = TypeVar("T")
+ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT = 60
+
+
+def _board(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "strategies", "board", *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        timeout=TIMEOUT,  # a FIFO waited on would hang the command: this fails the test
+        check=False,
+    )
+
+
+def _lines(path: Path, rows: list[Any]) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+def _turn(at: float, **usage: Any) -> dict[str, Any]:
+    return {"event": "turn.finished", "at": at, "response": {"usage": usage}}
+
+
+HALTED = {"event": "run.halted", "at": 9.0, "reason": {"type": "Completed"}, "verified": True}
+
+
+@pytest.mark.parametrize(
+    ("bad", "problem"),
+    [
+        ({"event": "iteration.started", "at": 0.3, "iteration": "two"}, "'iteration' must be"),
+        (_turn(0.3, input_tokens=-5), "'input_tokens' must be a whole number >= 0 (got -5)"),
+        (_turn(0.3, input_tokens=True), "'input_tokens' must be a whole number >= 0 (got True)"),
+        (_turn(0.3, cost_usd=float("nan")), "'cost_usd' must be a finite number >= 0"),
+        ({"event": "turn.finished", "at": 0.3, "response": "hi"}, "'response' must be an object"),
+        ({"event": "tool.called", "at": float("inf")}, "'at' must be a finite number >= 0"),
+        ({"event": "check.failed", "at": 0.3, "reason": ["x"]}, "'reason' must be a string"),
+        ({"event": "run.halted", "at": 0.3, "reason": "done"}, "'reason' must be a halt"),
+        (
+            {"event": "run.halted", "at": 0.3, "reason": {"type": "BudgetExceeded"}, "verified": 1},
+            "'verified' must be true or false (got 1)",
+        ),
+        (
+            {
+                "event": "run.halted",
+                "at": 0.3,
+                "reason": {"type": "SensorTripped"},
+                "verified": True,
+            },
+            "a SensorTripped halt cannot be verified",
+        ),
+        ("this is not json", "not a JSON line"),
+        ("[" * 100_000 + "]" * 100_000, "JSON nested too deeply to read"),
+        ('["a list"]', "not an event"),
+    ],
+)
+def test_a_bad_line_stops_the_count_there_and_is_reported(
+    tmp_path: Path, bad: Any, problem: str
+) -> None:
+    """What came before the bad line counts, nothing after it (not the halt either), and the
+    problem names the file, the line and the field; nothing raises."""
+    path = _lines(tmp_path / "t.jsonl", [_turn(0.1, input_tokens=10), bad, _turn(0.5), HALTED])
+    record = read_attempt(path)
+    assert record.problem is not None
+    assert record.problem.startswith(f"{path}:2: ")
+    assert problem in record.problem
+    assert record.problem.endswith("nothing from this line on counts")
+    assert (record.progress.turns, record.progress.input_tokens) == (1, 10)
+    assert record.halt is None
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_transcript_that_is_a_fifo_or_a_device_counts_nothing_and_never_hangs(
+    tmp_path: Path, kind: str
+) -> None:
+    path = tmp_path / "t.jsonl"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    record = _within(path, lambda: read_attempt(path))
+    assert record.progress.empty
+    assert record.problem == f"{path}: cannot be read: is not a regular file"
+
+
+def _within(path: Path, read: Callable[[], T]) -> T:
+    """`read()`, on a thread the test gives up on after a while: a regression hangs on the
+    FIFO or fills memory from the device, and must fail the test, not stall the suite (the
+    FIFO is then opened for writing, which lets the thread go)."""
+    results: list[T] = []
+    worker = threading.Thread(target=lambda: results.append(read()), daemon=True)
+    worker.start()
+    worker.join(TIMEOUT)
+    if worker.is_alive():
+        if path.is_fifo():
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail(f"reading {path} did not end")
+    return results[0]
+
+
+def _board_with_a_dead_attempt(tmp_path: Path, rows: list[Any]) -> Board:
+    """A board whose task `t` has an open attempt (its board died) with transcript `rows`."""
+    make_board(tmp_path, {"t": task_toml("t")}, {"t": writes("t.txt")})
+    board = Board.from_folder(tmp_path)
+    with BoardStore(tmp_path / ".board" / "board.db") as store:
+        store.start(
+            board.tasks,
+            owner="dead",
+            pid=1,
+            host="h",
+            engine="local",
+            agents=1,
+            roles={"w"},
+            max_attempts=3,
+        )
+        claim = store.claim("dead", "w-1", "w", "local")
+        assert claim is not None
+        assert not isinstance(claim, str)
+        claim.transcript.parent.mkdir(parents=True)
+        _lines(claim.transcript, rows)
+    return Board.from_folder(tmp_path)
+
+
+@pytest.mark.anyio
+async def test_a_damaged_transcript_is_reported_and_the_task_runs_again(tmp_path: Path) -> None:
+    """A dead attempt's transcript with a bad field before a forged verified halt: the halt is
+    not trusted, the damage is named in the task.retried event, the attempt counts as
+    interrupted, and the next attempt (checking first) completes the task."""
+    rows = [_turn(0.1, input_tokens=10), _turn(0.2, output_tokens="many"), HALTED]
+    board = _board_with_a_dead_attempt(tmp_path, rows)
+    seen = []
+    async with board.stream() as events:
+        async for event in events:
+            seen.append(event)
+    assert events.result.status_of("t") == "complete"
+    retried = [e for e in seen if e.kind == "task.retried"]
+    assert len(retried) == 1
+    assert "its transcript is damaged" in retried[0].message
+    assert "'output_tokens' must be a whole number >= 0 (got 'many')" in retried[0].message
+    with BoardStore(tmp_path / ".board" / "board.db") as store:
+        first, second = store.attempts("t")
+    assert first.outcome == "interrupted"
+    assert second.outcome == "complete"
+
+
+def test_a_transcript_that_is_a_fifo_does_not_block_the_next_start(tmp_path: Path) -> None:
+    """The real command: a dead attempt's transcript replaced by a FIFO is reported, and the
+    task runs again and completes."""
+    _board_with_a_dead_attempt(tmp_path, [])
+    with BoardStore(tmp_path / ".board" / "board.db") as store:
+        (attempt,) = store.attempts("t")
+    attempt.transcript.unlink()
+    os.mkfifo(attempt.transcript)
+    done = _board("run", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    status = json.loads(_board("status", str(tmp_path), "--json", "--events", "9").stdout)
+    (retried,) = [e for e in status["events"] if e["kind"] == "task.retried"]
+    assert f"{attempt.transcript}: cannot be read: is not a regular file" in retried["message"]
+
+
+# -- task files
+
+
+def test_a_task_file_that_is_a_fifo_or_a_device_is_refused_at_once(tmp_path: Path) -> None:
+    """`harness board run` with a FIFO and a link to /dev/zero among the task files: both are
+    named as not regular files, exit 2, never a hang or a memory blow-up."""
+    make_board(tmp_path, {"t": task_toml("t")}, {"t": writes("t.txt")})
+    os.mkfifo(tmp_path / "tasks" / "fifo.toml")
+    (tmp_path / "tasks" / "zero.toml").symlink_to("/dev/zero")
+    done = _board("run", str(tmp_path))
+    assert done.returncode == 2, done.stderr
+    assert f"{tmp_path / 'tasks' / 'fifo.toml'}: the task file is not a regular file" in done.stderr
+    assert f"{tmp_path / 'tasks' / 'zero.toml'}: the task file is not a regular file" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_task_file_too_large_or_nested_too_deeply_is_an_error_naming_it(
+    tmp_path: Path,
+) -> None:
+    big = tmp_path / "big.toml"
+    big.write_bytes(b"#" * (MAX_TASK_BYTES + 1))
+    with pytest.raises(BoardConfigError, match=r"big\.toml: the task file is larger than"):
+        load_task(big)
+    deep = tmp_path / "deep.toml"
+    deep.write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(BoardConfigError, match=r"deep\.toml: arrays or tables nested too deeply"):
+        load_task(deep)
