@@ -8,7 +8,8 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -207,3 +208,93 @@ def test_a_task_file_too_large_or_nested_too_deeply_is_an_error_naming_it(
     deep.write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n")
     with pytest.raises(BoardConfigError, match=r"deep\.toml: arrays or tables nested too deeply"):
         load_task(deep)
+
+
+# -- a state folder that cannot be used
+
+TRACEBACK = "Traceback"
+
+
+def _ran_board(tmp_path: Path) -> Path:
+    """A board that has run once (task `t` complete, `r` in review); its state folder."""
+    make_board(
+        tmp_path,
+        {"t": task_toml("t"), "r": task_toml("r", extra="[budget]\nmax_turns = 1")},
+        {"t": writes("t.txt"), "r": [{"text": "done"}]},
+    )
+    done = _board("run", str(tmp_path), "-q")
+    assert done.returncode == 1, done.stderr
+    return tmp_path / ".board"
+
+
+@pytest.mark.parametrize("damage", ["corrupt", "truncated"])
+def test_a_damaged_database_is_a_clear_error_with_its_own_exit_code(
+    tmp_path: Path, damage: str
+) -> None:
+    """`board run`, `status` and `retry` on a database overwritten or cut short: exit 3 (not
+    1, which means tasks are not complete), the file named, what to do, no traceback."""
+    state = _ran_board(tmp_path)
+    database = state / "board.db"
+    for extra in (state / "board.db-wal", state / "board.db-shm"):
+        extra.unlink(missing_ok=True)
+    if damage == "corrupt":
+        database.write_bytes(os.urandom(4096))
+    else:
+        with database.open("r+b") as file:
+            file.truncate(database.stat().st_size // 2)
+    for args in (
+        ["run", str(tmp_path)],
+        ["status", str(tmp_path)],
+        ["retry", "r", "--board", str(tmp_path)],
+    ):
+        done = _board(*args)
+        assert done.returncode == 3, (args, done.stderr)
+        assert done.stderr.startswith(f"harness board: {database}: the board's database is damaged")
+        assert "move it aside" in done.stderr
+        assert TRACEBACK not in done.stderr
+
+
+@contextmanager
+def _mounted(*argv: str, target: Path) -> Iterator[None]:
+    """`mount argv... target` for the block (root only; the test skips where it may not)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting needs root")
+    done = subprocess.run(["mount", *argv, str(target)], capture_output=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"mount is not allowed here: {done.stderr.decode().strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", str(target)], check=True)
+
+
+def test_a_read_only_state_is_read_by_status_and_refused_by_run(tmp_path: Path) -> None:
+    """The state folder on a read-only mount: `status` shows the table; `run` and `retry` say
+    the state is read-only and what to do, exit 3."""
+    state = _ran_board(tmp_path)
+    with _mounted("--bind", str(state), target=state):
+        remount = ["mount", "-o", "remount,ro,bind", str(state)]
+        if subprocess.run(remount, capture_output=True, check=False).returncode != 0:
+            pytest.skip("a read-only remount is not allowed here")
+        status = _board("status", str(tmp_path))
+        ran = _board("run", str(tmp_path), "-q")
+        retried = _board("retry", "r", "--board", str(tmp_path))
+    assert status.returncode == 0, status.stderr
+    assert "1 complete, 1 review" in status.stdout
+    for done in (ran, retried):
+        assert done.returncode == 3, done.stderr
+        assert "the board's state is read-only: make the state folder writable" in done.stderr
+        assert TRACEBACK not in done.stderr
+
+
+def test_a_full_disk_is_a_clear_error_with_its_own_exit_code(tmp_path: Path) -> None:
+    """The state folder on a 64 KiB file system: the disk is full, exit 3, no traceback."""
+    make_board(tmp_path, {"t": task_toml("t")}, {"t": writes("t.txt")})
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    with _mounted("-t", "tmpfs", "-o", "size=64k", "tmpfs", target=disk):
+        (disk / "filler").write_bytes(b"\0" * (60 * 1024))
+        done = _board("run", str(tmp_path), "-q", "--state", str(disk / "state"))
+    assert done.returncode == 3, done.stderr
+    assert "the disk is full: free some space and run again" in done.stderr
+    assert TRACEBACK not in done.stderr

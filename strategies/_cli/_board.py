@@ -11,6 +11,7 @@ import argparse
 import json
 import logging
 import signal
+import sqlite3
 import sys
 import time
 from contextlib import nullcontext
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 EXIT_COMPLETE = 0
 EXIT_NOT_COMPLETE = 1
 EXIT_ERROR = 2
+EXIT_STATE = 3  # the state folder cannot be used: damaged, read-only, or its disk full
 
 
 def register(sub: Any) -> None:
@@ -155,7 +157,8 @@ def handle_run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, progress: Progress | None) -> int:
-    from strategies.board import Board, BoardBusy
+    from strategies.board import Board, BoardBusy, BoardStateError, board_state
+    from strategies.board._schema import state_error
 
     stderr = _Stderr(progress)
     watchers: list[AttemptWatcher] = []
@@ -197,8 +200,10 @@ def _run(args: argparse.Namespace, progress: Progress | None) -> int:
             with token.scope():
                 try:
                     return await board.run()
-                except (ConfigurationError, BoardBusy) as exc:
+                except (ConfigurationError, BoardBusy, BoardStateError) as exc:
                     refused.append(exc)
+                except sqlite3.Error as exc:  # read outside a transaction: a damaged page
+                    refused.append(state_error(exc, board_state(args.folder, args.state)))
         return None
 
     result: BoardResult | None = None
@@ -212,7 +217,7 @@ def _run(args: argparse.Namespace, progress: Progress | None) -> int:
             tracer.end(result, watch.received.name if watch.received is not None else None)
     if refused:
         print(f"harness board: {for_terminal(refused[0], lines=True)}", file=sys.stderr)
-        return EXIT_ERROR
+        return EXIT_STATE if isinstance(refused[0], BoardStateError) else EXIT_ERROR
     if watch.received is not None or result is None:
         name = watch.received.name if watch.received is not None else "cancellation"
         print(
@@ -220,39 +225,54 @@ def _run(args: argparse.Namespace, progress: Progress | None) -> int:
             file=sys.stderr,
         )
         return watch.exit_code or 128 + signal.SIGTERM
-    with _store(args.folder, args.state) as store:
-        _print_table(store, args.folder, sys.stdout)
+    try:
+        with _store(args.folder, args.state, read_only=True) as store:
+            _print_table(store, args.folder, sys.stdout)
+    except (HarnessError, sqlite3.Error) as exc:
+        return _state_failure(exc, args.folder, args.state)
     return EXIT_COMPLETE if result.complete else EXIT_NOT_COMPLETE
 
 
 class _store:
-    """The board's database, opened for reading or a retry, closed afterwards."""
+    """The board's database for a command, closed after it."""
 
-    def __init__(self, folder: Path, state: Path | None) -> None:
+    def __init__(self, folder: Path, state: Path | None, *, read_only: bool = False) -> None:
         from strategies.board import board_state
 
         self.state = board_state(folder, state)
+        self._read_only = read_only
 
     def __enter__(self) -> BoardStore:
         from strategies.board import open_store
 
-        self._store = open_store(self.state)
+        self._store = open_store(self.state, read_only=self._read_only)
         return self._store
 
     def __exit__(self, *exc: object) -> None:
         self._store.close()
 
 
+def _state_failure(exc: Exception, folder: Path, state: Path | None) -> int:
+    """Say what is wrong (naming the file and what to do); the exit code that means it. A
+    database error read outside a transaction (a damaged page) is a state error too."""
+    from strategies.board import BoardStateError, board_state
+    from strategies.board._schema import state_error
+
+    if isinstance(exc, sqlite3.Error):
+        exc = state_error(exc, board_state(folder, state) / "board.db")
+    print(f"harness board: {for_terminal(exc, lines=True)}", file=sys.stderr)
+    return EXIT_STATE if isinstance(exc, BoardStateError) else EXIT_ERROR
+
+
 def handle_status(args: argparse.Namespace) -> int:
     try:
-        with _store(args.folder, args.state) as store:
+        with _store(args.folder, args.state, read_only=True) as store:
             if args.json:
                 print(json.dumps(_status_dict(store, args.events), indent=2))
             else:
                 _print_table(store, args.folder, sys.stdout, events=args.events)
-    except (HarnessError, OSError) as exc:
-        print(f"harness board: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+    except (HarnessError, OSError, sqlite3.Error) as exc:
+        return _state_failure(exc, args.folder, args.state)
     return EXIT_COMPLETE
 
 
@@ -260,9 +280,8 @@ def handle_retry(args: argparse.Namespace) -> int:
     try:
         with _store(args.board, args.state) as store:
             became = store.retry(args.ids)
-    except (HarnessError, OSError) as exc:
-        print(f"harness board: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+    except (HarnessError, OSError, sqlite3.Error) as exc:
+        return _state_failure(exc, args.board, args.state)
     for task, status in zip(args.ids, became, strict=True):
         print(f"{task}: {status}")
     return EXIT_COMPLETE

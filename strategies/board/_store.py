@@ -17,9 +17,10 @@ new attempt, which resumes after it).
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from ._attempt import AttemptOutcome, classify
 from ._events import BoardEvent, Kind
 from ._progress import Progress, read_attempt
 from ._records import FINISHED, BoardReader, Claim, OpenAttempt, Status
-from ._schema import connect
+from ._schema import connect, state_error
 from ._tasks import BoardConfigError, BoardTask
 
 __all__ = ["FINISHED", "BoardStore", "Claim"]
@@ -37,11 +38,16 @@ class BoardStore(BoardReader):
     """The board's database (see the module docstring)."""
 
     def __init__(
-        self, path: str | Path, *, synchronous: str = "normal", transcripts: Path | None = None
+        self,
+        path: str | Path,
+        *,
+        synchronous: str = "normal",
+        transcripts: Path | None = None,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path)
         self.transcripts = transcripts or self.path.parent / "transcripts"
-        self._db = connect(self.path, synchronous=synchronous)
+        self._db = connect(self.path, synchronous=synchronous, read_only=read_only)
         self.recorded: list[BoardEvent] = []
 
     def close(self) -> None:
@@ -55,13 +61,21 @@ class BoardStore(BoardReader):
 
     @contextmanager
     def _tx(self) -> Iterator[None]:
-        self._db.execute("BEGIN IMMEDIATE")
+        """One transaction; the database failing in it (damaged, read-only, a full disk) is a
+        `BoardStateError`, and nothing of the transaction is kept."""
         try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                with suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            with suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
+            raise state_error(exc, self.path) from None
 
     def take_events(self) -> list[BoardEvent]:
         """The events recorded since the last call (committed), for the board to publish."""
