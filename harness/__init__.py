@@ -67,7 +67,13 @@ from ._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
 from ._streaming import EventStream
 from ._tools import Tool, ToolContext, ToolResult, tool
-from ._workspace import WorkspaceEscape, open_in_workspace, resolve_in_workspace
+from ._workspace import (
+    WorkspaceEscape,
+    WorkspaceTooDeep,
+    open_in_workspace,
+    remove_tree,
+    resolve_in_workspace,
+)
 
 if typing.TYPE_CHECKING:
     from ._builtin_tools import list_files, read_file, workspace_tools, write_file
@@ -200,6 +206,7 @@ __all__ = [
     "Usage",
     "VerdictReached",
     "WorkspaceEscape",
+    "WorkspaceTooDeep",
     "fixture_from_transcript",
     "list_files",
     "model_from_config",
@@ -208,6 +215,7 @@ __all__ = [
     "read_regular_file",
     "read_transcript",
     "rejection_feedback",
+    "remove_tree",
     "render_prompt",
     "resolve_in_workspace",
     "run_process",

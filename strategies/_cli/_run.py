@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -28,6 +27,7 @@ from harness import (
     ModelClient,
     RecordingModelClient,
     RunResult,
+    remove_tree,
 )
 from harness._jsonl import check_output_file, dump_json
 
@@ -136,13 +136,18 @@ class _Temporary:
         return self.path is not None and not self.keep
 
     def remove(self) -> None:
+        """Remove it; never raises (a deep tree, a read-only folder, files vanishing as the
+        agent's last process exits): what stays is named on stderr."""
         if self.path is None or self.keep:
             return
-        try:
-            shutil.rmtree(self.path)
-        except OSError as exc:
+        problems = remove_tree(self.path)
+        if problems:
+            shown = "; ".join(problems[:3]) + (
+                f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
+            )
             print(
-                f"harness: could not remove the temporary workspace {str(self.path)!r}: {exc}",
+                f"harness: could not remove all of the temporary workspace {str(self.path)!r}: "
+                f"{for_terminal(shown)}",
                 file=sys.stderr,
             )
 
