@@ -298,3 +298,39 @@ def test_a_full_disk_is_a_clear_error_with_its_own_exit_code(tmp_path: Path) -> 
     assert done.returncode == 3, done.stderr
     assert "the disk is full: free some space and run again" in done.stderr
     assert TRACEBACK not in done.stderr
+
+
+def test_a_resumed_attempt_with_nothing_left_to_spend_is_complete_when_the_check_passes(
+    tmp_path: Path,
+) -> None:
+    """The board died after the attempt's last allowed turn, which finished the work: the next
+    attempt has no budget left, but it checks first, finds the work done and completes the
+    task (its agent's script, never reached, is no error); not sent to review."""
+    make_board(
+        tmp_path,
+        {"t": task_toml("t", extra="[budget]\nmax_turns = 1")},
+        {"t": [{"text": "never asked"}]},
+    )
+    board = Board.from_folder(tmp_path)
+    (tmp_path / "workspace" / "t.txt").write_text("done\n")  # the dead attempt's work
+    with BoardStore(tmp_path / ".board" / "board.db") as store:
+        store.start(
+            board.tasks,
+            owner="dead",
+            pid=1,
+            host="h",
+            engine="local",
+            agents=1,
+            roles={"w"},
+            max_attempts=3,
+        )
+        claim = store.claim("dead", "w-1", "w", "local")
+        assert claim is not None
+        assert not isinstance(claim, str)
+        claim.transcript.parent.mkdir(parents=True)
+        _lines(claim.transcript, [{"event": "iteration.started", "at": 0.0}, _turn(0.1)])
+    done = _board("run", str(tmp_path), "-q")
+    assert done.returncode == 0, done.stderr
+    with BoardStore(tmp_path / ".board" / "board.db") as store:
+        first, second = store.attempts("t")
+    assert (first.outcome, second.outcome) == ("interrupted", "complete")
