@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import ModelResponse, RejectionLimit, RunHalted, RunStarted, TurnFinished, Usage
+from harness import RejectionLimit, RunHalted, RunStarted, TurnFinished, Usage
+from harness.extend import ModelResponse
 from strategies._cli._live import LiveProgress
 from strategies._cli._terminal import for_terminal
 

@@ -11,16 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import (
-    FakeClock,
-    SessionStore,
-    ToolCall,
-    ToolContext,
-    WorkspaceTooDeep,
-    remove_tree,
-    write_file,
-)
+from harness import ToolCall, ToolContext, WorkspaceTooDeep, write_file
 from harness._workspace import MAX_DEPTH
+from harness.extend import SessionStore, remove_tree
+from harness.testing import FakeClock
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 120

@@ -15,7 +15,8 @@ from typing import Any, TypeVar, cast
 
 from attrs import frozen
 
-from harness import FileRefused, FixtureError, read_regular_file
+from harness import FixtureError
+from harness.extend import FileRefused, read_regular_file
 
 # The largest transcript shown: far above a long run's; a bound on memory besides.
 MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024

@@ -19,11 +19,11 @@ from typing import Any
 
 from attrs import asdict, frozen
 
-from harness import FileRefused, read_regular_file
+from harness.extend import FileRefused, read_regular_file
 
 
 @frozen
-class Progress:
+class AttemptProgress:
     """Work done by interrupted attempts, carried into the next one: budgets count it, and a
     Ralph task resumes after its completed iterations."""
 
@@ -36,11 +36,11 @@ class Progress:
     wall_time: float = 0.0
     last_reason: str | None = None
 
-    def __add__(self, other: Progress) -> Progress:
+    def __add__(self, other: AttemptProgress) -> AttemptProgress:
         cost = None
         if self.cost_usd is not None and other.cost_usd is not None:
             cost = self.cost_usd + other.cost_usd
-        return Progress(
+        return AttemptProgress(
             iterations=self.iterations + other.iterations,
             turns=self.turns + other.turns,
             tool_calls=self.tool_calls + other.tool_calls,
@@ -53,13 +53,13 @@ class Progress:
 
     @property
     def empty(self) -> bool:
-        return self == Progress()
+        return self == AttemptProgress()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> Progress:
+    def from_dict(cls, data: Mapping[str, Any] | None) -> AttemptProgress:
         return cls(**data) if data else cls()
 
 
@@ -68,7 +68,7 @@ class AttemptRecord:
     """An attempt's transcript, summed up: its own progress, its halt if it got that far, and
     `problem`, what in the transcript could not be trusted (None when all of it could)."""
 
-    progress: Progress
+    progress: AttemptProgress
     halt: dict[str, Any] | None = None
     verified: bool = False
     problem: str | None = None
@@ -98,10 +98,10 @@ def read_attempt(path: str | Path) -> AttemptRecord:
     try:
         data = read_regular_file(source, limit=MAX_TRANSCRIPT_BYTES, what="transcript")
     except FileNotFoundError:
-        return AttemptRecord(Progress())
+        return AttemptRecord(AttemptProgress())
     except (OSError, FileRefused) as exc:
         reason = exc.reason if isinstance(exc, FileRefused) else (exc.strerror or str(exc))
-        return AttemptRecord(Progress(), problem=f"{source}: cannot be read: {reason}")
+        return AttemptRecord(AttemptProgress(), problem=f"{source}: cannot be read: {reason}")
     lines = data.split(b"\n")
     torn = lines.pop()  # after the last newline: empty, or a line cut off mid-write
     tally = _Tally()
@@ -215,7 +215,7 @@ class _Tally:
             self.halt, self.verified = halt, event["verified"]
 
     def record(self, problem: str | None) -> AttemptRecord:
-        progress = Progress(
+        progress = AttemptProgress(
             iterations=len(self.completed),
             turns=self.turns,
             tool_calls=self.tool_calls,

@@ -27,7 +27,8 @@ from typing import Any
 
 from attrs import field, frozen
 
-from harness import ConfigurationError, FileRefused, read_regular_file
+from harness import ConfigurationError
+from harness.extend import FileRefused, read_regular_file
 
 from .._cli._spec import SPEC, Spec, spec_from_table
 
