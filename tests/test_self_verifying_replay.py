@@ -264,7 +264,7 @@ async def test_python_and_a_spec_have_the_same_default_the_evaluator_must_look(
     PASS given without looking does not count."""
     import attrs
 
-    from strategies._config import STRATEGIES
+    from strategies._strategy_config import STRATEGIES
 
     name = "evaluator_must_use_tools"
     (key,) = [k for k in STRATEGIES.schemas["self_verifying"].keys if k.name == name]

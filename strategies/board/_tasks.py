@@ -30,7 +30,7 @@ from attrs import field, frozen
 from harness import ConfigurationError
 from harness.extend import FileRefused, read_regular_file
 
-from .._cli._spec import SPEC, Spec, spec_from_table
+from .._spec import SPEC, Spec, spec_from_table
 
 # The largest task file (or board.toml) read: far above any real one.
 MAX_TASK_BYTES = 1024 * 1024
@@ -108,7 +108,7 @@ class BoardTask:
             raise BoardConfigError(f"{where}: depends_on names a task twice ({depends!r})")
         table = {k: v for k, v in data.items() if k not in TASK_KEYS}
         try:
-            spec = spec_from_table({**table, "prompt": body}, file)
+            spec = spec_from_table({**table, "prompt": body}, file, purpose="task")
         except ConfigurationError as exc:
             raise BoardConfigError(str(exc)) from None
         return cls(
