@@ -122,8 +122,11 @@ class Harness:
                 exc.result = self._finish(run, ModelFailed("fixture", str(exc)))
                 raise
             result = self._finish(run, reason)
-            # A cancelled run stopped where it was: the lines it did not reach are not a fault.
-            scripts = () if isinstance(reason, Cancelled) else self._scripts(run)
+            # A cancelled run stopped where it was, and work found done before the first turn
+            # needed none: the lines such a run did not reach are not a fault (a retried or
+            # resumed attempt replays its agent's whole script, and finds the work done).
+            reached = not isinstance(reason, Cancelled) and reason != Completed(early=True)
+            scripts = self._scripts(run) if reached else ()
             for model in scripts:
                 try:
                     model.verify_consumed()

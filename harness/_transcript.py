@@ -42,6 +42,7 @@ from ._events import (
     TurnStarted,
     VerdictReached,
 )
+from ._files import FileRefused, open_regular_file
 from ._jsonl import load_line
 from ._messages import ModelResponse, ToolCall, Usage
 from ._result import HaltReason
@@ -310,11 +311,15 @@ class TranscriptReader:
     def rows(self) -> Iterator[tuple[int, object]]:
         """The lines as parsed JSON, ``(line number, value)``, blank lines skipped."""
         self.cut_off_line = None
-        try:
-            handle = self.path.open("rb")
+        try:  # a FIFO or a device is refused, never waited on or read without end
+            handle = open_regular_file(self.path, what="transcript")
         except OSError as exc:
             raise FixtureError(
                 f"cannot read the transcript: {exc.strerror or exc}", path=self.path
+            ) from None
+        except FileRefused as exc:
+            raise FixtureError(
+                f"cannot read the transcript: it {exc.reason}", path=self.path
             ) from None
         with handle:
             number = 0

@@ -13,6 +13,7 @@ renderers load on first use, so a run that does not read a spec does not pay to 
 import typing
 
 from ._clock import Clock, SystemClock
+from ._files import FileRefused, read_regular_file
 from ._jsonl import check_output_file, dump_json, dump_line
 from ._lazy import lazy_exports
 from ._log import LibraryLogger, get_logger
@@ -37,7 +38,7 @@ from ._streaming import EventStream, stream_events
 from ._tools import as_tools
 from ._transcript import UnknownEvent, UnknownHalt
 from ._validate import check_positive, positive
-from ._workspace import open_in_workspace, resolve_in_workspace
+from ._workspace import open_in_workspace, remove_tree, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
     from ._cli_agent import render_prompt
@@ -69,6 +70,7 @@ __all__ = [
     "DONE_TOOL",
     "Decision",
     "EventStream",
+    "FileRefused",
     "HistoryView",
     "Key",
     "KnowsPrices",
@@ -112,7 +114,9 @@ __all__ = [
     "lazy_exports",
     "open_in_workspace",
     "positive",
+    "read_regular_file",
     "rejection_feedback",
+    "remove_tree",
     "render_prompt",
     "render_schema",
     "render_variants",

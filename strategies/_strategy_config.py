@@ -73,7 +73,6 @@ STRATEGIES = Variants(
                     "(read the work); on by default in a spec, since a small evaluator has "
                     "been seen to pass wrong work without opening a file.",
                     default=True,
-                    default_text="true (`SelfVerifying` called from Python defaults to false)",
                 ),
             ],
             help="`SelfVerifying`: the builder runs until the check passes, then a fresh "
@@ -106,7 +105,6 @@ def strategy_from_config(
 
     try:
         settings["evaluator"] = build_model(settings["evaluator"], f"{where}.evaluator")
-        settings.setdefault("evaluator_must_use_tools", True)
         return SelfVerifying(**settings)
     except ConfigurationError as exc:
         raise ConfigurationError(f"{where}: {exc}") from None

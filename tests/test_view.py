@@ -402,3 +402,16 @@ def test_an_empty_transcript_renders_a_page_that_says_so(
     assert "no events" in page.find("p", "empty").text()
     assert "ends without run.halted" in err
     assert render_page(build_view(read_for_view(path))).startswith("<!DOCTYPE html>")
+
+
+def test_the_outcome_box_keeps_a_multi_line_reasons_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A reason of several lines (a test runner's failure report) is shown as a block that keeps
+    its line breaks, not run together into one paragraph."""
+    report = "2 tests failed:\n  test_add: expected 3, got 4\n  test_sub: expected 1, got -1"
+    reason = {"type": "RejectionLimit", "rejections": 2, "last_reason": report}
+    rows = [started(), *turn(1, "done"), {**halted(verified=False), "reason": reason}]
+    page, _ = view(write_events(tmp_path / "t.jsonl", rows), capsys)
+    block = page.find("div", "outcome").find("pre")
+    assert "  test_add: expected 3, got 4\n  test_sub: expected 1, got -1" in block.text()

@@ -45,6 +45,7 @@ from harness import (
 )
 from termination import Budget
 
+from ._terminal import for_terminal
 from ._tracker import RunStatus, RunTracker, short
 
 __all__ = [
@@ -62,7 +63,13 @@ Tone = Literal["plain", "good", "bad", "warn", "strong"]
 
 
 def describe(event: Event) -> tuple[str, Tone] | None:
-    """The line to print for `event` (and how it reads: good, bad, ...), or None."""
+    """The line to print for `event` (and how it reads: good, bad, ...), or None; what the
+    agent, a tool or a check wrote is shown escaped (`for_terminal`)."""
+    described = _describe(event)
+    return None if described is None else (for_terminal(described[0]), described[1])
+
+
+def _describe(event: Event) -> tuple[str, Tone] | None:
     match event:
         case RunStarted():
             return f"run {event.run_id} started ({event.strategy}) in {event.workspace}", "plain"

@@ -48,7 +48,8 @@ class HookPayloadError(ValueError):
 class StopRequest:
     """One agent's stop, in the terms every adapter shares.
 
-    `agent` and `session_id` key the block count. `reentry` is true when the agent is going
+    `agent`, `session_id` and `subagent` (one of the session's subagents, None for the main
+    session) key the block count. `reentry` is true when the agent is going
     on because a stop hook sent it back. The final answer is `last_message`, else the last
     answer in the Claude Code transcript `transcript_path` (named `transcript_field` in
     errors). `allow` is set when the stop must not be checked at all (Cursor's aborted or
@@ -57,6 +58,7 @@ class StopRequest:
 
     agent: str
     session_id: str
+    subagent: str | None = None
     cwd: Path | None = None
     reentry: bool = False
     last_message: str | None = None
@@ -104,7 +106,7 @@ async def verify_stop(
     check_positive("time_limit", time_limit)
     if reentry not in ("check", "allow"):
         raise ConfigurationError(f"'reentry' must be 'check' or 'allow' (got {reentry!r})")
-    state = BlockCount(state_dir, stop.agent, stop.session_id)
+    state = BlockCount(state_dir, stop.agent, stop.session_id, stop.subagent)
     if stop.allow is not None:
         state.save(0)
         return StopDecision(False, note=stop.allow)
@@ -168,13 +170,17 @@ class BlockCount:
     """The per-session count of blocks in a row, in a small JSON file.
 
     Claude Code's sessions keep the file name they always had; other agents' are prefixed
-    with the agent's name, so equal session ids of two agents never share a count.
+    with the agent's name, so equal session ids of two agents never share a count. Each
+    subagent of a session counts apart from the session and from the other subagents.
     """
 
-    def __init__(self, folder: Path, agent: str, session_id: str) -> None:
+    def __init__(
+        self, folder: Path, agent: str, session_id: str, subagent: str | None = None
+    ) -> None:
         key = session_id if agent == "claude" else f"{agent}-{session_id}"
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", key)[:80]
-        digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+        unique = key if subagent is None else f"{key}\0{subagent}"
+        digest = hashlib.sha256(unique.encode()).hexdigest()[:12]
         self.path = folder / f"{safe}-{digest}.json"
 
     def load(self) -> int:

@@ -32,12 +32,13 @@ from harness import (
     Event,
     EventSink,
     FixtureError,
+    HaltReason,
     Harness,
     ModelClient,
     RunResult,
     model_from_config,
 )
-from harness.extend import LibraryLogger
+from harness.extend import LibraryLogger, Run, Strategy
 from termination import Budget, TerminationPolicy
 
 from .._ralph import Ralph
@@ -163,27 +164,57 @@ async def execute_attempt(spec: AttemptSpec, emit: Emit) -> AttemptOutcome:
     return AttemptOutcome.of(result)
 
 
+@frozen
+class NothingLeft(HaltReason):
+    """A resumed attempt had nothing left to spend (its budget or its iterations were used up
+    before the interruption), and its check, run first, did not pass."""
+
+    message: str
+
+    def describe(self) -> str:
+        return self.message
+
+
+@frozen
+class _CheckOnly:
+    """A strategy that runs no session: the check before the first turn completes the run
+    when the work is done; otherwise the run halts with `halt`."""
+
+    halt: HaltReason
+    name: str = "check_only"
+
+    async def run(self, run: Run) -> HaltReason:
+        return self.halt
+
+
 def _prepare(spec: AttemptSpec, emit: Emit) -> Harness | AttemptOutcome:
     task = spec.spec or spec_from_table(
         {**spec.table, "prompt": spec.body}, spec.file, purpose="task"
     )
     policy = task.policy
-    strategy = task.build_strategy()
+    strategy: Strategy = task.build_strategy()
     carry = spec.carry
+    spent: str | None = None  # why nothing is left to spend, if so
     if not carry.empty:
         budget = remaining_budget(policy.budget, carry)
         if isinstance(budget, str):
-            return AttemptOutcome("review", budget)
-        policy = evolve(policy, budget=budget)
-        if isinstance(strategy, Ralph) and carry.iterations:
+            spent = budget
+        else:
+            policy = evolve(policy, budget=budget)
+        if spent is None and isinstance(strategy, Ralph) and carry.iterations:
             left = strategy.max_iterations - carry.iterations
             if left < 1:
-                return AttemptOutcome(
-                    "review",
+                spent = (
                     f"ralph ran {carry.iterations} iterations before the interruption and "
-                    f"the check still failed: {carry.last_reason}",
+                    f"the check still failed: {carry.last_reason}"
                 )
-            strategy = evolve(strategy, max_iterations=left)
+            else:
+                strategy = evolve(strategy, max_iterations=left)
+    if spent is not None:
+        if not spec.check_first:
+            return AttemptOutcome("review", spent)
+        # The work may have been finished when the attempt was cut short: the check decides.
+        strategy = _CheckOnly(NothingLeft(spent))
     if spec.check_first:
         policy = evolve(policy, check_before_first_turn=True)
     missing = missing_command(policy, spec.workspace)
