@@ -74,6 +74,7 @@ if typing.TYPE_CHECKING:
     from ._otel import OtelSink
     from ._plan import Plan, PlanStep, update_plan
     from ._process import ProcessResult, run_process
+    from ._protected import PathGuard, ProtectedPaths, Tampering
     from ._providers import (
         AnthropicClient,
         ModelPrice,
@@ -83,6 +84,12 @@ if typing.TYPE_CHECKING:
         model_from_config,
     )
     from ._recording import RecordingModelClient
+    from ._verification import (
+        Baseline,
+        BaselineRecorded,
+        ProtectedPathsChanged,
+        ProtectedPathsRecorded,
+    )
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
@@ -106,6 +113,13 @@ _LAZY = {
     "RetryPolicy": "._providers",
     "model_from_config": "._providers",
     "RecordingModelClient": "._recording",
+    "PathGuard": "._protected",
+    "ProtectedPaths": "._protected",
+    "Tampering": "._protected",
+    "Baseline": "._verification",
+    "BaselineRecorded": "._verification",
+    "ProtectedPathsChanged": "._verification",
+    "ProtectedPathsRecorded": "._verification",
 }
 
 
@@ -114,6 +128,8 @@ __getattr__, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
 
 __all__ = [
     "AnthropicClient",
+    "Baseline",
+    "BaselineRecorded",
     "BudgetExceeded",
     "CONTINUE",
     "CancelToken",
@@ -156,12 +172,16 @@ __all__ = [
     "ModelResponse",
     "OpenAIClient",
     "OtelSink",
+    "PathGuard",
     "Plan",
     "PlanStep",
     "Policy",
     "PolicySession",
     "PriceTable",
     "ProcessResult",
+    "ProtectedPaths",
+    "ProtectedPathsChanged",
+    "ProtectedPathsRecorded",
     "ReadsClock",
     "RecordingModelClient",
     "RejectionLimit",
@@ -185,6 +205,7 @@ __all__ = [
     "Strategy",
     "StructlogSink",
     "SystemClock",
+    "Tampering",
     "Tool",
     "ToolArgumentError",
     "ToolCall",
