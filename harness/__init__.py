@@ -48,7 +48,15 @@ from ._messages import (
     Usage,
 )
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
-from ._policy import CONTINUE, Decision, Limit, Policy, PolicySession, SensorReading
+from ._policy import (
+    CONTINUE,
+    Decision,
+    Limit,
+    Policy,
+    PolicySession,
+    ProtectsPaths,
+    SensorReading,
+)
 from ._result import (
     BudgetExceeded,
     Cancelled,
@@ -182,6 +190,7 @@ __all__ = [
     "ProtectedPaths",
     "ProtectedPathsChanged",
     "ProtectedPathsRecorded",
+    "ProtectsPaths",
     "ReadsClock",
     "RecordingModelClient",
     "RejectionLimit",

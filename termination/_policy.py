@@ -4,13 +4,14 @@ feedback providers when the session goes on."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from attrs import evolve, field, frozen
 
 from checks import AlwaysComplete, CompletionCheck, PreparesForRun
 from harness import (
     CONTINUE,
+    Baseline,
     Clock,
     Completed,
     ConfigurationError,
@@ -18,6 +19,7 @@ from harness import (
     HaltReason,
     Limit,
     Message,
+    ProtectedPaths,
     RejectionLimit,
     SensorReading,
     SensorTripped,
@@ -52,6 +54,10 @@ def _feedback(value: Sequence[Any]) -> tuple[FeedbackProviderConfig, ...]:
             )
         seen.add(name)
     return items
+
+
+def _protected(value: ProtectedPaths | Sequence[str] | str) -> ProtectedPaths:
+    return value if isinstance(value, ProtectedPaths) else ProtectedPaths(value)
 
 
 def _check(value: object) -> CompletionCheck:
@@ -90,6 +96,7 @@ class TerminationPolicy:
     check_before_first_turn: bool = False
     feedback: tuple[FeedbackProviderConfig, ...] = field(default=(), converter=_feedback)
     feedback_max_chars: int = 2000
+    protected: ProtectedPaths = field(factory=ProtectedPaths, converter=_protected)
     # Which optional hooks the sensors and the check implement, asked once here: on Python
     # 3.11 each protocol check costs ~10 µs, and every run and session would ask again.
     _binds: tuple[bool, ...] = field(init=False, repr=False, eq=False)
@@ -126,9 +133,13 @@ class TerminationPolicy:
     def description(self) -> str:
         return self.completion_check.description()
 
-    async def start_run(self, snapshot: SessionStateSnapshot) -> None:
-        if self._prepares:
-            await self.completion_check.prepare(snapshot)  # type: ignore[attr-defined]
+    async def start_run(self, snapshot: SessionStateSnapshot) -> tuple[Baseline, ...]:
+        """Let the check record its baselines before the first turn; they are returned for
+        the transcript."""
+        if not self._prepares:
+            return ()
+        recorded = await self.completion_check.prepare(snapshot)  # type: ignore[attr-defined]
+        return baselines_of(recorded)
 
     def start_session(self, *, clock: Clock, limit: Limit | None = None) -> _PolicySession:
         return _PolicySession(self, clock, limit)
@@ -274,6 +285,14 @@ class _PolicySession:
         return _read(watchers, after, readings, feedback, verdict=True)
 
     async def check(self, snapshot: SessionStateSnapshot) -> str | None:
+        """The check's verdict; a claim that found protected paths changed is rejected
+        whatever the check says (it judged the pristine copies, see `RunState.judge`)."""
+        reason = await self._run_check(snapshot)
+        if not snapshot.tampering:
+            return reason
+        return tampering_reason(snapshot, reason)
+
+    async def _run_check(self, snapshot: SessionStateSnapshot) -> str | None:
         timeout = self._policy.check_timeout
         name = type(self._check).__name__
         try:
@@ -317,3 +336,27 @@ def _validated(reason: Any, name: str) -> str | None:
     if not reason.strip():
         return f"the completion check {name} returned an empty reason"
     return reason
+
+
+def baselines_of(recorded: object) -> tuple[Baseline, ...]:
+    """What a check's `prepare` returned, as baselines: one, several, or none."""
+    if isinstance(recorded, Baseline):
+        return (recorded,)
+    if isinstance(recorded, tuple | list):
+        return tuple(b for b in cast(Sequence[object], recorded) if isinstance(b, Baseline))
+    return ()
+
+
+def tampering_reason(snapshot: SessionStateSnapshot, reason: str | None) -> str:
+    """Why a claim that changed protected paths is rejected, and what the untouched
+    verifier said of the work."""
+    changed = "\n".join(f"- {t}" for t in snapshot.tampering)
+    verdict = (
+        "With them as they were, the completion check passes: restore them and claim again."
+        if reason is None
+        else f"With them as they were, the completion check reports:\n{reason}"
+    )
+    return (
+        "Protected files were changed. They judge the work, so the claim is rejected and "
+        f"they are judged as they were when the run started:\n{changed}\n{verdict}"
+    )
