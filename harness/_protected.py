@@ -10,6 +10,9 @@ written with ``/``:
   (``feature_list.json``, ``tests``); a trailing ``/`` says the same as ``/**``;
 - ``*.py`` matches at the top of the workspace only: write ``**/*.py`` for every folder.
 
+Folders named in `ProtectedPaths.ignore` (``__pycache__`` and ``.pytest_cache`` by default:
+caches an agent's own test run writes beside the tests) are skipped.
+
 `PathGuard.record` keeps, for every path a rule matches, its kind (file, link, other), its
 mode bits, a SHA-256 digest and (for a file) a pristine copy of its bytes. Links are never
 followed: a link is recorded as its target's text, and a protected file replaced by a link,
@@ -42,6 +45,10 @@ from ._errors import ConfigurationError
 Kind = Literal["file", "link", "other"]
 Change = Literal["modified", "deleted", "added", "replaced"]
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+# Caches a test run writes beside the tests: never compared. The checks' commands neither read
+# nor write Python bytecode caches (`checks` sets PYTHONPYCACHEPREFIX), so nothing planted
+# there can stand in for a test.
+DEFAULT_IGNORE = ("__pycache__", ".pytest_cache")
 _WILD = re.compile(r"[*?\[]")
 _MANIFEST = "manifest.json"
 
@@ -104,6 +111,8 @@ class ProtectedPaths:
     """Glob rules naming the files the agent may not change (see the module's rules)."""
 
     rules: tuple[str, ...] = field(default=(), converter=_rules)
+    ignore: tuple[str, ...] = field(default=DEFAULT_IGNORE, converter=tuple)
+    """Folder names whose contents are never recorded or compared (caches)."""
     _compiled: tuple[tuple[str, re.Pattern[str], str], ...] = field(
         init=False, eq=False, repr=False
     )
@@ -181,6 +190,7 @@ def _walk_folder(
 ) -> Iterator[tuple[str, os.stat_result]]:
     for folder, dirs, files in os.walk(top, followlinks=False):
         here = Path(folder)
+        dirs[:] = [d for d in dirs if d not in paths.ignore]
         for name in sorted([*dirs, *files]):
             path = here / name
             try:

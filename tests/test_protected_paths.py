@@ -201,3 +201,16 @@ def test_a_saved_record_loads_back_and_finds_the_same_changes(
     blob.write_bytes(b"tampered")
     with pytest.raises(ValueError, match="damaged"):
         PathGuard.load(tmp_path / "record", RULES)
+
+
+def test_caches_beside_the_tests_are_not_changes(workspace: Path) -> None:
+    """An agent that runs the suite itself leaves bytecode caches under tests/."""
+    guard = PathGuard.record(workspace, RULES)
+    (workspace / "tests" / "__pycache__").mkdir()
+    (workspace / "tests" / "__pycache__" / "test_calc.cpython-311.pyc").write_bytes(b"\0")
+    (workspace / "tests" / ".pytest_cache").mkdir()
+    assert guard.changes(workspace) == ()
+    strict = ProtectedPaths(["tests/**"], ignore=())
+    assert PathGuard.record(workspace, strict).files.keys() >= {
+        "tests/__pycache__/test_calc.cpython-311.pyc"
+    }
