@@ -3,7 +3,7 @@
 A claim is complete when every test that passed at the baseline still passes (a test that
 now fails, is skipped or no longer runs is *broken*), every `must_pass` test passes, and no
 new failure appeared. Tests that failed at the baseline and still fail *predate* the run:
-they are listed apart and do not block.
+they are listed apart and do not block (unless `must_pass` names them: then they are the task).
 
 A `must_pass` entry names a test exactly as the check reports it, or the end of that name
 after a ``::``, ``.``, ``/`` or `` > `` (``test_add`` matches ``tests/test_calc.py::test_add``);
@@ -66,7 +66,9 @@ def compare(
     before = baseline.outcomes if baseline is not None else {}
     broken = sorted(n for n, o in before.items() if o == "passed" and outcomes.get(n) != "passed")
     failing = sorted(n for n, o in outcomes.items() if o == "failed")
-    predating = [n for n in failing if before.get(n) == "failed"]
+    required = [n for n in outcomes if any(matches(entry, n) for entry in must_pass)]
+    # A must_pass test that failed before the run is the task, not an old failure.
+    predating = [n for n in failing if before.get(n) == "failed" and n not in required]
     new = [n for n in failing if before.get(n) not in ("failed", "passed")]
     unmet: list[str] = []
     for entry in must_pass:

@@ -130,6 +130,12 @@ CHECKS = Variants(
                     "of that name (`test_add` for `tests/test_calc.py::test_add`).",
                     default=(),
                 ),
+                Key(
+                    "max_runs",
+                    "integer",
+                    "Baselines kept, for this many of the newest runs that share the check.",
+                    default=64,
+                ),
             ],
             help="`TestSuiteCheck`: the test command exits 0 (or, with `baseline`, breaks "
             "nothing that passed before the run); otherwise the reason names the failing "
