@@ -15,8 +15,9 @@ class TamperingSensor:
 
     Each claim that finds the policy's `protected` paths changed is rejected anyway; this
     stops a run whose agent answers each rejection by tampering again instead of fixing the
-    work. It reads `snapshot.tampered_claims`, which the run counts over all its sessions
-    (Ralph iterations included), on the turn of the claim, before the check runs.
+    work. It reads `snapshot.tampered_claims`, which the run counts over all its sessions:
+    in the plain loop on the turn of the claim, before the check runs; in Ralph, whose claims
+    are judged between iterations, on the next iteration's first turn.
     """
 
     limit: int = 3

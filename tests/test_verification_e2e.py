@@ -221,3 +221,24 @@ async def test_a_failure_that_predates_the_task_does_not_hold_the_agent_back(
     assert baseline.runner == "pytest"
     assert [e.baseline for e in events.of_type(BaselineRecorded)] == [baseline]  # type: ignore[attr-defined]
     assert result.tampering == ()
+
+
+async def test_ralph_carries_the_tampering_rejection_into_the_next_iteration(repo: Path) -> None:
+    """Ralph judges the claim between iterations the same way: the next iteration's fresh
+    context says which protected file changed, and restoring it and fixing the code wins."""
+    script = [
+        call("sh", command=f"printf '{WEAKENED}' > tests/test_calc.py"),
+        say("Done."),
+        call(
+            "sh",
+            "tests/test_calc.py (modified; protected by 'tests/**')",
+            command="git checkout -- tests/test_calc.py",
+        ),
+        call("write_file", path="calc.py", content=FIXED_CODE),
+        say("Restored the test and fixed sub."),
+    ]
+    result, events = await run(repo, script, strategy=Ralph(max_iterations=2))
+    assert result.halt_reason == Completed()
+    assert result.iterations == 2
+    assert result.tampering == (Tampering("tests/test_calc.py", "modified", "tests/**"),)
+    assert len(events.of_type(ProtectedPathsChanged)) == 1
