@@ -30,7 +30,7 @@ from harness import (
     tool,
     workspace_tools,
 )
-from strategies import Ralph
+from strategies import Ralph, SelfVerifying
 from termination import TamperingSensor, TerminationPolicy
 
 pytestmark = pytest.mark.anyio
@@ -194,7 +194,7 @@ async def test_repeated_tampering_halts_the_run(repo: Path) -> None:
     assert not result.verified
 
 
-@pytest.mark.parametrize("strategy", ["loop", "ralph"])
+@pytest.mark.parametrize("strategy", ["loop", "ralph", "self_verifying"])
 async def test_a_failure_that_predates_the_task_does_not_hold_the_agent_back(
     repo: Path, strategy: str
 ) -> None:
@@ -211,7 +211,12 @@ async def test_a_failure_that_predates_the_task_does_not_hold_the_agent_back(
         ),
         say("sub is fixed."),
     ]
-    chosen = Ralph(max_iterations=3) if strategy == "ralph" else None
+    evaluator = ScriptedModelClient.from_responses([{"text": "VERDICT: PASS", "usage": USAGE}])
+    chosen = {
+        "loop": None,
+        "ralph": Ralph(max_iterations=3),
+        "self_verifying": SelfVerifying(evaluator=evaluator),
+    }[strategy]
     result, events = await run(repo, script, strategy=chosen)
     assert result.halt_reason == Completed()
     assert result.verified
