@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from harness import Event, HaltReason, Harness, ListSink, ModelClient, RunResult
+    from harness import Event, HaltReason, Harness, ModelClient, RunResult
+    from harness.testing import ListSink
 
 __all__ = ["assert_events", "assert_halted"]
 
@@ -241,7 +242,8 @@ def assert_events(
 
 
 def _events_of(source: object) -> list[dict[str, Any]]:
-    from harness import Event, ListSink, RunResult, read_transcript
+    from harness import Event, RunResult, read_transcript
+    from harness.testing import ListSink
 
     if isinstance(source, RunResult):
         kept = _RUN_EVENTS.get(source.run_id)

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import anyio
 
-from harness import PathGuard, ProtectedPaths
+from harness import ProtectedPaths
+from harness.extend import PathGuard
 
 
 def _tree(root: Path, files: int) -> None:

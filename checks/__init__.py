@@ -8,7 +8,7 @@ Checks combine with ``&`` (`AllOf`) and ``|`` (`AnyOf`) and build from TOML tabl
 
 import typing
 
-from harness._lazy import lazy_exports as _lazy_exports
+from harness.extend import lazy_exports as _lazy_exports
 
 from ._always import AlwaysComplete
 from ._compose import AllOf, AnyOf, Combinable

@@ -11,12 +11,11 @@ from attrs import Factory, field, frozen
 from harness import (
     Baseline,
     ConfigurationError,
-    ProcessResult,
     SessionStateSnapshot,
     WorkspaceEscape,
     resolve_in_workspace,
 )
-from harness._validate import positive
+from harness.extend import ProcessResult, positive
 
 from ._baseline import Comparison, PerRun, SuiteBaseline, compare
 from ._command import (

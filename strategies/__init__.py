@@ -2,7 +2,7 @@
 
 import typing
 
-from harness._lazy import lazy_exports as _lazy_exports
+from harness.extend import lazy_exports as _lazy_exports
 
 from ._loop import Loop
 from ._reasons import RalphCompletionUnmet, SelfVerifyExhausted

@@ -10,22 +10,17 @@ from attrs import evolve, field, frozen
 
 from checks import AlwaysComplete, CompletionCheck, PreparesForRun
 from harness import (
-    CONTINUE,
     Baseline,
-    Clock,
     Completed,
     ConfigurationError,
-    Decision,
     HaltReason,
-    Limit,
     Message,
     ProtectedPaths,
     RejectionLimit,
-    SensorReading,
     SensorTripped,
     SessionStateSnapshot,
 )
-from harness._validate import check_positive
+from harness.extend import CONTINUE, Clock, Decision, Limit, SensorReading, check_positive
 
 from ._budget import Budget
 from ._feedback import FeedbackProviderConfig

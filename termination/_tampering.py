@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from attrs import frozen
 
-from harness import SensorReading, SessionStateSnapshot
+from harness import SessionStateSnapshot
+from harness.extend import SensorReading
 
 from ._sensors import Action, _threshold, check_action, check_name, graded
 

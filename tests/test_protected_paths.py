@@ -9,7 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from harness import ConfigurationError, PathGuard, ProtectedPaths, Tampering
+from harness import ConfigurationError, ProtectedPaths, Tampering
+from harness.extend import PathGuard
 
 RULES = ProtectedPaths(["tests/**", "feature_list.json", "**/conftest.py", "scripts/*.sh"])
 

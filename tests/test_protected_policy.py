@@ -11,16 +11,15 @@ import pytest
 
 from harness import (
     ConfigurationError,
-    FakeClock,
     ProtectedPaths,
-    ProtectsPaths,
     SessionStateSnapshot,
-    SessionStore,
     Tampering,
     ToolCall,
     ToolContext,
     write_file,
 )
+from harness.extend import ProtectsPaths, SessionStore
+from harness.testing import FakeClock
 from termination import TamperingSensor, TerminationPolicy
 from termination._policy import tampering_reason
 

@@ -14,22 +14,18 @@ from _checks_support import as_clock
 
 from checks import TestSuiteCheck
 from harness import (
-    BaselineRecorded,
     Completed,
-    FakeClock,
     Harness,
-    ListSink,
-    ProtectedPathsChanged,
-    ProtectedPathsRecorded,
     RunResult,
     ScriptedModelClient,
     SensorTripped,
-    Strategy,
     Tampering,
     ToolContext,
     tool,
     workspace_tools,
 )
+from harness.extend import BaselineRecorded, ProtectedPathsChanged, ProtectedPathsRecorded, Strategy
+from harness.testing import FakeClock, ListSink
 from strategies import Ralph, SelfVerifying
 from termination import TamperingSensor, TerminationPolicy
 

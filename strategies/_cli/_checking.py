@@ -6,8 +6,8 @@ from pathlib import Path
 
 from attrs import frozen
 
-from harness import Clock, SessionStateSnapshot
-from harness._clock import SystemClock
+from harness import SessionStateSnapshot
+from harness.extend import Clock, SystemClock
 from termination import TerminationPolicy
 
 from ._spec import Spec

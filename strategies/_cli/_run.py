@@ -29,7 +29,7 @@ from harness import (
     RecordingModelClient,
     RunResult,
 )
-from harness._jsonl import check_output_file, dump_json
+from harness.extend import check_output_file, dump_json
 
 from ._progress import Progress, open_progress
 from ._signals import SignalCancel

@@ -37,7 +37,7 @@ from harness import (
     RunResult,
     model_from_config,
 )
-from harness._log import LibraryLogger
+from harness.extend import LibraryLogger
 from termination import Budget, TerminationPolicy
 
 from .._cli._spec import Spec, spec_from_table
