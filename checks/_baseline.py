@@ -37,6 +37,31 @@ class SuiteBaseline:
     def failing(self) -> tuple[str, ...]:
         return tuple(sorted(self.results.failed)) if self.results is not None else ()
 
+    def to_json(self) -> dict[str, object]:
+        return {
+            "command": self.command,
+            "exit_code": self.exit_code,
+            "results": self.results.to_json() if self.results is not None else None,
+            "unreadable": self.unreadable,
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> SuiteBaseline:
+        """Read what `to_json` wrote; a `ValueError` names what is wrong."""
+        if not isinstance(data, dict) or not isinstance(data.get("command"), str):
+            raise ValueError("a suite baseline needs a 'command' string")
+        exit_code, results, unreadable = (
+            data.get(k) for k in ("exit_code", "results", "unreadable")
+        )
+        if exit_code is not None and not isinstance(exit_code, int):
+            raise ValueError(f"'exit_code' must be an integer (got {exit_code!r})")
+        if unreadable is not None and not isinstance(unreadable, str):
+            raise ValueError(f"'unreadable' must be a string (got {unreadable!r})")
+        if results is not None and not isinstance(results, dict):
+            raise ValueError(f"'results' must be an object (got {results!r})")
+        listing = TestResults.from_json(results) if results is not None else None
+        return cls(data["command"], exit_code, listing, unreadable)
+
 
 @frozen
 class Comparison:

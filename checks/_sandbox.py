@@ -1,7 +1,8 @@
 """Sandboxes that run a check's command: `LocalSandbox` and `BubblewrapSandbox`.
 
-Both run through `harness.extend.run_process`: the command gets a process group of its own, a minimal
-environment and a capped output tail, and on timeout or cancellation the whole group is killed.
+Both run through `harness.extend.run_process`: the command gets a process group of its own, a
+minimal environment and a capped output tail, and on timeout or cancellation the whole group is
+killed.
 `BubblewrapSandbox` adds real isolation with ``bwrap``: the system folders read-only, no
 network (every namespace unshared), a private ``/tmp``, and only the workspace writable.
 """

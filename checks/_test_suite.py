@@ -146,6 +146,10 @@ class TestSuiteCheck(Combinable):
         """The baseline `prepare` recorded for the run, if it is still kept."""
         return self._baselines.get(run_id)
 
+    def restore_baseline(self, run_id: str, baseline: SuiteBaseline) -> None:
+        """Use `baseline`, recorded earlier (by another process: the stop hooks), for the run."""
+        self._baselines.remember(run_id, baseline)
+
     async def check(self, state: SessionStateSnapshot) -> str | None:
         ran = await self._run(state)
         if isinstance(ran, str):

@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from attrs import evolve, field, frozen
 
-from checks import AlwaysComplete, CompletionCheck, PreparesForRun
+from checks import AlwaysComplete, CompletionCheck, PreparesForRun, run_check
 from harness import (
     Baseline,
     Completed,
@@ -272,34 +272,17 @@ class _PolicySession:
         readings: list[SensorReading],
         feedback: list[Message],
     ) -> HaltReason | None:
-        """Read the sensors that watch the check, with this rejection already recorded."""
+        """Read the sensors that watch the check, with the rejection's `reason`."""
         watchers = [s for s in self._sensors if isinstance(s, ReadsVerdicts)]
         if not watchers:
             return None
-        after = evolve(snapshot, check_reasons=(*snapshot.check_reasons, reason))
-        return _read(watchers, after, readings, feedback, verdict=True)
+        return _read(watchers, snapshot, readings, feedback, rejection=reason)
 
     async def check(self, snapshot: SessionStateSnapshot) -> str | None:
-        """The check's verdict; a claim that found protected paths changed is rejected
-        whatever the check says (it judged the pristine copies, see `RunState.judge`)."""
-        reason = await self._run_check(snapshot)
-        if not snapshot.tampering:
-            return reason
-        return tampering_reason(snapshot, reason)
-
-    async def _run_check(self, snapshot: SessionStateSnapshot) -> str | None:
-        timeout = self._policy.check_timeout
-        name = type(self._check).__name__
-        try:
-            if timeout is None:
-                return _validated(await self._check.check(snapshot), name)
-            with self._clock.deadline_scope(self._clock.now() + timeout) as scope:
-                reason = await self._check.check(snapshot)
-        except Exception as exc:
-            return f"the completion check {name} failed with {type(exc).__name__}: {exc}"
-        if scope.cancelled_caught:
-            return f"the completion check {name} did not finish within {timeout:g}s"
-        return _validated(reason, name)
+        verdict = await run_check(
+            self._check, snapshot, time_limit=self._policy.check_timeout, clock=self._clock
+        )
+        return verdict.reason
 
 
 def _read(
@@ -308,11 +291,15 @@ def _read(
     readings: list[SensorReading],
     feedback: list[Message],
     *,
-    verdict: bool = False,
+    rejection: str | None = None,
 ) -> HaltReason | None:
-    """Read `sensors` in order, collecting warnings; the first halt stops and is returned."""
+    """Read `sensors` in order, collecting warnings; the first halt stops and is returned.
+
+    With `rejection`, the sensors are read with `read_verdict`, given the check's reason."""
     for sensor in sensors:
-        reading = sensor.read_verdict(snapshot) if verdict else sensor.read(snapshot)
+        reading = (
+            sensor.read(snapshot) if rejection is None else sensor.read_verdict(snapshot, rejection)
+        )
         if reading.status == "ok":
             continue
         reading = evolve(reading, sensor=sensor.name)
@@ -323,16 +310,6 @@ def _read(
     return None
 
 
-def _validated(reason: Any, name: str) -> str | None:
-    if reason is None:
-        return None
-    if not isinstance(reason, str):
-        return f"the completion check {name} returned {reason!r} instead of None or a reason"
-    if not reason.strip():
-        return f"the completion check {name} returned an empty reason"
-    return reason
-
-
 def baselines_of(recorded: object) -> tuple[Baseline, ...]:
     """What a check's `prepare` returned, as baselines: one, several, or none."""
     if isinstance(recorded, Baseline):
@@ -340,18 +317,3 @@ def baselines_of(recorded: object) -> tuple[Baseline, ...]:
     if isinstance(recorded, tuple | list):
         return tuple(b for b in cast(Sequence[object], recorded) if isinstance(b, Baseline))
     return ()
-
-
-def tampering_reason(snapshot: SessionStateSnapshot, reason: str | None) -> str:
-    """Why a claim that changed protected paths is rejected, and what the untouched
-    verifier said of the work."""
-    changed = "\n".join(f"- {t}" for t in snapshot.tampering)
-    verdict = (
-        "With them as they were, the completion check passes: restore them and claim again."
-        if reason is None
-        else f"With them as they were, the completion check reports:\n{reason}"
-    )
-    return (
-        "Protected files were changed. They judge the work, so the claim is rejected and "
-        f"they are judged as they were when the run started:\n{changed}\n{verdict}"
-    )

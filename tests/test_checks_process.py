@@ -1,5 +1,5 @@
-"""`harness.extend.run_process`: a child's whole process tree is gone when it returns, including what
-left its process group."""
+"""`harness.extend.run_process`: a child's whole process tree is gone when it returns, including
+what left its process group."""
 
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from checks import AllOf, AlwaysComplete, run_check
 from harness import (
     ConfigurationError,
     ProtectedPaths,
@@ -21,7 +22,6 @@ from harness import (
 from harness.extend import ProtectsPaths, SessionStore
 from harness.testing import FakeClock
 from termination import TamperingSensor, TerminationPolicy
-from termination._policy import tampering_reason
 
 pytestmark = pytest.mark.anyio
 
@@ -92,14 +92,31 @@ def test_the_policy_takes_rules_and_offers_them_to_the_run() -> None:
         TerminationPolicy(protected=["../x"])
 
 
-def test_the_rejection_names_the_files_and_what_the_check_said() -> None:
+class Fails:
+    """A check that always names what is missing."""
+
+    async def check(self, state: SessionStateSnapshot) -> str | None:
+        return "test_a failed"
+
+    def description(self) -> str:
+        return "fails"
+
+
+async def test_the_rejection_names_the_files_and_what_the_check_said() -> None:
+    """`run_check`, the one verdict every path asks, rejects a tampered claim: the files,
+    then the check's own reason, or that it passes with the files as they were."""
     changed = (Tampering("tests/test_a.py", "modified", "tests/**"),)
     state = snapshot(tampering=changed)
-    failing = tampering_reason(state, "test_a failed")
+    failing = (await run_check(Fails(), state)).reason
+    assert failing is not None
     assert "- tests/test_a.py (modified; protected by 'tests/**')" in failing
     assert failing.endswith("the completion check reports:\ntest_a failed")
-    passing = tampering_reason(state, None)
+    passing = (await run_check(AlwaysComplete(), state)).reason
+    assert passing is not None
     assert passing.endswith("the completion check passes: restore them and claim again.")
+    composed = (await run_check(AllOf.of(Fails(), AlwaysComplete()), state)).reason
+    assert composed is not None
+    assert composed.count("Protected files were changed") == 1
 
 
 async def test_a_claim_with_tampering_is_rejected_even_when_the_check_passes(

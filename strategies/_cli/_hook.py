@@ -46,6 +46,7 @@ from harness.extend import Clock, check_positive
 
 from ._checking import run_checks
 from ._claude_transcript import TranscriptError, last_answer
+from ._hook_record import SessionRecord
 from ._signals import SignalCancel
 from ._spec import Spec, load_spec
 
@@ -159,7 +160,12 @@ async def claude_stop(
     if folder is None or not folder.is_dir():
         raise ConfigurationError(f"the workspace {str(folder)!r} is not an existing folder")
     checked = await run_checks(
-        spec, folder, final_text=_final_text(stop), time_limit=time_limit, clock=clock
+        spec,
+        folder,
+        final_text=_final_text(stop),
+        time_limit=time_limit,
+        clock=clock,
+        record=state.record(),
     )
     verdicts = checked.verdicts
     failed = [v for v in verdicts if not v.passed]
@@ -216,6 +222,10 @@ class _State:
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", session_id)[:80]
         digest = hashlib.sha256(session_id.encode()).hexdigest()[:12]
         self.path = folder / f"{safe}-{digest}.json"
+
+    def record(self) -> SessionRecord:
+        """Where the verifier as this session's first stop found it is kept."""
+        return SessionRecord(self.path.with_suffix(".verifier"), f"hook-{self.path.stem}")
 
     def load(self) -> int:
         try:

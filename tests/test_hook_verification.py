@@ -1,0 +1,102 @@
+"""The stop hook guards the verifier too: its first invocation for a session records the
+protected paths and the baselines in its state folder, and every later stop of that session
+is judged against them."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from strategies._cli._hook import claude_stop
+from strategies._cli._spec import load_spec
+
+pytestmark = pytest.mark.anyio
+
+PAYLOADS = Path(__file__).resolve().parent.parent / "fixtures" / "hooks"
+TESTS = """\
+import unittest
+
+from calc import add, sub
+
+
+class TestCalc(unittest.TestCase):
+    def test_add(self):
+        self.assertEqual(add(2, 2), 4)
+
+    def test_sub(self):
+        self.assertEqual(sub(3, 1), 2)
+
+    def test_legacy(self):
+        self.assertEqual(add(0.1, 0.2), 0.3)
+"""
+
+
+def code(root: Path, sub: str) -> None:
+    text = f"def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return {sub}\n"
+    (root / "workspace" / "calc.py").write_text(text)
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> Path:
+    workspace = tmp_path / "workspace"
+    (workspace / "tests").mkdir(parents=True)
+    (workspace / "tests" / "__init__.py").write_text("")
+    (workspace / "tests" / "test_calc.py").write_text(TESTS)
+    code(tmp_path, "0")
+    (tmp_path / "spec.toml").write_text(
+        f"""\
+prompt = "Make test_sub pass."
+
+[policy]
+protected = ["tests/**"]
+
+[[checks]]
+type = "test_suite"
+command = ["{sys.executable}", "-m", "unittest", "-v"]
+baseline = true
+must_pass = ["test_sub"]
+"""
+    )
+    return tmp_path
+
+
+def payload(root: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((PAYLOADS / "stop.json").read_text())
+    data["cwd"] = str(root / "workspace")
+    del data["transcript_path"]
+    data["last_assistant_message"] = "Done."
+    return data
+
+
+async def test_the_first_stop_records_and_later_stops_are_judged_against_it(
+    setup: Path,
+) -> None:
+    """The first stop takes the baseline (test_legacy already failing) and records tests/;
+    a later stop that weakened test_sub is blocked naming the file, with the pristine test
+    still failing; fixing the code and restoring the test lets the agent stop although
+    test_legacy still fails."""
+    spec = load_spec(setup / "spec.toml")
+    state = setup / "state"
+    first = await claude_stop(payload(setup), spec, state_dir=state)
+    assert first.block
+    assert first.reason is not None
+    assert "must_pass tests not passing: test_sub" in first.reason
+    test_file = setup / "workspace" / "tests" / "test_calc.py"
+    test_file.write_text(TESTS.replace("self.assertEqual(sub(3, 1), 2)", "pass"))
+    tampered = await claude_stop(payload(setup), load_spec(setup / "spec.toml"), state_dir=state)
+    assert tampered.block
+    assert tampered.reason is not None
+    assert "tests/test_calc.py (modified; protected by 'tests/**')" in tampered.reason
+    assert "test_sub (tests.test_calc.TestCalc.test_sub failed)" in tampered.reason
+    test_file.write_text(TESTS)
+    code(setup, "a - b")
+    done = await claude_stop(payload(setup), load_spec(setup / "spec.toml"), state_dir=state)
+    assert not done.block, done.reason
+    (record,) = state.glob("*.verifier")
+    assert (record / "protected" / "manifest.json").is_file()
+    stored = json.loads((record / "baseline-0.json").read_text())
+    assert stored["results"]["outcomes"]["tests.test_calc.TestCalc.test_legacy"] == "failed"
