@@ -261,6 +261,28 @@ class _RunBuilder:
             row.line,
         )
 
+    def _baseline(self, row: Row) -> None:
+        baseline = row.nested("baseline")
+        failing = [str(name) for name in baseline.data.get("failing") or ()]
+        if baseline.has("unreadable"):
+            title = "baseline: the suite's output could not be read into test names"
+            body = baseline.text("unreadable")
+        else:
+            title = (
+                f"baseline: {baseline.integer('passed')} passing, {len(failing)} failing "
+                "before the first turn"
+            )
+            body = "\n".join(failing)
+        self._segment(None, None).items.append(self._note(row, "info", title, body))
+
+    def _protected(self, row: Row) -> None:
+        lines = [
+            f"{c.text('path')} ({c.text('change')}; protected by {c.text('rule')!r})"
+            for c in row.nested_list("changes")
+        ]
+        note = self._note(row, "bad", "protected files changed", "\n".join(lines))
+        self._session_of(row).items.append(note)
+
     def _unknown(self, row: Row) -> None:
         body = "\n".join(
             f"{key}: {value}" for key, value in row.data.items() if key not in ("event", "at")
@@ -284,6 +306,8 @@ _HANDLERS = {
     "feedback.injected": _RunBuilder._feedback,
     "verdict.reached": _RunBuilder._verdict,
     "run.halted": _RunBuilder._halted,
+    "baseline.recorded": _RunBuilder._baseline,
+    "protected.changed": _RunBuilder._protected,
 }
 
 
