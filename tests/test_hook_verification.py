@@ -4,6 +4,8 @@ is judged against them."""
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
 import sys
 from pathlib import Path
@@ -11,10 +13,8 @@ from typing import Any
 
 import pytest
 
-from strategies._cli._hook import claude_stop
+from strategies._cli._hook import claude_stop, register
 from strategies._cli._spec import load_spec
-
-pytestmark = pytest.mark.anyio
 
 PAYLOADS = Path(__file__).resolve().parent.parent / "fixtures" / "hooks"
 TESTS = """\
@@ -72,6 +72,7 @@ def payload(root: Path) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.anyio
 async def test_the_first_stop_records_and_later_stops_are_judged_against_it(
     setup: Path,
 ) -> None:
@@ -100,3 +101,85 @@ async def test_the_first_stop_records_and_later_stops_are_judged_against_it(
     assert (record / "protected" / "manifest.json").is_file()
     stored = json.loads((record / "baseline-0.json").read_text())
     assert stored["results"]["outcomes"]["tests.test_calc.TestCalc.test_legacy"] == "failed"
+
+
+def start_payload(root: Path) -> dict[str, Any]:
+    return {
+        "session_id": json.loads((PAYLOADS / "stop.json").read_text())["session_id"],
+        "cwd": str(root / "workspace"),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
+
+
+def cli(
+    root: Path,
+    kind: str,
+    stdin: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser(prog="harness")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(
+        ["hook", kind, "--spec", str(root / "spec.toml"), "--state-dir", str(root / "state")]
+    )
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(stdin)))
+    code = args.handler(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_session_start_hook_takes_the_baseline_before_the_agent_works(
+    setup: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `claude-start`, a test the agent broke before its first stop is broken, not a
+    failure that predates the task; a second start keeps the record; nothing reaches the
+    agent's context (stdout)."""
+    code_, out, err = cli(setup, "claude-start", start_payload(setup), capsys, monkeypatch)
+    assert (code_, out) == (0, "")
+    assert "recorded 2 protected paths and the baselines" in err
+    (setup / "workspace" / "calc.py").write_text(  # sub fixed, add broken
+        "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n"
+    )
+    code_, out, err = cli(setup, "claude-start", start_payload(setup), capsys, monkeypatch)
+    assert "recorded before; it is kept" in err
+    code_, out, _ = cli(setup, "claude-stop", payload(setup), capsys, monkeypatch)
+    assert code_ == 0
+    answer = json.loads(out)
+    assert answer["decision"] == "block"
+    assert (
+        "tests that passed before the run no longer pass: tests.test_calc.TestCalc.test_add"
+        in answer["reason"]
+    )
+
+
+def test_a_damaged_record_is_a_non_blocking_error_naming_it(
+    setup: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert cli(setup, "claude-start", start_payload(setup), capsys, monkeypatch)[0] == 0
+    (record,) = (setup / "state").glob("*.verifier")
+    (record / "baseline-0.json").write_text("{not json")
+    code_, out, err = cli(setup, "claude-stop", payload(setup), capsys, monkeypatch)
+    assert (code_, out) == (1, "")
+    assert "baseline-0.json cannot be used" in err
+    assert "delete it to take the baseline again" in err
+
+
+@pytest.mark.parametrize(
+    ("stdin", "message"),
+    [
+        ({"session_id": ""}, "'session_id' must be a non-empty string"),
+        ({"session_id": "s", "hook_event_name": "Stop"}, "must be 'SessionStart'"),
+    ],
+)
+def test_a_start_payload_it_cannot_use_is_a_non_blocking_error(
+    setup: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    stdin: dict[str, Any],
+    message: str,
+) -> None:
+    code_, out, err = cli(setup, "claude-start", stdin, capsys, monkeypatch)
+    assert (code_, out) == (1, "")
+    assert message in err

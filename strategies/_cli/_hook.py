@@ -47,6 +47,7 @@ from harness.extend import Clock, check_positive
 from ._checking import run_checks
 from ._claude_transcript import TranscriptError, last_answer
 from ._hook_record import SessionRecord
+from ._hook_start import register as register_start
 from ._signals import SignalCancel
 from ._spec import Spec, load_spec
 
@@ -242,6 +243,11 @@ class _State:
         os.replace(temporary, self.path)
 
 
+def session_record(state_dir: Path, session_id: str) -> SessionRecord:
+    """The verifier's record for `session_id`, beside its block count in `state_dir`."""
+    return _State(state_dir, session_id).record()
+
+
 def default_state_dir() -> Path:
     """``$XDG_STATE_HOME/harness/stop-hook``, else ``~/.local/state/harness/stop-hook``."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
@@ -281,6 +287,7 @@ def register(sub: Any) -> None:
     )
     stop.add_argument("--state-dir", type=Path, help="where block counts are kept")
     stop.set_defaults(handler=handle_claude_stop)
+    register_start(kinds, DEFAULT_TIME_LIMIT)
 
 
 def handle_claude_stop(args: argparse.Namespace) -> int:

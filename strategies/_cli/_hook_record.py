@@ -21,7 +21,7 @@ from attrs import frozen
 
 from checks import CompletionCheck, TestSuiteCheck
 from checks.extend import SuiteBaseline
-from harness import SessionStateSnapshot
+from harness import ConfigurationError, SessionStateSnapshot
 from harness.extend import PathGuard
 
 from ._spec import Spec
@@ -41,7 +41,13 @@ class SessionRecord:
         if not protected:
             return None
         where = self.folder / "protected"
-        guard = await anyio.to_thread.run_sync(PathGuard.load, where, protected)
+        try:
+            guard = await anyio.to_thread.run_sync(PathGuard.load, where, protected)
+        except (ValueError, OSError) as exc:
+            raise ConfigurationError(
+                f"the hook's record of the protected paths in {where} cannot be used: {exc} "
+                "(delete the folder to record them again)"
+            ) from None
         if guard is None:
             guard = await anyio.to_thread.run_sync(PathGuard.record, workspace, protected)
             await anyio.to_thread.run_sync(guard.save, where)
@@ -60,6 +66,11 @@ class SessionRecord:
                 if taken is not None:
                     _write(path, json.dumps(taken.to_json()))
                 continue
+            except (ValueError, OSError) as exc:
+                raise ConfigurationError(
+                    f"the hook's baseline in {path} cannot be used: {exc} (delete it to take "
+                    "the baseline again)"
+                ) from None
             check.restore_baseline(self.run_id, stored)
 
 
