@@ -14,15 +14,15 @@ from ._protocol import CompletionCheck, PreparesForRun
 
 if typing.TYPE_CHECKING:
     from ._baseline import SuiteBaseline
-    from ._config import CHECKS, SANDBOXES
+    from ._check_config import CHECKS, SANDBOXES
     from ._test_results import TestResults
 
 __getattr__, __dir__ = _lazy_exports(
     __name__,
     globals(),
     {
-        "CHECKS": "checks._config",
-        "SANDBOXES": "checks._config",
+        "CHECKS": "checks._check_config",
+        "SANDBOXES": "checks._check_config",
         "SuiteBaseline": "checks._baseline",
         "TestResults": "checks._test_results",
     },

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from strategies import Spec, load_spec
 from strategies._cli._hook import claude_stop, register
-from strategies._cli._spec import load_spec
 
 PAYLOADS = Path(__file__).resolve().parent.parent / "fixtures" / "hooks"
 TESTS = """\
@@ -64,6 +64,11 @@ must_pass = ["test_sub"]
     return tmp_path
 
 
+def fresh_spec(root: Path) -> Spec:
+    """The spec as each hook process loads it anew (its checks hold no memory of the last)."""
+    return load_spec(root / "spec.toml", purpose="checks")
+
+
 def payload(root: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((PAYLOADS / "stop.json").read_text())
     data["cwd"] = str(root / "workspace")
@@ -80,22 +85,21 @@ async def test_the_first_stop_records_and_later_stops_are_judged_against_it(
     a later stop that weakened test_sub is blocked naming the file, with the pristine test
     still failing; fixing the code and restoring the test lets the agent stop although
     test_legacy still fails."""
-    spec = load_spec(setup / "spec.toml")
     state = setup / "state"
-    first = await claude_stop(payload(setup), spec, state_dir=state)
+    first = await claude_stop(payload(setup), fresh_spec(setup), state_dir=state)
     assert first.block
     assert first.reason is not None
     assert "must_pass tests not passing: test_sub" in first.reason
     test_file = setup / "workspace" / "tests" / "test_calc.py"
     test_file.write_text(TESTS.replace("self.assertEqual(sub(3, 1), 2)", "pass"))
-    tampered = await claude_stop(payload(setup), load_spec(setup / "spec.toml"), state_dir=state)
+    tampered = await claude_stop(payload(setup), fresh_spec(setup), state_dir=state)
     assert tampered.block
     assert tampered.reason is not None
     assert "tests/test_calc.py (modified; protected by 'tests/**')" in tampered.reason
     assert "test_sub (tests.test_calc.TestCalc.test_sub failed)" in tampered.reason
     test_file.write_text(TESTS)
     code(setup, "a - b")
-    done = await claude_stop(payload(setup), load_spec(setup / "spec.toml"), state_dir=state)
+    done = await claude_stop(payload(setup), fresh_spec(setup), state_dir=state)
     assert not done.block, done.reason
     (record,) = state.glob("*.verifier")
     assert (record / "protected" / "manifest.json").is_file()

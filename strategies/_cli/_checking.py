@@ -11,8 +11,8 @@ from checks import CheckVerdict, run_check
 from harness import SessionStateSnapshot
 from harness.extend import Clock, SystemClock
 
+from .._spec import Spec
 from ._hook_record import SessionRecord
-from ._spec import Spec
 
 
 @frozen

@@ -25,9 +25,9 @@ import anyio
 from harness import ConfigurationError, SessionStateSnapshot
 from harness.extend import Clock, SystemClock, check_positive
 
+from .._spec import Spec, load_spec
 from ._hook_record import SessionRecord
 from ._signals import SignalCancel
-from ._spec import Spec, load_spec
 
 EXIT_OK = 0
 EXIT_BROKEN = 1
@@ -114,7 +114,7 @@ def handle_claude_start(args: argparse.Namespace) -> int:
         return EXIT_BROKEN
     watch = SignalCancel()
     try:
-        spec = load_spec(args.spec)
+        spec = load_spec(args.spec, purpose="checks")
         session = payload.get("session_id") if isinstance(payload, dict) else None
         if not isinstance(session, str) or not session:
             raise StartPayloadError(f"'session_id' must be a non-empty string (got {session!r})")
