@@ -148,7 +148,7 @@ def junit_results(path: Path, *, label: str) -> TestResults:
 
 # pytest ----------------------------------------------------------------------------------
 
-_PYTEST_WORDS = {
+_PYTEST_WORDS: dict[str, Outcome] = {
     "PASSED": "passed",
     "XPASS": "passed",
     "FAILED": "failed",
@@ -178,13 +178,15 @@ def _pytest(lines: list[str], truncated: bool) -> TestResults | Unreadable | Non
     failed_ids: set[str] = set()
     listing = _Listing()
     for line in lines:
-        match = _PYTEST_VERBOSE.match(line) or _PYTEST_SUMMARY.match(line)
-        if match is None:
+        if verbose := _PYTEST_VERBOSE.match(line):
+            name, word = verbose["id"], verbose["word"]
+        elif summary := _PYTEST_SUMMARY.match(line):
+            name, word = summary["id"], summary["word"]
+            if word in ("FAILED", "ERROR", "XFAIL"):
+                name = name.split(" - ", 1)[0]  # the summary adds " - <message>"
+        else:
             continue
-        name = match["id"]
-        if _PYTEST_SUMMARY.match(line) and match["word"] in ("FAILED", "ERROR", "XFAIL"):
-            name = name.split(" - ", 1)[0]  # the summary adds " - <message>"
-        outcome: Outcome = _PYTEST_WORDS[match["word"]]  # type: ignore[assignment]
+        outcome = _PYTEST_WORDS[word]
         listing.add(name, outcome)
         if outcome == "passed":
             passed_ids.add(name)
