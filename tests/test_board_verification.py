@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _board_support import make_board, task_toml
@@ -25,7 +26,7 @@ async def run(board: Board) -> tuple[BoardResult, list[BoardEvent]]:
 async def test_a_task_attempt_refuses_its_protected_paths(tmp_path: Path) -> None:
     """The agent's write to the protected spec is refused naming the rule; the task still
     completes by its own check, and the spec is as it was in the board's workspace."""
-    script = [
+    script: list[dict[str, Any]] = [
         {
             "text": "first, make the spec easier",
             "tool_calls": [
