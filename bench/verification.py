@@ -20,8 +20,7 @@ from pathlib import Path
 
 import anyio
 
-from harness import ProtectedPaths
-from harness.extend import PathGuard
+from harness.extend import PathGuard, ProtectedPaths
 
 
 def _tree(root: Path, files: int) -> None:

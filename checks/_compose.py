@@ -13,7 +13,8 @@ from collections.abc import Iterable
 
 from attrs import field, frozen
 
-from harness import Baseline, ConfigurationError, SessionStateSnapshot
+from harness import ConfigurationError, SessionStateSnapshot
+from harness.extend import Baseline
 
 from ._protocol import CompletionCheck, PreparesForRun
 from ._run_check import ask

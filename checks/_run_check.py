@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from attrs import frozen
 
-from harness import SessionStateSnapshot, Tampering
-from harness.extend import Clock, SystemClock
+from harness import SessionStateSnapshot
+from harness.extend import Clock, SystemClock, Tampering
 
 from ._protocol import CompletionCheck
 

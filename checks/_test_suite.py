@@ -8,14 +8,8 @@ from pathlib import Path
 import anyio
 from attrs import Factory, field, frozen
 
-from harness import (
-    Baseline,
-    ConfigurationError,
-    SessionStateSnapshot,
-    WorkspaceEscape,
-    resolve_in_workspace,
-)
-from harness.extend import ProcessResult, positive
+from harness import ConfigurationError, SessionStateSnapshot, WorkspaceEscape, resolve_in_workspace
+from harness.extend import Baseline, ProcessResult, positive
 
 from ._baseline import Comparison, PerRun, SuiteBaseline, compare
 from ._command import (

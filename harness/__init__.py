@@ -11,9 +11,7 @@ Names that moved from here to `harness.testing` or `harness.extend` stay importa
 for one release, with a `DeprecationWarning` that names their new home.
 """
 
-import importlib
 import typing
-import warnings
 
 from ._arguments import ToolArgumentError
 from ._cancel import CancelToken
@@ -63,6 +61,7 @@ from ._run import DEFAULT_SYSTEM_PROMPT
 from ._scripted import ScriptedModelClient
 from ._state import SessionStateSnapshot
 from ._tools import Tool, ToolContext, ToolResult, tool
+from ._transcript import RunTally, TranscriptReader
 from ._workspace import WorkspaceEscape, open_in_workspace, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
@@ -70,7 +69,6 @@ if typing.TYPE_CHECKING:
     from ._cli_agent import CliAgentClient
     from ._otel import OtelSink
     from ._plan import Plan, PlanStep, update_plan
-    from ._protected import ProtectedPaths, Tampering
     from ._providers import (
         AnthropicClient,
         ModelPrice,
@@ -80,7 +78,6 @@ if typing.TYPE_CHECKING:
         model_from_config,
     )
     from ._recording import RecordingModelClient
-    from ._verification import Baseline
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
@@ -101,9 +98,6 @@ _LAZY = {
     "RetryPolicy": "._providers",
     "model_from_config": "._providers",
     "RecordingModelClient": "._recording",
-    "ProtectedPaths": "._protected",
-    "Tampering": "._protected",
-    "Baseline": "._verification",
 }
 
 # Names that left this namespace for their audience's module; importable from here, with a
@@ -150,25 +144,16 @@ _MOVED = {
     **dict.fromkeys(_EXTEND, "harness.extend"),
 }
 
-_lazy_getattr, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
-
-
-def __getattr__(name: str) -> object:
-    home = _MOVED.get(name)
-    if home is None:
-        return _lazy_getattr(name)
-    warnings.warn(
-        f"'harness.{name}' has moved to '{home}.{name}'; import it from {home} "
-        "(the old name will be removed in the next release)",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(importlib.import_module(home), name)
+__getattr__, __dir__ = _lazy_exports(
+    __name__,
+    globals(),
+    _LAZY,
+    moved={name: f"{home}.{name}" for name, home in _MOVED.items()},
+)
 
 
 __all__ = [
     "AnthropicClient",
-    "Baseline",
     "BudgetExceeded",
     "CancelToken",
     "Cancelled",
@@ -200,7 +185,6 @@ __all__ = [
     "Plan",
     "PlanStep",
     "PriceTable",
-    "ProtectedPaths",
     "RecordingModelClient",
     "RejectionLimit",
     "RetryPolicy",
@@ -208,6 +192,7 @@ __all__ = [
     "RunHalted",
     "RunResult",
     "RunStarted",
+    "RunTally",
     "ScriptedModelClient",
     "SensorRead",
     "SensorTripped",
@@ -215,13 +200,13 @@ __all__ = [
     "SessionTranscript",
     "SinkFailed",
     "StructlogSink",
-    "Tampering",
     "Tool",
     "ToolArgumentError",
     "ToolCall",
     "ToolCalled",
     "ToolContext",
     "ToolResult",
+    "TranscriptReader",
     "TurnFinished",
     "TurnStarted",
     "Usage",

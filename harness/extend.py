@@ -35,18 +35,24 @@ from ._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
 from ._streaming import EventStream, stream_events
 from ._tools import as_tools
+from ._transcript import UnknownEvent, UnknownHalt
 from ._validate import check_positive, positive
 from ._workspace import open_in_workspace, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
     from ._cli_agent import render_prompt
     from ._process import ProcessResult, run_process
-    from ._protected import PathGuard
+    from ._protected import PathGuard, ProtectedPaths, Tampering
     from ._providers._model_config import MODELS
     from ._providers._pricing import PRICE
     from ._providers._retry import RETRY
     from ._reference import render_schema, render_variants
-    from ._verification import BaselineRecorded, ProtectedPathsChanged, ProtectedPathsRecorded
+    from ._verification import (
+        Baseline,
+        BaselineRecorded,
+        ProtectedPathsChanged,
+        ProtectedPathsRecorded,
+    )
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -61,6 +67,9 @@ __getattr__, __dir__ = lazy_exports(
         "render_schema": "harness._reference",
         "render_variants": "harness._reference",
         "PathGuard": "harness._protected",
+        "ProtectedPaths": "harness._protected",
+        "Tampering": "harness._protected",
+        "Baseline": "harness._verification",
         "BaselineRecorded": "harness._verification",
         "ProtectedPathsChanged": "harness._verification",
         "ProtectedPathsRecorded": "harness._verification",
@@ -68,6 +77,7 @@ __getattr__, __dir__ = lazy_exports(
 )
 
 __all__ = [
+    "Baseline",
     "BaselineRecorded",
     "CONTINUE",
     "ChecksConsumed",
@@ -89,6 +99,7 @@ __all__ = [
     "Policy",
     "PolicySession",
     "ProcessResult",
+    "ProtectedPaths",
     "ProtectedPathsChanged",
     "ProtectedPathsRecorded",
     "ProtectsPaths",
@@ -107,8 +118,11 @@ __all__ = [
     "SingleSession",
     "Strategy",
     "SystemClock",
+    "Tampering",
     "ToolOutcome",
     "ToolSpec",
+    "UnknownEvent",
+    "UnknownHalt",
     "Variants",
     "as_tools",
     "check_output_file",

@@ -10,17 +10,24 @@ from attrs import evolve, field, frozen
 
 from checks import AlwaysComplete, CompletionCheck, PreparesForRun, run_check
 from harness import (
-    Baseline,
     Completed,
     ConfigurationError,
     HaltReason,
     Message,
-    ProtectedPaths,
     RejectionLimit,
     SensorTripped,
     SessionStateSnapshot,
 )
-from harness.extend import CONTINUE, Clock, Decision, Limit, SensorReading, check_positive
+from harness.extend import (
+    CONTINUE,
+    Baseline,
+    Clock,
+    Decision,
+    Limit,
+    ProtectedPaths,
+    SensorReading,
+    check_positive,
+)
 
 from ._budget import Budget
 from ._feedback import FeedbackProviderConfig

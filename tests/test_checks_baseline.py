@@ -13,8 +13,8 @@ from _checks_support import snapshot
 from checks import TestSuiteCheck
 from checks._baseline import compare, matches
 from checks._test_results import TestResults
-from harness import Baseline, ConfigurationError
-from harness.extend import ProcessResult
+from harness import ConfigurationError
+from harness.extend import Baseline, ProcessResult
 
 pytestmark = pytest.mark.anyio
 

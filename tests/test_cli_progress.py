@@ -313,8 +313,7 @@ def test_plain_progress_labels_each_runs_lines() -> None:
 
 def test_baselines_and_tampering_have_progress_lines() -> None:
     """`harness run` prints what the baseline found and each change to a protected path."""
-    from harness import Baseline, Tampering
-    from harness.extend import BaselineRecorded, ProtectedPathsChanged
+    from harness.extend import Baseline, BaselineRecorded, ProtectedPathsChanged, Tampering
     from strategies._cli._progress import describe
 
     found = Baseline("`pytest -rA`", "pytest", 3, ("t.py::test_old",), 1)

@@ -9,8 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from harness import ConfigurationError, ProtectedPaths, Tampering
-from harness.extend import PathGuard
+from harness import ConfigurationError
+from harness.extend import PathGuard, ProtectedPaths, Tampering
 
 RULES = ProtectedPaths(["tests/**", "feature_list.json", "**/conftest.py", "scripts/*.sh"])
 

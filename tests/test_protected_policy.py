@@ -10,16 +10,8 @@ from typing import Any
 import pytest
 
 from checks import AllOf, AlwaysComplete, run_check
-from harness import (
-    ConfigurationError,
-    ProtectedPaths,
-    SessionStateSnapshot,
-    Tampering,
-    ToolCall,
-    ToolContext,
-    write_file,
-)
-from harness.extend import ProtectsPaths, SessionStore
+from harness import ConfigurationError, SessionStateSnapshot, ToolCall, ToolContext, write_file
+from harness.extend import ProtectedPaths, ProtectsPaths, SessionStore, Tampering
 from harness.testing import FakeClock
 from termination import TamperingSensor, TerminationPolicy
 
@@ -143,3 +135,28 @@ def test_the_tampering_sensor_warns_then_halts() -> None:
     assert "t.py (modified; protected by 't.py')" in halted.message
     with pytest.raises(ConfigurationError, match="'limit'"):
         TamperingSensor(limit=0)
+
+
+def test_the_verification_events_read_back_from_a_transcript_as_themselves() -> None:
+    """`baseline.recorded`, `protected.recorded` and `protected.changed` survive a transcript
+    line, typed; a change of an unknown kind is an error naming the field."""
+    from harness import Event, FixtureError
+    from harness.extend import (
+        Baseline,
+        BaselineRecorded,
+        ProtectedPathsChanged,
+        ProtectedPathsRecorded,
+    )
+
+    events = [
+        BaselineRecorded(0.5, Baseline("`pytest -rA`", "pytest", 3, ("t.py::a",), 1)),
+        BaselineRecorded(0.5, Baseline("`pytest -q`", None, 0, (), 1, "quiet")),
+        ProtectedPathsRecorded(0.1, ("tests/**",), 4),
+        ProtectedPathsChanged(2.0, "builder", 3, (Tampering("t.py", "added", "tests/**"),)),
+    ]
+    for event in events:
+        assert Event.from_dict(event.to_dict()) == event
+    row = events[3].to_dict()
+    row["changes"][0]["change"] = "exploded"
+    with pytest.raises(FixtureError, match=r"t.jsonl:7 field 'changes\[0\]\.change'"):
+        Event.from_dict(row, path="t.jsonl", line=7)

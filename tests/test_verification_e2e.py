@@ -19,12 +19,17 @@ from harness import (
     RunResult,
     ScriptedModelClient,
     SensorTripped,
-    Tampering,
     ToolContext,
     tool,
     workspace_tools,
 )
-from harness.extend import BaselineRecorded, ProtectedPathsChanged, ProtectedPathsRecorded, Strategy
+from harness.extend import (
+    BaselineRecorded,
+    ProtectedPathsChanged,
+    ProtectedPathsRecorded,
+    Strategy,
+    Tampering,
+)
 from harness.testing import FakeClock, ListSink
 from strategies import Ralph, SelfVerifying
 from termination import TamperingSensor, TerminationPolicy

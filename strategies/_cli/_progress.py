@@ -30,7 +30,6 @@ from typing import Literal, Protocol, TextIO
 from attrs import define, field
 
 from harness import (
-    Baseline,
     CheckFailed,
     CheckPassed,
     Event,
@@ -44,7 +43,7 @@ from harness import (
     TurnFinished,
     VerdictReached,
 )
-from harness.extend import BaselineRecorded, ProtectedPathsChanged
+from harness.extend import Baseline, BaselineRecorded, ProtectedPathsChanged
 from termination import Budget
 
 from ._tracker import RunStatus, RunTracker, short
