@@ -105,7 +105,7 @@ def register(kinds: Any, default_time_limit: float) -> None:
 
 
 def handle_claude_start(args: argparse.Namespace) -> int:
-    from ._hook import default_state_dir, session_record  # the stop hook's own layout
+    from ._stop_core import default_state_dir, session_record  # the stop hook's own layout
 
     try:
         payload = json.loads(sys.stdin.read() or "null")
