@@ -14,9 +14,10 @@ from collections.abc import Iterable
 from attrs import field, frozen
 
 from harness import ConfigurationError, SessionStateSnapshot
+from harness.extend import Baseline
 
 from ._protocol import CompletionCheck, PreparesForRun
-from ._run_check import run_check
+from ._run_check import ask
 
 
 def as_check(value: object) -> CompletionCheck:
@@ -55,10 +56,19 @@ def _bullets(title: str, checks: Iterable[CompletionCheck]) -> str:
     return "\n".join(lines)
 
 
-async def _prepare_all(checks: Iterable[CompletionCheck], state: SessionStateSnapshot) -> None:
+async def _prepare_all(
+    checks: Iterable[CompletionCheck], state: SessionStateSnapshot
+) -> tuple[Baseline, ...]:
+    """Prepare every check that prepares; the baselines they recorded, in order."""
+    found: list[Baseline] = []
     for check in checks:
         if isinstance(check, PreparesForRun):
-            await check.prepare(state)
+            recorded = await check.prepare(state)
+            if isinstance(recorded, Baseline):
+                found.append(recorded)
+            elif isinstance(recorded, tuple):
+                found.extend(b for b in recorded if isinstance(b, Baseline))
+    return tuple(found)
 
 
 def _flatten(value: object, kind: type[AllOf | AnyOf]) -> tuple[CompletionCheck, ...]:
@@ -91,12 +101,12 @@ class AllOf(Combinable):
     def of(cls, *checks: CompletionCheck) -> AllOf:
         return cls(checks)
 
-    async def prepare(self, state: SessionStateSnapshot) -> None:
-        await _prepare_all(self.checks, state)
+    async def prepare(self, state: SessionStateSnapshot) -> tuple[Baseline, ...]:
+        return await _prepare_all(self.checks, state)
 
     async def check(self, state: SessionStateSnapshot) -> str | None:
         for check in self.checks:
-            reason = (await run_check(check, state)).reason
+            reason = (await ask(check, state)).reason
             if reason is not None:
                 return reason
         return None
@@ -117,13 +127,13 @@ class AnyOf(Combinable):
     def of(cls, *checks: CompletionCheck) -> AnyOf:
         return cls(checks)
 
-    async def prepare(self, state: SessionStateSnapshot) -> None:
-        await _prepare_all(self.checks, state)
+    async def prepare(self, state: SessionStateSnapshot) -> tuple[Baseline, ...]:
+        return await _prepare_all(self.checks, state)
 
     async def check(self, state: SessionStateSnapshot) -> str | None:
         reasons: list[str] = []
         for check in self.checks:
-            reason = (await run_check(check, state)).reason
+            reason = (await ask(check, state)).reason
             if reason is None:
                 return None
             reasons.append(reason)

@@ -8,6 +8,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
+import anyio
 from attrs import define, evolve, field
 
 from ._cancel import CancelToken
@@ -16,7 +17,8 @@ from ._errors import ConfigurationError, FixtureError
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
 from ._jsonl import check_output_file
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
-from ._policy import Policy, ScopesRun
+from ._policy import Policy, ProtectsPaths, ScopesRun
+from ._protected import PathGuard
 from ._result import BudgetExceeded, Cancelled, Completed, HaltReason, ModelFailed, RunResult
 from ._run import Run, SingleSession, Strategy
 from ._run_state import RunConfig
@@ -24,6 +26,7 @@ from ._state import SessionStateSnapshot
 from ._streaming import EventStream, stream_events
 from ._tools import Tool, as_tools
 from ._validate import check_positive
+from ._verification import BaselineRecorded, ProtectedPathsRecorded
 
 
 @define(kw_only=True, eq=False)
@@ -201,13 +204,26 @@ class Harness:
     async def _begin(self, run: Run, before: SessionStateSnapshot) -> HaltReason | None:
         """Before the strategy: the policy's start, and the optional check before the first
         turn, which ends the run (`Completed(early=True)`) when the work is already done."""
-        await self.policy.start_run(before)
+        await self._record_verifier(run, before)
         if self.policy.check_before_first_turn:
             policy = self.policy.start_session(clock=run.clock)
             run.initial_reason = await run.check(run.snapshot(), policy)
             if run.initial_reason is None:
                 return Completed(early=True)
         return None
+
+    async def _record_verifier(self, run: Run, before: SessionStateSnapshot) -> None:
+        """Before the first turn: the protected paths as they are, then the policy's start
+        (the checks' baselines: a test suite run once), each into the transcript."""
+        policy = self.policy
+        protected = policy.protected if isinstance(policy, ProtectsPaths) else None
+        if protected and run.workspace is not None:
+            run.protected = protected
+            run.guard = await anyio.to_thread.run_sync(PathGuard.record, run.workspace, protected)
+            run.emit(ProtectedPathsRecorded(run.elapsed(), protected.rules, len(run.guard.files)))
+        for baseline in await policy.start_run(before) or ():
+            run.baselines.append(baseline)
+            run.emit(BaselineRecorded(run.elapsed(), baseline))
 
     def stream(self, task: str) -> AbstractAsyncContextManager[EventStream[Event, RunResult]]:
         """Run `task` in the background and iterate its events as they happen.

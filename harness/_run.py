@@ -100,7 +100,7 @@ class Run(RunState):
 
     async def check(self, snapshot: SessionStateSnapshot, policy: PolicySession) -> str | None:
         """Run the completion check outside a turn (fail closed) and record the verdict."""
-        reason = await policy.check(snapshot)
+        reason = await self.judge(snapshot, policy.check)
         self.record_check(snapshot.agent, snapshot.turns, reason)
         return reason
 
@@ -116,6 +116,8 @@ class Run(RunState):
             tool_calls=self.tool_calls,
             iterations=self.iterations,
             elapsed=self.elapsed(),
+            baselines=tuple(self.baselines),
+            tampering=tuple(self.tampering),
         )
 
 

@@ -45,7 +45,14 @@ from ._events import (
 from ._files import FileRefused, open_regular_file
 from ._jsonl import load_line
 from ._messages import ModelResponse, ToolCall, Usage
+from ._protected import Tampering
 from ._result import HaltReason
+from ._verification import (
+    Baseline,
+    BaselineRecorded,
+    ProtectedPathsChanged,
+    ProtectedPathsRecorded,
+)
 
 T = TypeVar("T")
 _MISSING: Any = object()
@@ -130,6 +137,14 @@ class _Fields:
             return None
         return _Fields(value, self.path, self.line, f"{self.prefix}{key}.")
 
+    def texts(self, key: str) -> list[str]:
+        """The strings in the list in `key` (absent: none)."""
+        values = self._get(key, list, "a list", ())
+        for index, value in enumerate(values):
+            if not isinstance(value, str):
+                raise self.error(f"{key}[{index}]", f"expected a string (got {value!r:.60})")
+        return list(values)
+
     def objects(self, key: str) -> list[_Fields]:
         """The objects in the list in `key` (absent: none)."""
         values = self._get(key, list, "a list", ())
@@ -200,6 +215,24 @@ def _halt(f: _Fields) -> HaltReason:
     return halt_from_dict(f.data)
 
 
+def _baseline(f: _Fields) -> Baseline:
+    return Baseline(
+        f.text("check"),
+        f.text("runner", None),
+        f.integer("passed"),
+        tuple(f.texts("failing")),
+        f.integer("exit_code", None),
+        f.text("unreadable", None),
+    )
+
+
+def _tampering(f: _Fields) -> Tampering:
+    change = f.text("change")
+    if change not in ("modified", "deleted", "added", "replaced"):
+        raise f.error("change", f"expected modified, deleted, added or replaced (got {change!r})")
+    return Tampering(f.text("path"), change, f.text("rule"))  # type: ignore[arg-type]
+
+
 def _nested(f: _Fields, key: str) -> _Fields:
     found = f.nested(key)
     assert found is not None
@@ -266,6 +299,13 @@ _PARSERS: dict[str, Callable[[_Fields, float], Event]] = {
     ),
     SinkFailed.name: lambda f, at: SinkFailed(
         at, f.text("sink"), f.text("failed_on"), f.text("error")
+    ),
+    BaselineRecorded.name: lambda f, at: BaselineRecorded(at, _baseline(_nested(f, "baseline"))),
+    ProtectedPathsRecorded.name: lambda f, at: ProtectedPathsRecorded(
+        at, tuple(f.texts("rules")), f.integer("files")
+    ),
+    ProtectedPathsChanged.name: lambda f, at: ProtectedPathsChanged(
+        at, f.text("agent"), f.integer("turn"), tuple(_tampering(c) for c in f.objects("changes"))
     ),
 }
 

@@ -25,6 +25,7 @@ from ._policy import (
     Limit,
     Policy,
     PolicySession,
+    ProtectsPaths,
     Scope,
     ScopesRun,
     SensorReading,
@@ -43,10 +44,17 @@ from ._workspace import open_in_workspace, remove_tree, resolve_in_workspace
 if typing.TYPE_CHECKING:
     from ._cli_agent import render_prompt
     from ._process import ProcessResult, run_process
+    from ._protected import PathGuard, ProtectedPaths, Tampering
     from ._providers._model_config import MODELS
     from ._providers._pricing import PRICE
     from ._providers._retry import RETRY
     from ._reference import render_schema, render_variants
+    from ._verification import (
+        Baseline,
+        BaselineRecorded,
+        ProtectedPathsChanged,
+        ProtectedPathsRecorded,
+    )
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -60,10 +68,19 @@ __getattr__, __dir__ = lazy_exports(
         "RETRY": "harness._providers._retry",
         "render_schema": "harness._reference",
         "render_variants": "harness._reference",
+        "PathGuard": "harness._protected",
+        "ProtectedPaths": "harness._protected",
+        "Tampering": "harness._protected",
+        "Baseline": "harness._verification",
+        "BaselineRecorded": "harness._verification",
+        "ProtectedPathsChanged": "harness._verification",
+        "ProtectedPathsRecorded": "harness._verification",
     },
 )
 
 __all__ = [
+    "Baseline",
+    "BaselineRecorded",
     "CONTINUE",
     "ChecksConsumed",
     "Clock",
@@ -81,9 +98,14 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "PRICE",
+    "PathGuard",
     "Policy",
     "PolicySession",
     "ProcessResult",
+    "ProtectedPaths",
+    "ProtectedPathsChanged",
+    "ProtectedPathsRecorded",
+    "ProtectsPaths",
     "REQUIRED",
     "RETRY",
     "ReadsClock",
@@ -100,6 +122,7 @@ __all__ = [
     "SingleSession",
     "Strategy",
     "SystemClock",
+    "Tampering",
     "ToolOutcome",
     "ToolSpec",
     "UnknownEvent",

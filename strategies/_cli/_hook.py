@@ -51,6 +51,7 @@ from harness.extend import Clock
 from .._spec import Spec, load_spec
 from ._hook_agents import ADAPTERS, ClaudeStop, StopAdapter
 from ._hook_install import AGENTS, install_hook
+from ._hook_start import register as register_start
 from ._signals import SignalCancel
 from ._stop_core import (
     DEFAULT_MAX_BLOCKS,
@@ -206,6 +207,7 @@ def register(sub: Any) -> None:
         "--dry-run", action="store_true", help="print the merged file instead of writing it"
     )
     install.set_defaults(handler=handle_install)
+    register_start(kinds, DEFAULT_TIME_LIMIT)
 
 
 def _stop_options(stop: argparse.ArgumentParser) -> None:

@@ -43,6 +43,7 @@ from harness import (
     TurnFinished,
     VerdictReached,
 )
+from harness.extend import Baseline, BaselineRecorded, ProtectedPathsChanged
 from termination import Budget
 
 from ._terminal import for_terminal
@@ -97,7 +98,21 @@ def _describe(event: Event) -> tuple[str, Tone] | None:
             return f"evaluator round {event.round}: {verdict} {short(event.reasons, 80)}", tone
         case RunHalted():
             return f"halted: {event.reason.describe()}", "good" if event.verified else "strong"
+        case BaselineRecorded():
+            return f"baseline: {_baseline(event.baseline)}", "plain"
+        case ProtectedPathsChanged():
+            changed = ", ".join(str(t) for t in event.changes)
+            return f"protected files changed: {short(changed)}", "bad"
     return None
+
+
+def _baseline(baseline: Baseline) -> str:
+    if baseline.unreadable is not None:
+        return f"{baseline.check} could not be read into test names ({short(baseline.unreadable)})"
+    failing = ", ".join(baseline.failing)
+    return f"{baseline.passed} passing, {len(baseline.failing)} failing before the first turn" + (
+        f": {short(failing, 80)}" if failing else ""
+    )
 
 
 class ProgressDisplay(Protocol):

@@ -31,6 +31,7 @@ from harness.extend import Clock, check_positive
 from .._spec import Spec
 from ._checking import run_checks
 from ._claude_transcript import TranscriptError, last_answer
+from ._hook_record import SessionRecord
 
 Reentry = Literal["check", "allow"]
 DEFAULT_MAX_BLOCKS = 5
@@ -117,7 +118,12 @@ async def verify_stop(
     if folder is None or not folder.is_dir():
         raise ConfigurationError(f"the workspace {str(folder)!r} is not an existing folder")
     checked = await run_checks(
-        spec, folder, final_text=_final_text(stop), time_limit=time_limit, clock=clock
+        spec,
+        folder,
+        final_text=_final_text(stop),
+        time_limit=time_limit,
+        clock=clock,
+        record=state.record(),
     )
     failed = [v for v in checked.verdicts if not v.passed]
     late = (
@@ -183,6 +189,10 @@ class BlockCount:
         digest = hashlib.sha256(unique.encode()).hexdigest()[:12]
         self.path = folder / f"{safe}-{digest}.json"
 
+    def record(self) -> SessionRecord:
+        """Where the verifier as this session's first stop (or start) found it is kept."""
+        return SessionRecord(self.path.with_suffix(".verifier"), f"hook-{self.path.stem}")
+
     def load(self) -> int:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
@@ -202,3 +212,8 @@ def default_state_dir() -> Path:
     """``$XDG_STATE_HOME/harness/stop-hook``, else ``~/.local/state/harness/stop-hook``."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "harness" / "stop-hook"
+
+
+def session_record(state_dir: Path, session_id: str, agent: str = "claude") -> SessionRecord:
+    """The verifier's record for `session_id`, beside its block count in `state_dir`."""
+    return BlockCount(state_dir, agent, session_id).record()

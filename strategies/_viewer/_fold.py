@@ -39,6 +39,7 @@ from harness import (
     Usage,
     VerdictReached,
 )
+from harness.extend import BaselineRecorded, ProtectedPathsChanged
 
 from ._records import (
     CallView,
@@ -171,6 +172,13 @@ class _RunBuilder:
             case RunHalted():
                 self._draw()
                 self.halt = _halt_view(line, event)
+            case BaselineRecorded():
+                self._enter(None, None)
+                self._put(_baseline_note(line, event))
+            case ProtectedPathsChanged():
+                body = "\n".join(str(t) for t in event.changes)
+                note = _note(event, line, "bad", "protected files changed", body)
+                self._session_note(event.agent, note)
             case _:
                 self._other(line, event)
 
@@ -291,6 +299,15 @@ class _RunBuilder:
         else:
             self._enter(None, None)
             self._put(note)
+
+
+def _baseline_note(line: int, event: BaselineRecorded) -> NoteView:
+    found = event.baseline
+    if found.unreadable is not None:
+        title = "baseline: the suite's output could not be read into test names"
+        return _note(event, line, "info", title, found.unreadable)
+    title = f"baseline: {found.passed} passing, {len(found.failing)} failing before the first turn"
+    return _note(event, line, "info", title, "\n".join(found.failing))
 
 
 def _note(event: Event, line: int, tone: Tone, title: str, body: str = "") -> NoteView:
