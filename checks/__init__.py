@@ -11,7 +11,8 @@ import typing
 from harness._lazy import lazy_exports as _lazy_exports
 
 from ._always import AlwaysComplete
-from ._compose import AllOf, AnyOf, Combinable
+from ._compose import AllOf, AnyOf, Combinable, assess
+from ._progress import Assessment, MeasuresProgress, WorkProgress
 from ._protocol import CompletionCheck, PreparesForRun
 
 if typing.TYPE_CHECKING:
@@ -65,6 +66,7 @@ __all__ = [
     "AllOf",
     "AlwaysComplete",
     "AnyOf",
+    "Assessment",
     "BubblewrapSandbox",
     "CHECK_TYPES",
     "Combinable",
@@ -77,6 +79,7 @@ __all__ = [
     "FilesCheck",
     "JUDGE_SYSTEM",
     "LocalSandbox",
+    "MeasuresProgress",
     "PlanCheck",
     "PreparesForRun",
     "QuestionAnsweredCheck",
@@ -86,6 +89,8 @@ __all__ = [
     "SqlResultCheck",
     "TestSuiteCheck",
     "Verdict",
+    "WorkProgress",
+    "assess",
     "check_from_config",
     "failing_tests",
     "load_features",

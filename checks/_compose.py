@@ -14,7 +14,9 @@ from collections.abc import Iterable
 from attrs import field, frozen
 
 from harness import ConfigurationError, SessionStateSnapshot
+from harness.checkpoints import WorkProgress
 
+from ._progress import Assessment, MeasuresProgress
 from ._protocol import CompletionCheck, PreparesForRun
 
 
@@ -42,6 +44,30 @@ async def run_check(check: CompletionCheck, state: SessionStateSnapshot) -> str 
     if reason is not None and not reason.strip():
         return f"the completion check {check_name(check)} rejected the claim without a reason"
     return reason
+
+
+async def assess(check: CompletionCheck, state: SessionStateSnapshot) -> Assessment:
+    """`check`'s reason, failing closed as `run_check` does, and its progress when it
+    measures (`MeasuresProgress`); an exception is a reason naming the check, with no progress."""
+    if not isinstance(check, MeasuresProgress):
+        return Assessment(await run_check(check, state))
+    try:
+        found: object = await check.measure(state)
+    except Exception as exc:
+        return Assessment(
+            f"the completion check {check_name(check)} failed with {type(exc).__name__}: {exc}"
+        )
+    if not isinstance(found, Assessment):
+        return Assessment(
+            f"the completion check {check_name(check)} measured {found!r}, not an Assessment"
+        )
+    reason: object = found.reason
+    if reason is not None and (not isinstance(reason, str) or not reason.strip()):
+        return Assessment(
+            f"the completion check {check_name(check)} rejected the claim without a reason",
+            found.progress,
+        )
+    return found
 
 
 class Combinable:
@@ -117,6 +143,13 @@ class AllOf(Combinable):
                 return reason
         return None
 
+    async def measure(self, state: SessionStateSnapshot) -> Assessment:
+        """Every check's answer (none skipped, so the progress is whole): the first reason,
+        and the sum of the progress the checks report."""
+        answers = [await assess(check, state) for check in self.checks]
+        reason = next((a.reason for a in answers if a.reason is not None), None)
+        return Assessment(reason, WorkProgress.sum_of([a.progress for a in answers]))
+
     def description(self) -> str:
         if len(self.checks) == 1:
             return self.checks[0].description()
@@ -143,16 +176,35 @@ class AnyOf(Combinable):
             if reason is None:
                 return None
             reasons.append(reason)
-        if len(reasons) == 1:
-            return reasons[0]
-        lines = [f"none of the {len(reasons)} alternatives holds:"]
-        for number, reason in enumerate(reasons, 1):
-            first, *rest = reason.splitlines() or [""]
-            lines.append(f"{number}. {first}")
-            lines.extend(f"   {line}" for line in rest)
-        return "\n".join(lines)
+        return _alternatives(reasons)
+
+    async def measure(self, state: SessionStateSnapshot) -> Assessment:
+        """As `check` (the first alternative that holds ends it), with the progress of the
+        alternative furthest along."""
+        answers: list[Assessment] = []
+        for check in self.checks:
+            answer = await assess(check, state)
+            if answer.reason is None:
+                return answer
+            answers.append(answer)
+        reasons = [a.reason for a in answers if a.reason is not None]
+        return Assessment(
+            _alternatives(reasons), WorkProgress.best_of([a.progress for a in answers])
+        )
 
     def description(self) -> str:
         if len(self.checks) == 1:
             return self.checks[0].description()
         return _bullets("At least one of these must hold:", self.checks)
+
+
+def _alternatives(reasons: list[str]) -> str:
+    """Every alternative's reason, numbered (one alone as it is)."""
+    if len(reasons) == 1:
+        return reasons[0]
+    lines = [f"none of the {len(reasons)} alternatives holds:"]
+    for number, reason in enumerate(reasons, 1):
+        first, *rest = reason.splitlines() or [""]
+        lines.append(f"{number}. {first}")
+        lines.extend(f"   {line}" for line in rest)
+    return "\n".join(lines)

@@ -10,6 +10,7 @@ from attrs import field, frozen
 
 from harness import ProcessResult, SessionStateSnapshot, WorkspaceEscape, resolve_in_workspace
 from harness._validate import positive
+from harness.checkpoints import WorkProgress
 
 from ._command import (
     command_text,
@@ -21,7 +22,9 @@ from ._command import (
     with_output,
 )
 from ._compose import Combinable
+from ._progress import Assessment
 from ._sandbox import LocalSandbox, SandboxProvider
+from ._suite_tally import tally
 from ._test_output import JunitError, SuiteOutput, junit_failures, read_output
 
 _SHOW = 8
@@ -57,9 +60,14 @@ class TestSuiteCheck(Combinable):
         )
 
     async def check(self, state: SessionStateSnapshot) -> str | None:
+        return (await self.measure(state)).reason
+
+    async def measure(self, state: SessionStateSnapshot) -> Assessment:
+        """The verdict, and the tests passing of those that ran (from a fresh JUnit report,
+        else the runner's closing counts; none when neither can be read)."""
         report = self._report_path(state)
         if isinstance(report, str):
-            return report
+            return Assessment(report)
         before = await _stamp(report)
         result = await run_in_workspace(
             state,
@@ -70,7 +78,7 @@ class TestSuiteCheck(Combinable):
             env=self.env,
         )
         if isinstance(result, str):
-            return result
+            return Assessment(result)
         report_cases: int | None = None
         from_report: list[str] = []
         report_note = None
@@ -87,9 +95,10 @@ class TestSuiteCheck(Combinable):
             none_ran = f"its JUnit report {self.junit_xml} lists no test cases"
         elif report_cases is None and said.ran is False:
             none_ran = f"its output says `{said.none_ran}`"
+        progress = _progress(result, said, report_cases, from_report)
         if result.ok and not from_report and none_ran is None:
-            return None
-        return self._reason(result, said, from_report, none_ran, report_note)
+            return Assessment(None, progress)
+        return Assessment(self._reason(result, said, from_report, none_ran, report_note), progress)
 
     def _report_path(self, state: SessionStateSnapshot) -> Path | str | None:
         if self.junit_xml is None or state.workspace is None:
@@ -130,6 +139,23 @@ class TestSuiteCheck(Combinable):
         if note:
             headline += f"\n{note}"
         return with_output(headline, result)
+
+
+def _progress(
+    result: ProcessResult, said: SuiteOutput, report_cases: int | None, from_report: list[str]
+) -> WorkProgress | None:
+    """Tests passing of those that ran: from the report when there is a fresh one, else from
+    the output's counts. A run that timed out or was killed counts nothing as passing."""
+    if report_cases is not None:
+        passed, total = report_cases - len(from_report), report_cases
+    elif (counted := tally(result.output_tail)) is not None:
+        passed, total = counted.passed, counted.total
+    else:
+        return None
+    if result.timed_out or result.exit_code < 0:
+        passed = 0
+    failing = from_report or list(said.failing)
+    return WorkProgress(max(0, min(passed, total)), total, "tests", failing)
 
 
 async def _stamp(path: Path | None) -> tuple[int, int] | None:

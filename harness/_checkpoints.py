@@ -34,7 +34,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from attrs import frozen
 
 from ._clock import Clock
-from ._errors import HarnessError
+from ._errors import ConfigurationError, HarnessError
 from ._work_progress import WorkProgress
 
 CheckpointKind = Literal["git", "snapshot"]
@@ -122,6 +122,33 @@ class CheckpointDiff:
         return [f"{mark} {path}" for mark, path in sorted(marked, key=lambda m: m[1])]
 
 
+@frozen
+class Checkpointing:
+    """How a run checkpoints its workspace: `Harness(checkpoints=Checkpointing(...))`, or
+    ``checkpoints=True`` for these defaults. `backend` as in `open_checkpoints`; `state_dir`
+    is where snapshots live when the workspace is not in git."""
+
+    backend: Backend = "auto"
+    state_dir: Path | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.backend not in ("auto", "git", "snapshot"):
+            raise ConfigurationError(
+                f"'backend' must be auto, git or snapshot (got {self.backend!r})"
+            )
+
+    @classmethod
+    def convert(cls, value: object) -> Checkpointing | None:
+        """`Harness.checkpoints`: False or None is off, True the defaults, or a Checkpointing."""
+        if value is None or value is False:
+            return None
+        if value is True:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        raise ConfigurationError(f"'checkpoints' must be a bool or a Checkpointing (got {value!r})")
+
+
 @runtime_checkable
 class CheckpointStore(Protocol):
     """Saves, lists, compares and restores checkpoints of one workspace.
@@ -159,6 +186,10 @@ class CheckpointStore(Protocol):
     async def restore(self, checkpoint: Checkpoint) -> CheckpointDiff:
         """Put the workspace back to `checkpoint`: write what differs and remove files made
         since (not ignored ones). Returns what it changed, seen from the state it replaced."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the store holds open (temporary files); the checkpoints stay."""
         ...
 
 

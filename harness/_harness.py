@@ -11,6 +11,7 @@ from typing import Any
 from attrs import define, evolve, field
 
 from ._cancel import CancelToken
+from ._checkpoints import Checkpointing
 from ._clock import Clock, SystemClock
 from ._errors import ConfigurationError, FixtureError
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
@@ -31,7 +32,9 @@ class Harness:
     `transcript` names a JSONL file that receives every event as it happens. `sinks` receive
     events too (the library's logger always does: see `StructlogSink`); a sink that raises is
     detached and reported in `RunResult.sink_failures`, and the run goes on. `done_tool` offers
-    the model a `done` tool as an explicit way to claim the task is done.
+    the model a `done` tool as an explicit way to claim the task is done. `checkpoints` (True,
+    or a `Checkpointing`) checkpoints the workspace when the run starts and at every rejected
+    claim (and a Ralph strategy at the end of every iteration): see `harness.checkpoints`.
     """
 
     model: ModelClient
@@ -47,6 +50,7 @@ class Harness:
     done_tool: bool = False
     context_window: int | None = None
     logger: Any = None
+    checkpoints: Checkpointing | None = field(default=None, converter=Checkpointing.convert)
     _tools: dict[str, Tool] = field(init=False)
     _workspace: Path | None = field(init=False)
 
@@ -139,6 +143,8 @@ class Harness:
                         raise
             return result
         finally:
+            if run.checkpoints is not None:
+                await run.checkpoints.aclose()
             if transcript is not None:
                 transcript.close()
 
@@ -178,6 +184,8 @@ class Harness:
     async def _begin(self, run: Run) -> HaltReason | None:
         """Before the strategy: the policy's start, and the optional check before the first
         turn, which ends the run (`Completed(early=True)`) when the work is already done."""
+        if self.checkpoints is not None and await run.start_checkpoints(self.checkpoints):
+            await run.checkpoint("run started")
         await self.policy.start_run(run.snapshot())
         if self.policy.check_before_first_turn:
             policy = self.policy.start_session(clock=run.clock)

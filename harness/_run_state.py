@@ -11,13 +11,31 @@ from pathlib import Path
 
 from attrs import define, field
 
+from ._checkpoints import (
+    Checkpoint,
+    CheckpointDiff,
+    CheckpointError,
+    Checkpointing,
+    CheckpointStore,
+    open_checkpoints,
+)
 from ._clock import Clock
-from ._events import CheckFailed, CheckPassed, Event, EventSink, SinkFailed
+from ._events import (
+    CheckFailed,
+    CheckPassed,
+    CheckpointFailed,
+    CheckpointRestored,
+    CheckpointSaved,
+    Event,
+    EventSink,
+    SinkFailed,
+)
 from ._messages import NO_USAGE, Message, Usage
 from ._model import ModelClient
 from ._policy import Policy
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
 from ._tools import Tool
+from ._work_progress import WorkProgress
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an autonomous agent. Work on the task with the tools you have until it is "
@@ -50,6 +68,8 @@ class RunState:
     usage: Usage = NO_USAGE
     check_reasons: list[str] = field(factory=list)
     store: SessionStore = field(factory=SessionStore)
+    checkpoints: CheckpointStore | None = None
+    """Where the workspace is checkpointed (see `start_checkpoints`); None: it is not."""
     sink_failures: list[SinkFailed] = field(factory=list)
     description: str = field(init=False, repr=False)
     """What "done" means (the policy's description), read once for the run."""
@@ -96,6 +116,74 @@ class RunState:
         else:
             self.check_reasons.append(reason)
             self.emit(CheckFailed(self.elapsed(), agent, turn, self.description, reason))
+
+    async def start_checkpoints(self, settings: Checkpointing | None = None) -> bool:
+        """Checkpoint the workspace from now on (a series named by the run's id), unless it
+        already is; False when the run has no workspace or it cannot be checkpointed (a
+        ``checkpoint.failed`` event says why)."""
+        if self.checkpoints is not None:
+            return True
+        if self.workspace is None:
+            return False
+        settings = settings or Checkpointing()
+        try:
+            self.checkpoints = await open_checkpoints(
+                self.workspace,
+                series=self.run_id,
+                clock=self.clock,
+                backend=settings.backend,
+                state_dir=settings.state_dir,
+            )
+        except (CheckpointError, OSError) as exc:
+            self.emit(CheckpointFailed(self.elapsed(), "open", f"{type(exc).__name__}: {exc}"))
+            return False
+        return True
+
+    async def checkpoint(
+        self, label: str, progress: WorkProgress | None = None
+    ) -> Checkpoint | None:
+        """Checkpoint the workspace now and emit ``checkpoint.saved``; None when the run keeps
+        no checkpoints or saving failed (then ``checkpoint.failed`` says why)."""
+        store = self.checkpoints
+        if store is None:
+            return None
+        at = self.elapsed()
+        try:
+            saved = await store.save(label, at=at, progress=progress)
+        except (CheckpointError, OSError) as exc:
+            self.emit(CheckpointFailed(self.elapsed(), label, f"{type(exc).__name__}: {exc}"))
+            return None
+        self.emit(
+            CheckpointSaved(
+                at, saved.label, saved.id, saved.tree, saved.seq, saved.kind, saved.progress
+            )
+        )
+        return saved
+
+    async def restore(self, checkpoint: Checkpoint, reason: str) -> CheckpointDiff | None:
+        """Put the workspace back to `checkpoint` and emit ``checkpoint.restored``; None when
+        that failed (``checkpoint.failed`` says why)."""
+        store = self.checkpoints
+        if store is None:
+            return None
+        try:
+            changed = await store.restore(checkpoint)
+        except (CheckpointError, OSError) as exc:
+            label = f"restore {checkpoint.short_id}"
+            self.emit(CheckpointFailed(self.elapsed(), label, f"{type(exc).__name__}: {exc}"))
+            return None
+        self.emit(
+            CheckpointRestored(
+                self.elapsed(),
+                checkpoint.id,
+                checkpoint.label,
+                reason,
+                len(changed.added),
+                len(changed.modified),
+                len(changed.deleted),
+            )
+        )
+        return changed
 
     def system_message(self, base: str | None = None) -> Message:
         """The system prompt: the caller's, what "done" means, and how feedback is marked."""

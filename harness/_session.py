@@ -171,6 +171,10 @@ class Session:
             self._apply(decision)
             if decision.halt is not None:
                 return SessionEnd(decision.halt, snapshot)
+            if decision.rejection is not None:
+                await self._run.checkpoint(
+                    f"claim rejected ({self.agent}, iteration {self.iteration}, turn {self.turns})"
+                )
             if claims_done and self._on_claim == "return":  # the strategy judges the claim
                 return SessionEnd(None, snapshot, claimed=True)
             if decision.rejection is not None and self._stop_on_rejection:

@@ -5,7 +5,7 @@ present. Ralph compares these between iterations (`done` is the score: an iterat
 with fewer things done than the best so far regressed), checkpoints record them, and the names
 in `failing` say what broke.
 
-Composition: `combine_all` (for `AllOf`) sums the parts, since every part has to be done;
+Composition: `sum_of` (for `AllOf`) sums the parts, since every part has to be done;
 `best_of` (for `AnyOf`) takes the alternative furthest along, since any one of them suffices.
 """
 
@@ -84,6 +84,30 @@ class WorkProgress:
         before = set(earlier.failing)
         return tuple(name for name in self.failing if name not in before)
 
+    @classmethod
+    def sum_of(cls, parts: Sequence[WorkProgress | None]) -> WorkProgress | None:
+        """The progress of checks that must all pass: the sums of the parts that report one
+        (None when none does). The unit is theirs when they share one, else ``"items"``."""
+        known = [p for p in parts if p is not None]
+        if not known:
+            return None
+        units = {p.unit for p in known}
+        return cls(
+            sum(p.done for p in known),
+            sum(p.total for p in known),
+            units.pop() if len(units) == 1 else MIXED_UNIT,
+            tuple(name for p in known for name in p.failing),
+        )
+
+    @classmethod
+    def best_of(cls, parts: Sequence[WorkProgress | None]) -> WorkProgress | None:
+        """The progress of alternatives of which one must pass: the one furthest along (the
+        highest fraction, then the most done; the first on a tie), or None when none reports."""
+        known = [p for p in parts if p is not None]
+        if not known:
+            return None
+        return max(known, key=lambda p: (p.fraction, p.done))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "done": self.done,
@@ -108,27 +132,3 @@ def _int(data: Mapping[str, Any], name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigurationError(f"{name!r} must be an int >= 0 (got {value!r})")
     return value
-
-
-def combine_all(parts: Sequence[WorkProgress | None]) -> WorkProgress | None:
-    """The progress of checks that must all pass: the sums of the parts that report one
-    (None when none does). The unit is theirs when they share one, else ``"items"``."""
-    known = [p for p in parts if p is not None]
-    if not known:
-        return None
-    units = {p.unit for p in known}
-    return WorkProgress(
-        sum(p.done for p in known),
-        sum(p.total for p in known),
-        units.pop() if len(units) == 1 else MIXED_UNIT,
-        tuple(name for p in known for name in p.failing),
-    )
-
-
-def best_of(parts: Sequence[WorkProgress | None]) -> WorkProgress | None:
-    """The progress of alternatives of which one must pass: the one furthest along (the highest
-    fraction, then the most done; the first on a tie), or None when none reports one."""
-    known = [p for p in parts if p is not None]
-    if not known:
-        return None
-    return max(known, key=lambda p: (p.fraction, p.done))

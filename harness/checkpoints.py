@@ -14,6 +14,8 @@ snapshot in a state folder outside the workspace. A run checkpoints its workspac
 (see `strategies.Ralph`); ``harness checkpoints list|diff|restore`` is the command line.
 """
 
+import typing
+
 from ._checkpoints import (
     Checkpoint,
     CheckpointDiff,
@@ -25,9 +27,22 @@ from ._checkpoints import (
     default_state_dir,
     open_checkpoints,
 )
-from ._git_checkpoints import REF_PREFIX, GitCheckpoints
-from ._snapshot_checkpoints import EXCLUDED, SnapshotCheckpoints
+from ._lazy import lazy_exports as _lazy_exports
 from ._work_progress import WorkProgress
+
+if typing.TYPE_CHECKING:
+    from ._git_checkpoints import REF_PREFIX, GitCheckpoints
+    from ._snapshot_checkpoints import EXCLUDED, SnapshotCheckpoints
+
+# The stores load on first use: `checks` imports `WorkProgress` from here on every run.
+_LAZY = {
+    "REF_PREFIX": "harness._git_checkpoints",
+    "GitCheckpoints": "harness._git_checkpoints",
+    "EXCLUDED": "harness._snapshot_checkpoints",
+    "SnapshotCheckpoints": "harness._snapshot_checkpoints",
+}
+
+__getattr__, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
 
 __all__ = [
     "Checkpoint",
