@@ -9,11 +9,13 @@ Checks combine with ``&`` (`AllOf`) and ``|`` (`AnyOf`) and build from TOML tabl
 import typing
 
 from harness._lazy import lazy_exports as _lazy_exports
+from harness._lazy import renamed_exports as _renamed_exports
 
 from ._always import AlwaysComplete
-from ._compose import AllOf, AnyOf, Combinable, assess
+from ._compose import AllOf, AnyOf, Combinable
 from ._progress import Assessment, MeasuresProgress, WorkProgress
 from ._protocol import CompletionCheck, PreparesForRun
+from ._run_check import CheckVerdict, run_check
 
 if typing.TYPE_CHECKING:
     from ._command import CommandCheck
@@ -27,7 +29,7 @@ if typing.TYPE_CHECKING:
     from ._sql import SqlResult, SqlResultCheck, sqlite_query_tool
     from ._test_output import failing_tests
     from ._test_suite import TestSuiteCheck
-    from ._verdict import Verdict, parse_verdict
+    from ._verdict import ModelVerdict, parse_verdict
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
@@ -54,12 +56,14 @@ _LAZY = {
     "sqlite_query_tool": "._sql",
     "failing_tests": "._test_output",
     "TestSuiteCheck": "._test_suite",
-    "Verdict": "._verdict",
+    "ModelVerdict": "._verdict",
     "parse_verdict": "._verdict",
 }
 
 
 __getattr__, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
+# Old names, importable for one release with a DeprecationWarning naming the new one.
+__getattr__ = _renamed_exports(__name__, __getattr__, {"Verdict": ("checks", "ModelVerdict")})
 
 
 __all__ = [
@@ -69,6 +73,7 @@ __all__ = [
     "Assessment",
     "BubblewrapSandbox",
     "CHECK_TYPES",
+    "CheckVerdict",
     "Combinable",
     "CommandCheck",
     "CompletionCheck",
@@ -80,6 +85,7 @@ __all__ = [
     "JUDGE_SYSTEM",
     "LocalSandbox",
     "MeasuresProgress",
+    "ModelVerdict",
     "PlanCheck",
     "PreparesForRun",
     "QuestionAnsweredCheck",
@@ -88,13 +94,12 @@ __all__ = [
     "SqlResult",
     "SqlResultCheck",
     "TestSuiteCheck",
-    "Verdict",
     "WorkProgress",
-    "assess",
     "check_from_config",
     "failing_tests",
     "load_features",
     "parse_verdict",
+    "run_check",
     "sandbox_by_name",
     "sqlite_query_tool",
 ]

@@ -16,8 +16,9 @@ from attrs import field, frozen
 from harness import ConfigurationError, SessionStateSnapshot
 from harness.checkpoints import WorkProgress
 
-from ._progress import Assessment, MeasuresProgress
+from ._progress import Assessment
 from ._protocol import CompletionCheck, PreparesForRun
+from ._run_check import CheckVerdict, run_check
 
 
 def as_check(value: object) -> CompletionCheck:
@@ -27,47 +28,6 @@ def as_check(value: object) -> CompletionCheck:
             f"a completion check needs async check(state) and description() (got {value!r})"
         )
     return value
-
-
-def check_name(check: CompletionCheck) -> str:
-    return type(check).__name__
-
-
-async def run_check(check: CompletionCheck, state: SessionStateSnapshot) -> str | None:
-    """The check's verdict; an exception is a reason naming the check (fail closed)."""
-    try:
-        reason: object = await check.check(state)
-    except Exception as exc:
-        return f"the completion check {check_name(check)} failed with {type(exc).__name__}: {exc}"
-    if reason is not None and not isinstance(reason, str):
-        return f"the completion check {check_name(check)} returned {reason!r}, not None or a str"
-    if reason is not None and not reason.strip():
-        return f"the completion check {check_name(check)} rejected the claim without a reason"
-    return reason
-
-
-async def assess(check: CompletionCheck, state: SessionStateSnapshot) -> Assessment:
-    """`check`'s reason, failing closed as `run_check` does, and its progress when it
-    measures (`MeasuresProgress`); an exception is a reason naming the check, with no progress."""
-    if not isinstance(check, MeasuresProgress):
-        return Assessment(await run_check(check, state))
-    try:
-        found: object = await check.measure(state)
-    except Exception as exc:
-        return Assessment(
-            f"the completion check {check_name(check)} failed with {type(exc).__name__}: {exc}"
-        )
-    if not isinstance(found, Assessment):
-        return Assessment(
-            f"the completion check {check_name(check)} measured {found!r}, not an Assessment"
-        )
-    reason: object = found.reason
-    if reason is not None and (not isinstance(reason, str) or not reason.strip()):
-        return Assessment(
-            f"the completion check {check_name(check)} rejected the claim without a reason",
-            found.progress,
-        )
-    return found
 
 
 class Combinable:
@@ -138,7 +98,7 @@ class AllOf(Combinable):
 
     async def check(self, state: SessionStateSnapshot) -> str | None:
         for check in self.checks:
-            reason = await run_check(check, state)
+            reason = (await run_check(check, state)).reason
             if reason is not None:
                 return reason
         return None
@@ -146,7 +106,7 @@ class AllOf(Combinable):
     async def measure(self, state: SessionStateSnapshot) -> Assessment:
         """Every check's answer (none skipped, so the progress is whole): the first reason,
         and the sum of the progress the checks report."""
-        answers = [await assess(check, state) for check in self.checks]
+        answers = [await run_check(check, state) for check in self.checks]
         reason = next((a.reason for a in answers if a.reason is not None), None)
         return Assessment(reason, WorkProgress.sum_of([a.progress for a in answers]))
 
@@ -172,7 +132,7 @@ class AnyOf(Combinable):
     async def check(self, state: SessionStateSnapshot) -> str | None:
         reasons: list[str] = []
         for check in self.checks:
-            reason = await run_check(check, state)
+            reason = (await run_check(check, state)).reason
             if reason is None:
                 return None
             reasons.append(reason)
@@ -181,11 +141,11 @@ class AnyOf(Combinable):
     async def measure(self, state: SessionStateSnapshot) -> Assessment:
         """As `check` (the first alternative that holds ends it), with the progress of the
         alternative furthest along."""
-        answers: list[Assessment] = []
+        answers: list[CheckVerdict] = []
         for check in self.checks:
-            answer = await assess(check, state)
+            answer = await run_check(check, state)
             if answer.reason is None:
-                return answer
+                return Assessment(None, answer.progress)
             answers.append(answer)
         reasons = [a.reason for a in answers if a.reason is not None]
         return Assessment(

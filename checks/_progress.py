@@ -2,8 +2,8 @@
 
 `check(state)` answers "done or not"; a check that also `measure`s answers with an
 `Assessment`: the same reason and, beside it, `done` of `total` (tests passing, features
-passing, files present). `checks.assess` asks any check and fails closed like the plain
-verdict; a check that cannot measure gives its reason and no progress.
+passing, files present). `run_check` asks `measure` when a check has it, fails closed the same
+way, and puts the progress on the `CheckVerdict`; a check that cannot measure gives none.
 
 Composition: `AllOf` sums its parts' progress (every part must be done) and `AnyOf` takes the
 alternative furthest along (one suffices); parts that do not measure are left out. Measuring
@@ -14,21 +14,10 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from attrs import frozen
-
 from harness import SessionStateSnapshot
-from harness.checkpoints import WorkProgress
+from harness.checkpoints import Assessment, WorkProgress
 
 __all__ = ["Assessment", "MeasuresProgress", "WorkProgress"]
-
-
-@frozen
-class Assessment:
-    """A check's answer with its measure: `reason` as `check` gives it (None: complete) and
-    the `progress` it counted, when it can count."""
-
-    reason: str | None
-    progress: WorkProgress | None = None
 
 
 @runtime_checkable

@@ -25,6 +25,10 @@ from ._tools import Tool, as_tools
 from ._validate import check_positive
 
 
+def _checkpointing(value: object) -> Checkpointing | None:
+    return Checkpointing.convert(value)
+
+
 @define(kw_only=True, eq=False)
 class Harness:
     """Runs an agent on a task until the policy halts it; `run` returns a `RunResult`.
@@ -50,7 +54,7 @@ class Harness:
     done_tool: bool = False
     context_window: int | None = None
     logger: Any = None
-    checkpoints: Checkpointing | None = field(default=None, converter=Checkpointing.convert)
+    checkpoints: Checkpointing | None = field(default=None, converter=_checkpointing)
     _tools: dict[str, Tool] = field(init=False)
     _workspace: Path | None = field(init=False)
 

@@ -14,6 +14,7 @@ from ._clock import Clock
 from ._messages import Message
 from ._result import BudgetExceeded, HaltReason
 from ._state import SessionStateSnapshot
+from ._work_progress import Assessment, WorkProgress
 
 Scope = Literal["run", "session"]
 
@@ -47,7 +48,8 @@ class Decision:
     """What the policy decided after a turn.
 
     `halt` stops the session; otherwise `feedback` goes into the next request. `checked` says
-    whether the completion check ran; `rejection` is its reason when it said "not yet".
+    whether the completion check ran; `rejection` is its reason when it said "not yet", and
+    `progress` what it measured (see `WorkProgress`), when it measures.
     """
 
     halt: HaltReason | None = None
@@ -55,6 +57,7 @@ class Decision:
     readings: tuple[SensorReading, ...] = ()
     checked: bool = False
     rejection: str | None = None
+    progress: WorkProgress | None = None
 
 
 CONTINUE = Decision()
@@ -113,6 +116,10 @@ class PolicySession(Protocol):
 
     async def check(self, snapshot: SessionStateSnapshot) -> str | None:
         """Run the completion check, failing closed: an error or a timeout is a reason."""
+        ...
+
+    async def assess(self, snapshot: SessionStateSnapshot) -> Assessment:
+        """As `check`, with the progress the check measured (None when it does not measure)."""
         ...
 
 

@@ -22,6 +22,7 @@ from ._result import BudgetExceeded, HaltReason, ModelFailed
 from ._run_state import RunState
 from ._state import HistoryView, SessionStateSnapshot, ToolOutcome
 from ._tools import Tool, ToolContext, ToolResult
+from ._work_progress import Assessment
 
 DONE_TOOL = "done"
 
@@ -56,13 +57,11 @@ class SessionEnd:
 
     `reason` is a halt (run-level, or `Completed`, or a session-scoped `BudgetExceeded`).
     Without one, the agent claimed done and the session was asked to return on a claim
-    (`claimed`), or the check rejected the claim and the session stops on rejections.
+    (``on_claim="return"``), for its strategy to judge with `Session.check`.
     """
 
     reason: HaltReason | None
     snapshot: SessionStateSnapshot
-    claimed: bool = False
-    rejection: str | None = None
 
 
 class Session:
@@ -70,7 +69,7 @@ class Session:
 
     With ``on_claim="check"`` a claim of done goes to the policy's completion check and the
     session ends only with a halt; with ``"return"`` the session returns the claim to its
-    strategy, which judges it. `stop_on_rejection` ends the session at a rejected claim.
+    strategy, which judges it with `check`.
     """
 
     def __init__(
@@ -85,7 +84,6 @@ class Session:
         policy: PolicySession,
         limit: Limit | None,
         on_claim: OnClaim,
-        stop_on_rejection: bool,
     ) -> None:
         self._run = run
         self.agent = agent
@@ -98,7 +96,6 @@ class Session:
         self._policy = policy
         self._limit = limit
         self._on_claim: OnClaim = on_claim
-        self._stop_on_rejection = stop_on_rejection
         self.turns = 0
         self.tool_calls = 0
         self.usage = NO_USAGE
@@ -135,6 +132,17 @@ class Session:
     def inject(self, source: str, text: str) -> None:
         """Add tagged automated feedback that the next model request will carry."""
         self._append_feedback(Message.feedback(source, text))
+
+    async def check(self, snapshot: SessionStateSnapshot) -> str | None:
+        """Run the completion check on `snapshot` outside a turn, through this session's
+        policy (fail closed), and record the verdict; None when the work is complete."""
+        return (await self.assess(snapshot)).reason
+
+    async def assess(self, snapshot: SessionStateSnapshot) -> Assessment:
+        """As `check`, with the progress the check measured (None when it does not measure)."""
+        assessed = await self._policy.assess(snapshot)
+        self._run.record_check(snapshot.agent, snapshot.turns, assessed.reason)
+        return assessed
 
     async def run(self) -> SessionEnd:
         """Drive turns until the session ends (see `SessionEnd`), within its own wall time."""
@@ -173,12 +181,11 @@ class Session:
                 return SessionEnd(decision.halt, snapshot)
             if decision.rejection is not None:
                 await self._run.checkpoint(
-                    f"claim rejected ({self.agent}, iteration {self.iteration}, turn {self.turns})"
+                    f"claim rejected ({self.agent}, iteration {self.iteration}, turn {self.turns})",
+                    decision.progress,
                 )
             if claims_done and self._on_claim == "return":  # the strategy judges the claim
-                return SessionEnd(None, snapshot, claimed=True)
-            if decision.rejection is not None and self._stop_on_rejection:
-                return SessionEnd(None, snapshot, rejection=decision.rejection)
+                return SessionEnd(None, snapshot)
         return SessionEnd(halt, self.snapshot())
 
     async def _call_model(self) -> ModelResponse:

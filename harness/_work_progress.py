@@ -127,6 +127,16 @@ class WorkProgress:
         return cls(_int(data, "done"), _int(data, "total"), unit, data.get("failing", ()))
 
 
+@frozen
+class Assessment:
+    """A check's answer with its measure: `reason` (None: complete, else what is missing) and
+    the `progress` it counted, when it can count. What `checks.MeasuresProgress.measure`
+    returns and what a policy's `assess` gives a strategy."""
+
+    reason: str | None
+    progress: WorkProgress | None = None
+
+
 def _int(data: Mapping[str, Any], name: str) -> int:
     value = data.get(name)
     if isinstance(value, bool) or not isinstance(value, int):

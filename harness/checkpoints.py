@@ -28,7 +28,7 @@ from ._checkpoints import (
     open_checkpoints,
 )
 from ._lazy import lazy_exports as _lazy_exports
-from ._work_progress import WorkProgress
+from ._work_progress import Assessment, WorkProgress
 
 if typing.TYPE_CHECKING:
     from ._git_checkpoints import REF_PREFIX, GitCheckpoints
@@ -45,6 +45,7 @@ _LAZY = {
 __getattr__, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
 
 __all__ = [
+    "Assessment",
     "Checkpoint",
     "CheckpointDiff",
     "CheckpointError",

@@ -3,12 +3,13 @@
 import typing
 
 from harness._lazy import lazy_exports as _lazy_exports
+from harness._lazy import renamed_exports as _renamed_exports
 
 from ._loop import Loop
 from ._reasons import RalphCompletionUnmet, SelfVerifyExhausted
 
 if typing.TYPE_CHECKING:
-    from checks import Verdict, parse_verdict
+    from checks import ModelVerdict, parse_verdict
 
     from ._ralph import Ralph
     from ._self_verifying import EVALUATOR_PROMPT, SelfVerifying
@@ -20,21 +21,23 @@ _LAZY = {
     "EVALUATOR_PROMPT": "._self_verifying",
     "SelfVerifying": "._self_verifying",
     # One verdict reading for the evaluator and QuestionAnsweredCheck's judge (checks._verdict).
-    "Verdict": "._self_verifying",
+    "ModelVerdict": "._self_verifying",
     "parse_verdict": "._self_verifying",
 }
 
 
 __getattr__, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
+# Old names, importable for one release with a DeprecationWarning naming the new one.
+__getattr__ = _renamed_exports(__name__, __getattr__, {"Verdict": ("checks", "ModelVerdict")})
 
 
 __all__ = [
     "EVALUATOR_PROMPT",
     "Loop",
+    "ModelVerdict",
     "Ralph",
     "RalphCompletionUnmet",
     "SelfVerifyExhausted",
     "SelfVerifying",
-    "Verdict",
     "parse_verdict",
 ]

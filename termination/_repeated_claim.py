@@ -63,7 +63,7 @@ class _BoundRepeatedClaim:
     def read(self, snapshot: SessionStateSnapshot) -> SensorReading:
         return _OK  # a claim is judged once the check has rejected it (read_verdict)
 
-    def read_verdict(self, snapshot: SessionStateSnapshot) -> SensorReading:
+    def read_verdict(self, snapshot: SessionStateSnapshot, reason: str) -> SensorReading:
         config = self._config
         claims = self._claims
         claims.append(collapse_space(snapshot.final_text or ""))

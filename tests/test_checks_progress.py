@@ -1,5 +1,5 @@
 """Progress: the standard checks say how far the work is (`done` of `total`), composition sums
-or picks the best, and measuring fails closed like checking."""
+or picks the best, and `run_check` puts it on the verdict, failing closed as ever."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from checks import (
     MeasuresProgress,
     TestSuiteCheck,
     WorkProgress,
-    assess,
+    run_check,
 )
 from checks._suite_tally import Tally, tally
 from harness import ConfigurationError, SessionStateSnapshot
@@ -31,6 +31,12 @@ OUTPUTS = Path(__file__).resolve().parent.parent / "fixtures" / "test_output"
 PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider")
 
 pytestmark = pytest.mark.anyio
+
+
+async def assess(check: object, state: SessionStateSnapshot) -> Assessment:
+    """What `run_check` makes of `check`: its reason and its progress."""
+    verdict = await run_check(check, state)  # type: ignore[arg-type]
+    return Assessment(verdict.reason, verdict.progress)
 
 
 @frozen
@@ -197,7 +203,7 @@ async def test_a_measure_that_fails_is_a_reason_and_no_progress(tmp_path: Path) 
     answer = await assess(Broken(), state)
     assert answer == Assessment("the completion check Broken failed with RuntimeError: no disk")
     blank = await assess(Measured("  ", WorkProgress(1, 2)), state)
-    assert blank.reason == "the completion check Measured rejected the claim without a reason"
+    assert blank.reason == "the completion check Measured returned an empty reason"
     inside = await assess(AllOf.of(Broken(), Measured(None, WorkProgress(1, 1))), state)
     assert inside.reason is not None
     assert inside.progress == WorkProgress(1, 1)

@@ -38,6 +38,7 @@ from harness import (
 from harness._run import Run
 from harness._state import HistoryView
 from harness._tools import render_result
+from harness.checkpoints import Assessment
 from strategies import Ralph
 from termination import Budget, TerminationPolicy
 
@@ -320,6 +321,10 @@ class _AdmissionLog:
     async def check(self, snapshot: SessionStateSnapshot) -> str | None:
         reason: str | None = await self._inner.check(snapshot)
         return reason
+
+    async def assess(self, snapshot: SessionStateSnapshot) -> Assessment:
+        assessed: Assessment = await self._inner.assess(snapshot)
+        return assessed
 
 
 @pytest.mark.anyio
