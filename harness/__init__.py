@@ -61,6 +61,7 @@ from ._result import (
     SessionTranscript,
 )
 from ._run import DEFAULT_SYSTEM_PROMPT, Run, SingleSession, Strategy
+from ._run_state import RunConfig
 from ._scripted import ScriptedModelClient, fixture_from_transcript, write_fixture
 from ._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
@@ -168,6 +169,7 @@ __all__ = [
     "RetryPolicy",
     "Role",
     "Run",
+    "RunConfig",
     "RunHalted",
     "RunResult",
     "RunStarted",

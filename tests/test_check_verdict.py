@@ -24,7 +24,7 @@ from harness import (
 from strategies import Ralph, RalphCompletionUnmet
 from strategies._cli._checking import run_checks
 from strategies._cli._hook import claude_stop
-from strategies._cli._spec import Spec, load_spec
+from strategies._spec import Spec, load_spec
 from termination import TerminationPolicy
 
 pytestmark = pytest.mark.anyio

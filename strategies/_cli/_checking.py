@@ -9,7 +9,7 @@ from attrs import frozen
 from checks import CheckVerdict, run_check
 from harness import Clock, SessionStateSnapshot, SystemClock
 
-from ._spec import Spec
+from .._spec import Spec
 
 
 @frozen

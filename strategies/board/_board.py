@@ -30,7 +30,7 @@ from harness._log import LibraryLogger
 from harness._streaming import stream_events
 
 from ._attempt import AttemptOutcome, AttemptSpec, AttemptWatcher
-from ._config import (
+from ._board_config import (
     BOARD_FILE,
     TASKS_FOLDER,
     Agent,
