@@ -193,6 +193,28 @@ class CheckpointStore(Protocol):
         ...
 
 
+def improves_on(candidate: Checkpoint, best: Checkpoint | None) -> bool:
+    """Whether `candidate` (a later checkpoint) takes `best`'s place as the best so far.
+
+    The score is the progress's `done`: a later checkpoint that did no worse is the new best
+    (it holds more of the work). One without progress, after one with progress, is not: the
+    check could not show that nothing broke. Without any progress, the latest is the best."""
+    if best is None or best.progress is None:
+        return True
+    if candidate.progress is None:
+        return False
+    return not candidate.progress.ranks_below(best.progress)
+
+
+def best_checkpoint(checkpoints: Sequence[Checkpoint]) -> Checkpoint | None:
+    """The best of `checkpoints` (oldest first) by `improves_on`: what a rollback restores."""
+    best: Checkpoint | None = None
+    for checkpoint in checkpoints:
+        if improves_on(checkpoint, best):
+            best = checkpoint
+    return best
+
+
 async def open_checkpoints(
     workspace: str | os.PathLike[str],
     *,

@@ -81,6 +81,8 @@ class RunState:
     store: SessionStore = field(factory=SessionStore)
     checkpoints: CheckpointStore | None = None
     """Where the workspace is checkpointed (see `start_checkpoints`); None: it is not."""
+    last_checkpoint: Checkpoint | None = None
+    """The checkpoint saved last in this run."""
     sink_failures: list[SinkFailed] = field(factory=list)
     description: str = field(init=False, repr=False)
     """What "done" means (the policy's description), read once for the run."""
@@ -192,6 +194,7 @@ class RunState:
         except (CheckpointError, OSError) as exc:
             self.emit(CheckpointFailed(self.elapsed(), label, f"{type(exc).__name__}: {exc}"))
             return None
+        self.last_checkpoint = saved
         self.emit(
             CheckpointSaved(
                 at, saved.label, saved.id, saved.tree, saved.seq, saved.kind, saved.progress

@@ -20,11 +20,14 @@ from ._checkpoints import (
     Checkpoint,
     CheckpointDiff,
     CheckpointError,
+    Checkpointing,
     CheckpointKind,
     CheckpointStore,
     NoSuchCheckpoint,
     NotAWorkspace,
+    best_checkpoint,
     default_state_dir,
+    improves_on,
     open_checkpoints,
 )
 from ._lazy import lazy_exports as _lazy_exports
@@ -51,6 +54,7 @@ __all__ = [
     "CheckpointError",
     "CheckpointKind",
     "CheckpointStore",
+    "Checkpointing",
     "EXCLUDED",
     "GitCheckpoints",
     "NoSuchCheckpoint",
@@ -58,6 +62,8 @@ __all__ = [
     "REF_PREFIX",
     "SnapshotCheckpoints",
     "WorkProgress",
+    "best_checkpoint",
     "default_state_dir",
+    "improves_on",
     "open_checkpoints",
 ]
