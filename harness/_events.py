@@ -196,7 +196,6 @@ class CheckpointRestored(Event):
     `reason` says why; `added`/`modified`/`deleted` count the files the restore changed."""
 
     name: ClassVar[str] = "checkpoint.restored"
-    level: ClassVar[str] = "warning"
     checkpoint: str
     label: str
     reason: str

@@ -19,7 +19,7 @@ from ._jsonl import check_output_file
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._policy import Policy
 from ._result import BudgetExceeded, Cancelled, Completed, HaltReason, ModelFailed, RunResult
-from ._run import Run, SingleSession, Strategy
+from ._run import CheckpointsTheStart, Run, SingleSession, Strategy
 from ._run_state import RunConfig
 from ._streaming import EventStream, stream_events
 from ._tools import Tool, as_tools
@@ -188,17 +188,29 @@ class Harness:
         return early if early is not None else await self.strategy.run(run)
 
     async def _begin(self, run: Run) -> HaltReason | None:
-        """Before the strategy: the policy's start, and the optional check before the first
-        turn, which ends the run (`Completed(early=True)`) when the work is already done."""
-        if self.checkpoints is not None and await run.start_checkpoints(self.checkpoints):
-            await run.checkpoint("run started")
+        """Before the strategy: the policy's start, the optional check before the first turn
+        (which ends the run, `Completed(early=True)`, when the work is already done), and the
+        checkpoint of the start, measured when the strategy needs that."""
+        measure = isinstance(self.strategy, CheckpointsTheStart) and self.strategy.measures_start
+        checkpointing = self.checkpoints if self.checkpoints is not None else None
+        if measure and checkpointing is None:
+            checkpointing = Checkpointing()
+        keep = checkpointing is not None and await run.start_checkpoints(checkpointing)
         await self.policy.start_run(run.snapshot())
+        progress = None
+        early: HaltReason | None = None
         if self.policy.check_before_first_turn:
             policy = self.policy.start_session(clock=run.clock)
-            run.initial_reason = await run.check(run.snapshot(), policy)
+            assessed = await run.assess(run.snapshot(), policy)
+            run.initial_reason, progress = assessed.reason, assessed.progress
             if run.initial_reason is None:
-                return Completed(early=True)
-        return None
+                early = Completed(early=True)
+        elif keep and measure:
+            policy = self.policy.start_session(clock=run.clock)
+            progress = (await policy.assess(run.snapshot())).progress
+        if keep:
+            await run.checkpoint("run started", progress)
+        return early
 
     def stream(self, task: str) -> AbstractAsyncContextManager[EventStream[Event, RunResult]]:
         """Run `task` in the background and iterate its events as they happen.

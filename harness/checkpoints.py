@@ -35,10 +35,12 @@ from ._work_progress import Assessment, WorkProgress
 
 if typing.TYPE_CHECKING:
     from ._git_checkpoints import REF_PREFIX, GitCheckpoints
+    from ._run import CheckpointsTheStart
     from ._snapshot_checkpoints import EXCLUDED, SnapshotCheckpoints
 
 # The stores load on first use: `checks` imports `WorkProgress` from here on every run.
 _LAZY = {
+    "CheckpointsTheStart": "harness._run",
     "REF_PREFIX": "harness._git_checkpoints",
     "GitCheckpoints": "harness._git_checkpoints",
     "EXCLUDED": "harness._snapshot_checkpoints",
@@ -55,6 +57,7 @@ __all__ = [
     "CheckpointKind",
     "CheckpointStore",
     "Checkpointing",
+    "CheckpointsTheStart",
     "EXCLUDED",
     "GitCheckpoints",
     "NoSuchCheckpoint",

@@ -42,6 +42,11 @@ class Ralph:
     rollback: Rollback = "never"
     name: str = "ralph"
 
+    @property
+    def measures_start(self) -> bool:
+        """With rollback, the run's start is checkpointed and measured: the first best."""
+        return self.rollback == "on_regression"
+
     def __attrs_post_init__(self) -> None:
         check_positive("max_iterations", self.max_iterations, integer=True)
         if (

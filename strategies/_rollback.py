@@ -34,15 +34,16 @@ class RollbackGuard:
 
     @classmethod
     async def start(cls, run: Run) -> RollbackGuard:
-        """Checkpoint the workspace before the first iteration, measured by the check (unless
-        the run's own start checkpoint already was). Without checkpoints (no workspace, or it
-        cannot be checkpointed: a ``checkpoint.failed`` event says why) nothing is rolled back."""
+        """Begin from the run's start checkpoint (the `Harness` takes it, measured, for a
+        strategy that `measures_start`); a run driven without one gets it here. Without
+        checkpoints (no workspace, or it cannot be checkpointed: a ``checkpoint.failed``
+        event says why) nothing is rolled back."""
         if not await run.start_checkpoints():
             return cls(run)
         start = run.last_checkpoint
-        if start is None or start.progress is None:
+        if start is None:
             assessed = await run.policy.start_session(clock=run.clock).assess(run.snapshot())
-            start = await run.checkpoint("before iteration 1", assessed.progress)
+            start = await run.checkpoint("run started", assessed.progress)
         return cls(run, start)
 
     async def after(self, iteration: int, saved: Checkpoint | None) -> str | None:

@@ -32,6 +32,9 @@ from attrs import define, field
 from harness import (
     CheckFailed,
     CheckPassed,
+    CheckpointFailed,
+    CheckpointRestored,
+    CheckpointSaved,
     Event,
     EventSink,
     FeedbackInjected,
@@ -88,6 +91,13 @@ def describe(event: Event) -> tuple[str, Tone] | None:
             verdict = "PASS" if event.passed else "FAIL"
             tone = "good" if event.passed else "bad"
             return f"evaluator round {event.round}: {verdict} {short(event.reasons, 80)}", tone
+        case CheckpointSaved():
+            measured = f": {event.progress.describe()}" if event.progress is not None else ""
+            return f"checkpoint {event.checkpoint[:12]} ({event.label}{measured})", "plain"
+        case CheckpointRestored():
+            return f"rolled back to checkpoint {event.checkpoint[:12]}: {event.reason}", "warn"
+        case CheckpointFailed():
+            return f"checkpoint {event.label} failed: {short(event.error)}", "bad"
         case RunHalted():
             return f"halted: {event.reason.describe()}", "good" if event.verified else "strong"
     return None
