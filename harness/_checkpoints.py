@@ -29,7 +29,7 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from attrs import frozen
 
@@ -38,6 +38,7 @@ from ._errors import ConfigurationError, HarnessError
 from ._work_progress import WorkProgress
 
 CheckpointKind = Literal["git", "snapshot"]
+_M = TypeVar("_M", bound="Measured")
 Backend = Literal["auto", "git", "snapshot"]
 
 _SERIES = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -193,7 +194,14 @@ class CheckpointStore(Protocol):
         ...
 
 
-def improves_on(candidate: Checkpoint, best: Checkpoint | None) -> bool:
+class Measured(Protocol):
+    """Anything that carries a measured progress: a `Checkpoint`, a ``checkpoint.saved`` event."""
+
+    @property
+    def progress(self) -> WorkProgress | None: ...
+
+
+def improves_on(candidate: Measured, best: Measured | None) -> bool:
     """Whether `candidate` (a later checkpoint) takes `best`'s place as the best so far.
 
     The score is the progress's `done`: a later checkpoint that did no worse is the new best
@@ -206,9 +214,9 @@ def improves_on(candidate: Checkpoint, best: Checkpoint | None) -> bool:
     return not candidate.progress.ranks_below(best.progress)
 
 
-def best_checkpoint(checkpoints: Sequence[Checkpoint]) -> Checkpoint | None:
+def best_checkpoint(checkpoints: Sequence[_M]) -> _M | None:
     """The best of `checkpoints` (oldest first) by `improves_on`: what a rollback restores."""
-    best: Checkpoint | None = None
+    best: _M | None = None
     for checkpoint in checkpoints:
         if improves_on(checkpoint, best):
             best = checkpoint

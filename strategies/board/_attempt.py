@@ -28,6 +28,7 @@ from attrs import evolve, field, frozen
 
 from checks import AllOf, CommandCheck, CompletionCheck, TestSuiteCheck
 from harness import (
+    CheckpointSaved,
     ConfigurationError,
     Event,
     EventSink,
@@ -43,7 +44,7 @@ from termination import Budget, TerminationPolicy
 from .._ralph import Ralph
 from .._spec import Spec, spec_from_table
 from ._board_config import AttemptInfo, ModelSource
-from ._progress import AttemptProgress
+from ._progress import AttemptProgress, BestCheckpoint
 
 Outcome = Literal["complete", "review", "failed", "retry"]
 TRANSIENT = frozenset({"rate_limit", "server", "timeout", "connection"})
@@ -106,9 +107,11 @@ class AttemptOutcome:
     iterations: int = 0
     usage: Mapping[str, Any] = field(factory=dict, eq=False)
     elapsed: float = 0.0
+    checkpoint: str | None = None
+    """The attempt's best checkpoint (what a rollback would restore), if it kept any."""
 
     @classmethod
-    def of(cls, result: RunResult) -> AttemptOutcome:
+    def of(cls, result: RunResult, checkpoint: str | None = None) -> AttemptOutcome:
         halt = result.halt_reason
         return cls(
             outcome=classify(halt.to_dict(), result.verified),
@@ -119,6 +122,7 @@ class AttemptOutcome:
             iterations=result.iterations,
             usage=result.usage.to_dict(),
             elapsed=result.elapsed,
+            checkpoint=checkpoint,
         )
 
 
@@ -132,21 +136,27 @@ def classify(halt: Mapping[str, Any], verified: bool) -> Outcome:
 
 
 class _Forward:
-    """Hands every event of the run, as a transcript line's dict, to the board."""
+    """Hands every event of the run, as a transcript line's dict, to the board, and keeps the
+    attempt's best checkpoint."""
 
-    __slots__ = ("_emit",)
+    __slots__ = ("_emit", "best")
 
     def __init__(self, emit: Emit) -> None:
         self._emit = emit
+        self.best = BestCheckpoint()
 
     def emit(self, event: Event) -> None:
-        self._emit(event.to_dict())
+        row = event.to_dict()
+        if isinstance(event, CheckpointSaved):
+            self.best.saw(row)
+        self._emit(row)
 
 
 async def execute_attempt(spec: AttemptSpec, emit: Emit) -> AttemptOutcome:
     """Run one attempt to its outcome. Cancellation from outside propagates."""
+    forward = _Forward(emit)
     try:
-        harness_or_outcome = _prepare(spec, emit)
+        harness_or_outcome = _prepare(spec, forward)
     except (ConfigurationError, FixtureError) as exc:
         return AttemptOutcome("failed", f"the run could not be set up: {exc}")
     if isinstance(harness_or_outcome, AttemptOutcome):
@@ -160,10 +170,10 @@ async def execute_attempt(spec: AttemptSpec, emit: Emit) -> AttemptOutcome:
     except Exception as exc:  # a bug in a tool or a client must not take the board down
         _log.exception("board.attempt.crashed", task=spec.info.task, attempt=spec.info.attempt)
         return AttemptOutcome("failed", f"the run crashed: {type(exc).__name__}: {exc}")
-    return AttemptOutcome.of(result)
+    return AttemptOutcome.of(result, forward.best.id)
 
 
-def _prepare(spec: AttemptSpec, emit: Emit) -> Harness | AttemptOutcome:
+def _prepare(spec: AttemptSpec, forward: _Forward) -> Harness | AttemptOutcome:
     task = spec.spec or spec_from_table(
         {**spec.table, "prompt": spec.body}, spec.file, purpose="task"
     )
@@ -194,7 +204,7 @@ def _prepare(spec: AttemptSpec, emit: Emit) -> Harness | AttemptOutcome:
         policy=policy,
         strategy=strategy,
         workspace=spec.workspace,
-        sinks=[_Forward(emit), *spec.sinks],
+        sinks=[forward, *spec.sinks],
     )
 
 

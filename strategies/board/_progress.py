@@ -5,7 +5,8 @@ stops in the middle of an attempt (killed, or the machine went down), the next b
 that transcript: if it ends with ``run.halted`` the attempt had finished and only its outcome
 was not recorded; otherwise the turns, tool calls, tokens, cost and time it used and the Ralph
 iterations it completed (an iteration is complete once the check at its end has run) are
-carried into the next attempt, which resumes after them.
+carried into the next attempt, which resumes after them. The attempt's best checkpoint (of
+its ``checkpoint.saved`` events, by Ralph's rule) is read the same way.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from attrs import asdict, frozen
+
+from harness import ConfigurationError
+from harness.checkpoints import WorkProgress, improves_on
 
 
 @frozen
@@ -61,11 +65,13 @@ class AttemptProgress:
 
 @frozen
 class AttemptRecord:
-    """An attempt's transcript, summed up: its own progress, and its halt if it got that far."""
+    """An attempt's transcript, summed up: its own progress, its halt if it got that far, and
+    its best checkpoint (the id of the one a rollback would restore), if it kept any."""
 
     progress: AttemptProgress
     halt: dict[str, Any] | None = None
     verified: bool = False
+    checkpoint: str | None = None
 
 
 def read_attempt(path: str | Path) -> AttemptRecord:
@@ -83,6 +89,7 @@ def read_attempt(path: str | Path) -> AttemptRecord:
     last_reason: str | None = None
     halt: dict[str, Any] | None = None
     verified = False
+    best = BestCheckpoint()
     for line in lines:
         try:
             event = json.loads(line)
@@ -110,6 +117,8 @@ def read_attempt(path: str | Path) -> AttemptRecord:
                 completed.add(iteration)
             if name == "check.failed":
                 last_reason = str(event.get("reason", ""))
+        elif name == "checkpoint.saved":
+            best.saw(event)
         elif name == "run.halted":
             reason = event.get("reason")
             halt = reason if isinstance(reason, dict) else {"type": str(reason)}
@@ -124,4 +133,35 @@ def read_attempt(path: str | Path) -> AttemptRecord:
         wall_time=wall,
         last_reason=last_reason,
     )
-    return AttemptRecord(progress, halt, verified)
+    return AttemptRecord(progress, halt, verified, best.id)
+
+
+@frozen
+class _Saved:
+    id: str
+    progress: WorkProgress | None
+
+
+class BestCheckpoint:
+    """The best of an attempt's checkpoints, by the rule Ralph's rollback uses."""
+
+    def __init__(self) -> None:
+        self.best: _Saved | None = None
+
+    @property
+    def id(self) -> str | None:
+        return self.best.id if self.best is not None else None
+
+    def saw(self, row: Mapping[str, Any]) -> None:
+        """Take a ``checkpoint.saved`` event (a transcript row, or an event's `to_dict`)."""
+        ident = row.get("checkpoint")
+        if not isinstance(ident, str):
+            return
+        try:
+            raw = row.get("progress")
+            progress = WorkProgress.from_dict(raw) if raw is not None else None
+        except ConfigurationError:
+            progress = None
+        saved = _Saved(ident, progress)
+        if improves_on(saved, self.best):
+            self.best = saved
