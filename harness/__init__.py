@@ -70,6 +70,7 @@ from ._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
 from ._streaming import EventStream
 from ._tools import Tool, ToolContext, ToolResult, tool
+from ._transcript import RunTally, TranscriptReader, UnknownEvent, UnknownHalt
 from ._workspace import WorkspaceEscape, open_in_workspace, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
@@ -179,6 +180,7 @@ __all__ = [
     "RunHalted",
     "RunResult",
     "RunStarted",
+    "RunTally",
     "ScriptedModelClient",
     "SensorRead",
     "SensorReading",
@@ -201,8 +203,11 @@ __all__ = [
     "ToolOutcome",
     "ToolResult",
     "ToolSpec",
+    "TranscriptReader",
     "TurnFinished",
     "TurnStarted",
+    "UnknownEvent",
+    "UnknownHalt",
     "Usage",
     "VerdictReached",
     "WorkspaceEscape",

@@ -23,11 +23,13 @@ from harness import (
     Completed,
     ConfigurationError,
     FakeClock,
+    FixtureError,
     Harness,
     ListSink,
     RunResult,
     ScriptedModelClient,
     SessionStateSnapshot,
+    TranscriptReader,
     fixture_from_transcript,
     workspace_tools,
 )
@@ -141,6 +143,8 @@ async def test_a_regressing_iteration_in_a_git_repository_is_rolled_back(tmp_pat
         ScriptedModelClient.from_responses(lines), again, replayed, checkpoints=True
     ).run("Fix the bug in calc.py so that the test suite passes.")
     kinds = (CheckpointSaved, CheckpointRestored)
+    read_back = [e for _, e in TranscriptReader(transcript) if isinstance(e, kinds)]
+    assert read_back == [e for e in sink.events if isinstance(e, kinds)]
     original = [e.replay_key() for e in sink.events if isinstance(e, kinds)]
     assert [e.replay_key() for e in replayed.events if isinstance(e, kinds)] == original
 
@@ -347,6 +351,23 @@ def test_the_demo_runs_from_the_command_line(
     assert events.count("checkpoint.restored") == 1
     assert events.count("checkpoint.saved") == 3
     assert "VERIFIED" in capsys.readouterr().out
+
+
+def test_checkpoint_events_read_back_typed_and_bad_ones_are_named(tmp_path: Path) -> None:
+    """The transcript reader turns the three checkpoint events into their classes, and a
+    progress that cannot be (done above total) is an error naming the line and field."""
+    events = [
+        CheckpointSaved(1.0, "run started", "ab" * 20, "cd" * 20, 0, "git", WorkProgress(1, 2)),
+        CheckpointRestored(2.0, "ab" * 20, "run started", "why", 0, 1, 0),
+        CheckpointFailed(3.0, "iteration 1 ended", "CheckpointError: disk full"),
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(e.to_dict()) + "\n" for e in events))
+    assert [e for _, e in TranscriptReader(path)] == events
+    bad = events[0].to_dict() | {"progress": {"done": 3, "total": 2}}
+    path.write_text(json.dumps(bad) + "\n")
+    with pytest.raises(FixtureError, match=r":1 field 'progress.done': 'done' must not exceed"):
+        list(TranscriptReader(path))
 
 
 def test_rollback_settings_are_validated(tmp_path: Path) -> None:

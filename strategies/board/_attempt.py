@@ -146,10 +146,9 @@ class _Forward:
         self.best = BestCheckpoint()
 
     def emit(self, event: Event) -> None:
-        row = event.to_dict()
         if isinstance(event, CheckpointSaved):
-            self.best.saw(row)
-        self._emit(row)
+            self.best.saw(event)
+        self._emit(event.to_dict())
 
 
 async def execute_attempt(spec: AttemptSpec, emit: Emit) -> AttemptOutcome:
