@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import anyio
 from attrs import define, field, frozen
 
 from ._checkpoints import (
@@ -209,7 +210,10 @@ class RunState:
         if store is None:
             return None
         try:
-            changed = await store.restore(checkpoint)
+            # A restore cut off half way would leave a mix of two states: it runs to its end
+            # (each git command has its own time limit) even when the run is cancelled.
+            with anyio.CancelScope(shield=True):
+                changed = await store.restore(checkpoint)
         except (CheckpointError, OSError) as exc:
             label = f"restore {checkpoint.short_id}"
             self.emit(CheckpointFailed(self.elapsed(), label, f"{type(exc).__name__}: {exc}"))

@@ -76,6 +76,7 @@ def test_unknown_names_raise_attribute_error(package: str) -> None:
 STRATEGY_LAYERS: dict[str, int] = {
     "strategies._loop": 0,
     "strategies._ralph": 0,
+    "strategies._rollback": 0,
     "strategies._reasons": 0,
     "strategies._self_verifying": 0,
     "strategies._strategy_config": 0,

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from _board_support import make_board, task_toml
 
+from harness import CheckpointSaved
+from harness.checkpoints import WorkProgress
 from strategies.board import Board, open_store
 from strategies.board._progress import read_attempt
 from strategies.board._schema import connect
@@ -48,8 +50,9 @@ def test_the_best_checkpoint_is_read_back_from_a_transcript(tmp_path: Path) -> N
     worse wins, a regression does not; a torn last line is ignored."""
 
     def saved(ident: str, done: int | None) -> str:
-        progress = None if done is None else {"done": done, "total": 3, "unit": "tests"}
-        return json.dumps({"event": "checkpoint.saved", "checkpoint": ident, "progress": progress})
+        progress = None if done is None else WorkProgress(done, 3, "tests")
+        event = CheckpointSaved(0.0, "label", ident, "tree", 0, "snapshot", progress)
+        return json.dumps(event.to_dict())
 
     path = tmp_path / "t.jsonl"
     path.write_text(

@@ -34,7 +34,7 @@ from harness import (
     workspace_tools,
 )
 from harness.checkpoints import REF_PREFIX, Checkpointing, open_checkpoints
-from strategies import Ralph
+from strategies import Ralph, SelfVerifying
 from strategies._spec import spec_from_table
 from termination import TerminationPolicy
 
@@ -316,6 +316,37 @@ async def test_a_rejected_claim_in_the_plain_loop_is_checkpointed_with_its_progr
     ]
 
 
+async def test_an_evaluators_fail_is_a_rejected_claim_and_is_checkpointed(
+    tmp_path: Path,
+) -> None:
+    """Under SelfVerifying, the work the evaluator failed is checkpointed."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    sink = ListSink()
+    write = {"name": "write_file", "arguments": {"path": "a.txt", "content": "a"}}
+    builder = ScriptedModelClient.from_responses(
+        [{"tool_calls": [write]}, {"text": "done"}, {"text": "fixed"}]
+    )
+    evaluator = ScriptedModelClient.from_responses(
+        [{"text": "Too short.\nVERDICT: FAIL"}, {"text": "VERDICT: PASS"}]
+    )
+    harness = Harness(
+        model=builder,
+        policy=TerminationPolicy(),
+        strategy=SelfVerifying(evaluator=evaluator),
+        tools=workspace_tools(),
+        workspace=ws,
+        clock=FakeClock(),
+        sinks=[sink],
+        checkpoints=Checkpointing(state_dir=tmp_path / "state"),
+    )
+    assert (await harness.run("work")).verified
+    assert checkpoints_of(sink) == [
+        ("run started", None),
+        ("claim rejected by the evaluator (round 1)", None),
+    ]
+
+
 async def test_rollback_without_a_workspace_runs_without_checkpoints(tmp_path: Path) -> None:
     """No workspace, nothing to checkpoint: Ralph runs as without rollback."""
     sink = ListSink()
@@ -368,6 +399,34 @@ def test_checkpoint_events_read_back_typed_and_bad_ones_are_named(tmp_path: Path
     path.write_text(json.dumps(bad) + "\n")
     with pytest.raises(FixtureError, match=r":1 field 'progress.done': 'done' must not exceed"):
         list(TranscriptReader(path))
+
+
+def test_the_viewer_shows_checkpoints_and_rollbacks_escaped(tmp_path: Path) -> None:
+    """`harness view` draws a checkpoint with its progress and a rollback with its reason;
+    test names from the agent's workspace are escaped."""
+    from strategies._cli import main
+
+    events = [
+        CheckpointSaved(
+            1.0,
+            "run started",
+            "ab" * 20,
+            "cd" * 20,
+            0,
+            "git",
+            WorkProgress(1, 2, "tests", ("<script>x",)),
+        ),
+        CheckpointRestored(2.0, "ab" * 20, "run started", "iteration 1 ended below", 0, 1, 0),
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(e.to_dict()) + "\n" for e in events))
+    assert main(["view", str(path), "-o", str(tmp_path / "t.html")]) == 0
+    page = (tmp_path / "t.html").read_text()
+    assert "checkpoint abababababab (run started: 1 of 2 tests)" in page
+    assert "rolled back to checkpoint abababababab (run started)" in page
+    assert "iteration 1 ended below" in page
+    assert "<script>x" not in page
+    assert "&lt;script&gt;x" in page
 
 
 def test_rollback_settings_are_validated(tmp_path: Path) -> None:
