@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from harness import Event, HaltReason, Harness, ListSink, ModelClient, RunResult
+    from harness import Event, HaltReason, Harness, ModelClient, RunResult
+    from harness.testing import ListSink
 
 __all__ = ["assert_events", "assert_halted"]
 
@@ -256,7 +257,8 @@ def assert_events(
 
 
 def _events_of(source: object) -> list[dict[str, Any]]:
-    from harness import Event, ListSink, RunResult, TranscriptReader
+    from harness import Event, RunResult, TranscriptReader
+    from harness.testing import ListSink
 
     if isinstance(source, RunResult):
         kept = _RUN_EVENTS.get(source.run_id)
@@ -277,7 +279,7 @@ def _events_of(source: object) -> list[dict[str, Any]]:
 
 
 def _row(event: Event) -> dict[str, Any]:
-    from harness import UnknownEvent
+    from harness.extend import UnknownEvent
 
     if isinstance(event, UnknownEvent):  # a name this harness does not know: as it was written
         return event.to_dict()

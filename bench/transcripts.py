@@ -32,7 +32,6 @@ from harness import (
     FeedbackInjected,
     IterationStarted,
     JsonlTranscript,
-    ModelResponse,
     RunHalted,
     RunStarted,
     ToolCall,
@@ -41,6 +40,7 @@ from harness import (
     TurnStarted,
     Usage,
 )
+from harness.extend import ModelResponse
 
 TARGET_SECONDS = 10.0
 TARGET_MB = 200.0

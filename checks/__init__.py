@@ -7,9 +7,9 @@ Checks combine with ``&`` (`AllOf`) and ``|`` (`AnyOf`) and build from TOML tabl
 """
 
 import typing
+import warnings as _warnings
 
-from harness._lazy import lazy_exports as _lazy_exports
-from harness._lazy import renamed_exports as _renamed_exports
+from harness.extend import lazy_exports as _lazy_exports
 
 from ._always import AlwaysComplete
 from ._compose import AllOf, AnyOf, Combinable
@@ -61,9 +61,22 @@ _LAZY = {
 }
 
 
-__getattr__, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
+_lazy_getattr, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
 # Old names, importable for one release with a DeprecationWarning naming the new one.
-__getattr__ = _renamed_exports(__name__, __getattr__, {"Verdict": ("checks", "ModelVerdict")})
+_RENAMED = {"Verdict": "ModelVerdict"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _RENAMED:
+        new = _RENAMED[name]
+        _warnings.warn(
+            f"checks.{name} is deprecated and will be removed in the next release; "
+            f"use checks.{new}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        name = new
+    return _lazy_getattr(name)
 
 
 __all__ = [

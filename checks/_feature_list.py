@@ -11,8 +11,8 @@ from typing import Any
 from attrs import Factory, define, field, frozen
 
 from harness import SessionStateSnapshot, WorkspaceEscape, resolve_in_workspace
-from harness._validate import check_positive
 from harness.checkpoints import WorkProgress
+from harness.extend import check_positive
 
 from ._compose import Combinable
 from ._progress import Assessment

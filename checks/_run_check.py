@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from attrs import frozen
 
-from harness import Clock, SessionStateSnapshot, SystemClock
+from harness import SessionStateSnapshot
+from harness.extend import Clock, SystemClock
 
 from ._progress import Assessment, MeasuresProgress, WorkProgress
 from ._protocol import CompletionCheck

@@ -7,7 +7,6 @@ that needs none of them does not pay to import them.
 from __future__ import annotations
 
 import importlib
-import warnings
 from collections.abc import Callable, Mapping, MutableMapping
 
 
@@ -28,25 +27,3 @@ def lazy_exports(
         return sorted([*namespace, *names])
 
     return __getattr__, __dir__
-
-
-def renamed_exports(
-    package: str, getattr_: Callable[[str], object], renamed: Mapping[str, tuple[str, str]]
-) -> Callable[[str], object]:
-    """`getattr_` that also resolves each old name in `renamed` (old -> (module, new name)),
-    kept for one release: every use warns with a `DeprecationWarning` naming the new home."""
-
-    def __getattr__(name: str) -> object:
-        moved = renamed.get(name)
-        if moved is None:
-            return getattr_(name)
-        module, new = moved
-        warnings.warn(
-            f"{package}.{name} is deprecated and will be removed in the next release; "
-            f"use {module}.{new}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(importlib.import_module(module), new)
-
-    return __getattr__

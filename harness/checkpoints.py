@@ -30,6 +30,7 @@ from ._checkpoints import (
     improves_on,
     open_checkpoints,
 )
+from ._events import CheckpointFailed, CheckpointRestored, CheckpointSaved
 from ._lazy import lazy_exports as _lazy_exports
 from ._work_progress import Assessment, WorkProgress
 
@@ -54,7 +55,10 @@ __all__ = [
     "Checkpoint",
     "CheckpointDiff",
     "CheckpointError",
+    "CheckpointFailed",
     "CheckpointKind",
+    "CheckpointRestored",
+    "CheckpointSaved",
     "CheckpointStore",
     "Checkpointing",
     "CheckpointsTheStart",

@@ -1,9 +1,9 @@
 """Loop strategies (the plain loop, Ralph, SelfVerifying) and the run spec that builds a run."""
 
 import typing
+import warnings as _warnings
 
-from harness._lazy import lazy_exports as _lazy_exports
-from harness._lazy import renamed_exports as _renamed_exports
+from harness.extend import lazy_exports as _lazy_exports
 
 from ._loop import Loop
 from ._reasons import RalphCompletionUnmet, SelfVerifyExhausted
@@ -32,9 +32,22 @@ _LAZY = {
 }
 
 
-__getattr__, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
+_lazy_getattr, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
 # Old names, importable for one release with a DeprecationWarning naming the new one.
-__getattr__ = _renamed_exports(__name__, __getattr__, {"Verdict": ("checks", "ModelVerdict")})
+_RENAMED = {"Verdict": "ModelVerdict"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _RENAMED:
+        new = _RENAMED[name]
+        _warnings.warn(
+            f"strategies.{name} is deprecated and will be removed in the next release; "
+            f"use checks.{new}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        name = new
+    return _lazy_getattr(name)
 
 
 __all__ = [

@@ -8,8 +8,8 @@ from typing import Literal
 
 from attrs import frozen
 
-from harness import BudgetExceeded, Completed, ConfigurationError, HaltReason, Run
-from harness._validate import check_positive
+from harness import BudgetExceeded, Completed, ConfigurationError, HaltReason
+from harness.extend import Run, check_positive
 from termination import Budget
 
 from ._reasons import RalphCompletionUnmet

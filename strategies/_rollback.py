@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from attrs import define
 
-from harness import Run
 from harness.checkpoints import Checkpoint, improves_on
+from harness.extend import Run
 
 _SHOW = 10
 ROLLBACK_SOURCE = "rollback"

@@ -15,13 +15,11 @@ from harness import (
     HaltReason,
     Message,
     ModelClient,
-    Run,
     SessionStateSnapshot,
     Tool,
     VerdictReached,
 )
-from harness._tools import as_tools
-from harness._validate import check_positive
+from harness.extend import Run, as_tools, check_positive
 from termination import Budget
 
 from ._reasons import SelfVerifyExhausted

@@ -30,26 +30,23 @@ from typing import Any, Literal
 from attrs import frozen
 
 from checks import AllOf, CompletionCheck, check_from_config
-from checks._check_config import CHECKS
+from checks.extend import CHECKS
 from harness import (
     ConfigurationError,
     EventSink,
     Harness,
     ModelClient,
-    Strategy,
     Tool,
     list_files,
+    model_from_config,
     read_file,
     update_plan,
     write_file,
 )
-from harness._providers import model_from_config
-from harness._providers._model_config import MODELS
-from harness._schema import REQUIRED, Key, Schema
-from harness._validate import check_positive
 from harness.checkpoints import Checkpointing
+from harness.extend import MODELS, REQUIRED, Key, Schema, Strategy, check_positive
 from termination import Budget, TerminationPolicy, feedback_from_config, sensor_from_config
-from termination._keys import BUDGET, FEEDBACK, POLICY, SENSORS
+from termination.extend import BUDGET, FEEDBACK, POLICY, SENSORS
 
 from ._strategy_config import STRATEGIES, check_strategy_table, strategy_from_config
 

@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 
 from attrs import frozen
 
-from harness import ConfigurationError, SensorReading, SessionStateSnapshot
+from harness import ConfigurationError, SessionStateSnapshot
+from harness.extend import SensorReading
 
 from ._sensors import Action, _threshold, check_action, check_name, graded
 

@@ -10,21 +10,16 @@ from attrs import evolve, field, frozen
 
 from checks import AlwaysComplete, CompletionCheck, PreparesForRun, run_check
 from harness import (
-    CONTINUE,
-    Clock,
     Completed,
     ConfigurationError,
-    Decision,
     HaltReason,
-    Limit,
     Message,
     RejectionLimit,
-    SensorReading,
     SensorTripped,
     SessionStateSnapshot,
 )
-from harness._validate import check_positive
 from harness.checkpoints import Assessment
+from harness.extend import CONTINUE, Clock, Decision, Limit, SensorReading, check_positive
 
 from ._budget import Budget
 from ._feedback import FeedbackProviderConfig

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from attrs import frozen
 
-from harness import ConfigurationError, SensorReading, SessionStateSnapshot
+from harness import ConfigurationError, SessionStateSnapshot
+from harness.extend import SensorReading
 
 from ._check_churn import collapse_space, same_in_a_row
 from ._sensors import Action, _threshold, check_action, check_name, graded

@@ -20,7 +20,8 @@ from typing import Literal, Protocol, runtime_checkable
 
 from attrs import frozen
 
-from harness import ConfigurationError, SensorReading, SessionStateSnapshot
+from harness import ConfigurationError, SessionStateSnapshot
+from harness.extend import SensorReading
 
 Action = Literal["warn", "halt"]
 _OK = SensorReading.ok()

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from _board_support import make_board, task_toml
 
-from harness import CheckpointSaved
-from harness.checkpoints import WorkProgress
+from harness.checkpoints import CheckpointSaved, WorkProgress
 from strategies.board import Board, open_store
 from strategies.board._progress import read_attempt
 from strategies.board._schema import connect

@@ -12,15 +12,8 @@ import attrs
 import pytest
 
 from checks import AllOf, AnyOf, CheckVerdict, CompletionCheck, run_check
-from harness import (
-    CheckFailed,
-    FakeClock,
-    Harness,
-    ListSink,
-    RejectionLimit,
-    ScriptedModelClient,
-    SessionStateSnapshot,
-)
+from harness import CheckFailed, Harness, RejectionLimit, ScriptedModelClient, SessionStateSnapshot
+from harness.testing import FakeClock, ListSink
 from strategies import Ralph, RalphCompletionUnmet
 from strategies._cli._checking import run_checks
 from strategies._cli._hook import claude_stop

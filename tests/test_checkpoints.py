@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from _git_support import git, init_repo
 
-from harness import FakeClock
 from harness.checkpoints import (
     REF_PREFIX,
     CheckpointError,
@@ -22,6 +21,7 @@ from harness.checkpoints import (
     WorkProgress,
     open_checkpoints,
 )
+from harness.testing import FakeClock
 
 pytestmark = pytest.mark.anyio
 

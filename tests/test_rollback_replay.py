@@ -17,23 +17,25 @@ from _git_support import git, init_repo
 
 from checks import Assessment, TestSuiteCheck, WorkProgress
 from harness import (
-    CheckpointFailed,
-    CheckpointRestored,
-    CheckpointSaved,
     Completed,
     ConfigurationError,
-    FakeClock,
     FixtureError,
     Harness,
-    ListSink,
     RunResult,
     ScriptedModelClient,
     SessionStateSnapshot,
     TranscriptReader,
-    fixture_from_transcript,
     workspace_tools,
 )
-from harness.checkpoints import REF_PREFIX, Checkpointing, open_checkpoints
+from harness.checkpoints import (
+    REF_PREFIX,
+    CheckpointFailed,
+    Checkpointing,
+    CheckpointRestored,
+    CheckpointSaved,
+    open_checkpoints,
+)
+from harness.testing import FakeClock, ListSink, fixture_from_transcript
 from strategies import Ralph, SelfVerifying
 from strategies._spec import spec_from_table
 from termination import TerminationPolicy

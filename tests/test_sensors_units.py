@@ -17,12 +17,11 @@ from harness import (
     Message,
     Plan,
     PlanStep,
-    SensorReading,
     SessionStateSnapshot,
     ToolCall,
-    ToolOutcome,
     Usage,
 )
+from harness.extend import SensorReading, ToolOutcome
 from termination import (
     CheckChurnSensor,
     ConsecutiveToolErrorsSensor,

@@ -18,14 +18,9 @@ from harness import (
     CheckFailed,
     Completed,
     Event,
-    FakeClock,
     Harness,
-    ListSink,
-    RunConfig,
     ScriptedModelClient,
-    SensorReading,
     SessionStateSnapshot,
-    SessionStore,
     StructlogSink,
     Tool,
     ToolCall,
@@ -40,6 +35,8 @@ from harness._run import Run
 from harness._state import HistoryView
 from harness._tools import render_result
 from harness.checkpoints import Assessment
+from harness.extend import RunConfig, SensorReading, SessionStore
+from harness.testing import FakeClock, ListSink
 from strategies import Ralph
 from termination import Budget, TerminationPolicy
 

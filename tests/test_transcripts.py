@@ -20,19 +20,17 @@ from harness import (
     Event,
     FixtureError,
     JsonlTranscript,
-    ListSink,
     ModelFailed,
     RunHalted,
     RunTally,
     ScriptedModelClient,
     TranscriptReader,
-    UnknownEvent,
-    UnknownHalt,
     Usage,
-    fixture_from_transcript,
     read_transcript,
 )
 from harness._jsonl import MAX_DEPTH
+from harness.extend import UnknownEvent, UnknownHalt
+from harness.testing import ListSink, fixture_from_transcript
 from strategies._cli import main
 from strategies._viewer import build_view, read_for_view, render_page
 from strategies._viewer._timeline import GROUP

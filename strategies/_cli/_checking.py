@@ -7,7 +7,8 @@ from pathlib import Path
 from attrs import frozen
 
 from checks import CheckVerdict, run_check
-from harness import Clock, SessionStateSnapshot, SystemClock
+from harness import SessionStateSnapshot
+from harness.extend import Clock, SystemClock
 
 from .._spec import Spec
 

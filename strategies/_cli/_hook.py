@@ -41,8 +41,8 @@ from typing import Any, Literal
 import anyio
 from attrs import frozen
 
-from harness import Clock, ConfigurationError
-from harness._validate import check_positive
+from harness import ConfigurationError
+from harness.extend import Clock, check_positive
 
 from .._spec import Spec, load_spec
 from ._checking import run_checks

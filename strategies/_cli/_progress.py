@@ -32,9 +32,6 @@ from attrs import define, field
 from harness import (
     CheckFailed,
     CheckPassed,
-    CheckpointFailed,
-    CheckpointRestored,
-    CheckpointSaved,
     Event,
     EventSink,
     FeedbackInjected,
@@ -46,6 +43,7 @@ from harness import (
     TurnFinished,
     VerdictReached,
 )
+from harness.checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
 from termination import Budget
 
 from ._tracker import RunStatus, RunTracker, short

@@ -28,7 +28,7 @@ from harness import (
     RecordingModelClient,
     RunResult,
 )
-from harness._jsonl import check_output_file, dump_json
+from harness.extend import check_output_file, dump_json
 
 from .._spec import Spec, load_spec
 from ._progress import ProgressDisplay, open_progress

@@ -23,9 +23,6 @@ from attrs import define, field
 from harness import (
     CheckFailed,
     CheckPassed,
-    CheckpointFailed,
-    CheckpointRestored,
-    CheckpointSaved,
     Event,
     FeedbackInjected,
     HaltReason,
@@ -42,6 +39,7 @@ from harness import (
     Usage,
     VerdictReached,
 )
+from harness.checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
 
 from ._records import (
     CallView,

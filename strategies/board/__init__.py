@@ -11,7 +11,7 @@ The task file format, ``board.toml``, the statuses, the database and the engines
 described in the modules' docstrings and in the README's "Task board" section.
 """
 
-from harness._lazy import renamed_exports as _renamed_exports
+import warnings as _warnings
 
 from ._attempt import AttemptOutcome, AttemptSpec, AttemptWatcher, classify, execute_attempt
 from ._board import Board, BoardResult, board_state, open_store
@@ -65,11 +65,14 @@ __all__ = [
 ]
 
 
-def _no_such_name(name: str) -> object:
+def __getattr__(name: str) -> object:
+    # Old names, importable for one release with a DeprecationWarning naming the new one.
+    if name == "Progress":
+        _warnings.warn(
+            "strategies.board.Progress is deprecated and will be removed in the next release; "
+            "use strategies.board.AttemptProgress",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return AttemptProgress
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-# Old names, importable for one release with a DeprecationWarning naming the new one.
-__getattr__ = _renamed_exports(
-    __name__, _no_such_name, {"Progress": ("strategies.board", "AttemptProgress")}
-)

@@ -28,7 +28,6 @@ from attrs import evolve, field, frozen
 
 from checks import AllOf, CommandCheck, CompletionCheck, TestSuiteCheck
 from harness import (
-    CheckpointSaved,
     ConfigurationError,
     Event,
     EventSink,
@@ -38,7 +37,8 @@ from harness import (
     RunResult,
     model_from_config,
 )
-from harness._log import LibraryLogger
+from harness.checkpoints import CheckpointSaved
+from harness.extend import LibraryLogger
 from termination import Budget, TerminationPolicy
 
 from .._ralph import Ralph

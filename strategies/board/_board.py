@@ -29,13 +29,11 @@ from harness import (
     ConfigurationError,
     Event,
     EventSink,
-    EventStream,
     IterationStarted,
     JsonlTranscript,
     VerdictReached,
 )
-from harness._log import LibraryLogger
-from harness._streaming import stream_events
+from harness.extend import EventStream, LibraryLogger, stream_events
 
 from ._attempt import AttemptOutcome, AttemptSpec, AttemptWatcher
 from ._board_config import (

@@ -20,13 +20,12 @@ from attrs import asdict, frozen
 from harness import (
     CheckFailed,
     CheckPassed,
-    CheckpointSaved,
     FixtureError,
     IterationStarted,
     RunTally,
     TranscriptReader,
 )
-from harness.checkpoints import improves_on
+from harness.checkpoints import CheckpointSaved, improves_on
 
 
 @frozen
