@@ -35,13 +35,17 @@ import json
 import os
 import re
 import sys
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 from attrs import frozen
 
+from checks import CheckVerdict
 from harness import ConfigurationError
+from harness.checkpoints import CheckpointError, WorkProgress, open_checkpoints
 from harness.extend import Clock, check_positive
 
 from .._spec import Spec, load_spec
@@ -186,6 +190,8 @@ async def claude_stop(
         )
     blocks += 1
     state.save(blocks)
+    saved = await _checkpoint(spec, folder, stop.session_id, blocks, verdicts)
+    late = "; ".join(n for n in (late, saved) if n) or None
     lines = [
         f"The completion checks do not pass yet (stop blocked {blocks} of at most "
         f"{max_blocks} times in a row):"
@@ -195,6 +201,31 @@ async def claude_stop(
         lines.extend(f"  {line}" for line in (verdict.reason or "").splitlines())
     lines.append("Keep working on what is missing, then stop again.")
     return StopDecision(True, reason="\n".join(lines), note=late, blocks=blocks)
+
+
+async def _checkpoint(
+    spec: Spec, folder: Path, session_id: str, blocks: int, verdicts: Sequence[CheckVerdict]
+) -> str | None:
+    """With ``checkpoints = true``, checkpoint the workspace at a blocked stop (a rejected
+    claim): a series per agent session. A note for the log; a failure never fails the hook."""
+    if spec.checkpoints is None:
+        return None
+    series = "hook-" + hashlib.sha256(session_id.encode()).hexdigest()[:16]
+    progress = WorkProgress.sum_of([v.progress for v in verdicts])
+    try:
+        store = await open_checkpoints(
+            folder,
+            series=series,
+            backend=spec.checkpoints.backend,
+            state_dir=spec.checkpoints.state_dir,
+        )
+        try:
+            saved = await store.save(f"stop blocked ({blocks})", at=time.time(), progress=progress)
+        finally:
+            await store.aclose()
+    except (CheckpointError, OSError) as exc:
+        return f"the workspace could not be checkpointed: {exc}"
+    return f"checkpoint {saved.short_id} (series {series})"
 
 
 def _final_text(stop: StopPayload) -> str | None:
