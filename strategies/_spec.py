@@ -337,9 +337,8 @@ def _spec(
     policy, checks = _policy(data, where, model_factory, base)
     tool_timeout = data.get("tool_timeout", 120.0)
     context_window = data.get("context_window")
-    with _named(where):
-        check_positive("tool_timeout", tool_timeout)
-        check_positive("context_window", context_window, integer=True, allow_none=True)
+    check_positive("tool_timeout", tool_timeout)  # a value error is named by `_named`
+    check_positive("context_window", context_window, integer=True, allow_none=True)
     tools = _tools(data.get("tools", ["read_file", "list_files", "write_file"]), where)
     _evaluator_has_tools(strategy, tools, f"{where}: strategy")
     spec = Spec(

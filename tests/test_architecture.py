@@ -120,6 +120,52 @@ def test_unknown_names_raise_attribute_error(package: str) -> None:
     assert set(module.__all__) <= set(dir(module))
 
 
+def test_names_that_left_harness_warn_and_name_their_new_home() -> None:
+    """A name moved to `harness.testing` or `harness.extend` is still importable from `harness`
+    for one release, with a DeprecationWarning naming its new home, and is the same object."""
+    import harness
+
+    moved = dict(harness._MOVED)
+    assert moved, "nothing is marked as moved"
+    for name, home in moved.items():
+        assert name not in harness.__all__
+        new_home = importlib.import_module(home)
+        assert name in new_home.__all__, f"{home} does not export {name}"
+        with pytest.warns(
+            DeprecationWarning, match=rf"'harness\.{name}' has moved to '{home}\.{name}'"
+        ):
+            old = getattr(harness, name)
+        assert old is getattr(new_home, name)
+
+
+def test_the_top_level_namespace_is_for_users_of_the_loop() -> None:
+    """`harness` keeps what a user of the loop needs; the session, policy and schema internals
+    live in `harness.extend`, the fakes in `harness.testing`."""
+    import harness
+
+    assert len(harness.__all__) <= 70
+    for internal in ("Session", "PolicySession", "Schema", "FakeClock", "check_positive"):
+        assert internal not in harness.__all__
+
+
+def _public_names_block() -> str:
+    lines = []
+    for name in AUDIENCE_MODULES:
+        exported = importlib.import_module(name).__all__
+        lines.append(f"- `{name}` ({len(exported)}): " + ", ".join(f"`{n}`" for n in exported))
+    return "\n".join(lines)
+
+
+def test_readme_lists_the_public_names_of_each_module() -> None:
+    """The README's layout section lists every public name of every audience module, so a name
+    cannot become public (or stop being public) without the README saying so."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start, end = "<!-- public-names:start -->\n", "<!-- public-names:end -->"
+    listed = readme[readme.index(start) + len(start) : readme.index(end)].strip()
+    expected = _public_names_block()
+    assert listed == expected, f"replace the README's public-names block with:\n{expected}"
+
+
 # Inside `strategies` the applications sit on top of the library: loop strategies < the run
 # spec < the board < the command line and the viewer. A module never imports a higher layer.
 STRATEGY_LAYERS: dict[str, int] = {
@@ -215,49 +261,3 @@ def test_the_layering_test_sees_relative_imports(tmp_path: Path) -> None:
     assert own is not None
     above = [name for name in imported if (_strategy_layer(name) or 0) > own]
     assert sorted(above) == ["strategies._cli._run", "strategies._cli._run.main"]
-
-
-def test_names_that_left_harness_warn_and_name_their_new_home() -> None:
-    """A name moved to `harness.testing` or `harness.extend` is still importable from `harness`
-    for one release, with a DeprecationWarning naming its new home, and is the same object."""
-    import harness
-
-    moved = dict(harness._MOVED)
-    assert moved, "nothing is marked as moved"
-    for name, home in moved.items():
-        assert name not in harness.__all__
-        new_home = importlib.import_module(home)
-        assert name in new_home.__all__, f"{home} does not export {name}"
-        with pytest.warns(
-            DeprecationWarning, match=rf"'harness\.{name}' has moved to '{home}\.{name}'"
-        ):
-            old = getattr(harness, name)
-        assert old is getattr(new_home, name)
-
-
-def test_the_top_level_namespace_is_for_users_of_the_loop() -> None:
-    """`harness` keeps what a user of the loop needs; the session, policy and schema internals
-    live in `harness.extend`, the fakes in `harness.testing`."""
-    import harness
-
-    assert len(harness.__all__) <= 70
-    for internal in ("Session", "PolicySession", "Schema", "FakeClock", "check_positive"):
-        assert internal not in harness.__all__
-
-
-def _public_names_block() -> str:
-    lines = []
-    for name in AUDIENCE_MODULES:
-        exported = importlib.import_module(name).__all__
-        lines.append(f"- `{name}` ({len(exported)}): " + ", ".join(f"`{n}`" for n in exported))
-    return "\n".join(lines)
-
-
-def test_readme_lists_the_public_names_of_each_module() -> None:
-    """The README's layout section lists every public name of every audience module, so a name
-    cannot become public (or stop being public) without the README saying so."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    start, end = "<!-- public-names:start -->\n", "<!-- public-names:end -->"
-    listed = readme[readme.index(start) + len(start) : readme.index(end)].strip()
-    expected = _public_names_block()
-    assert listed == expected, f"replace the README's public-names block with:\n{expected}"

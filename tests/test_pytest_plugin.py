@@ -281,7 +281,7 @@ def test_a_spec_gives_the_harness_its_tools_checks_and_budget(pytester: pytest.P
         '[[checks]]\ntype = "files"\npaths = ["hello.txt"]\n'
     )
     pytester.makepyfile(
-        test_spec="""
+        test_agent_spec="""
         import pytest
         from harness import Completed
         from pytest_completion_harness import assert_events, assert_halted
@@ -300,5 +300,5 @@ def test_a_spec_gives_the_harness_its_tools_checks_and_budget(pytester: pytest.P
             assert (tmp_path / "hello.txt").read_text() == "hi"
         """
     )
-    result = pytester.runpytest_inprocess("test_spec.py")
+    result = pytester.runpytest_inprocess("test_agent_spec.py")
     result.assert_outcomes(passed=2)
