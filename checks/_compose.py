@@ -13,12 +13,12 @@ from collections.abc import Iterable
 
 from attrs import field, frozen
 
-from harness import ConfigurationError, SessionStateSnapshot
+from harness import Baseline, ConfigurationError, SessionStateSnapshot
 from harness.checkpoints import WorkProgress
 
 from ._progress import Assessment
 from ._protocol import CompletionCheck, PreparesForRun
-from ._run_check import CheckVerdict, run_check
+from ._run_check import CheckVerdict, ask
 
 
 def as_check(value: object) -> CompletionCheck:
@@ -57,10 +57,19 @@ def _bullets(title: str, checks: Iterable[CompletionCheck]) -> str:
     return "\n".join(lines)
 
 
-async def _prepare_all(checks: Iterable[CompletionCheck], state: SessionStateSnapshot) -> None:
+async def _prepare_all(
+    checks: Iterable[CompletionCheck], state: SessionStateSnapshot
+) -> tuple[Baseline, ...]:
+    """Prepare every check that prepares; the baselines they recorded, in order."""
+    found: list[Baseline] = []
     for check in checks:
         if isinstance(check, PreparesForRun):
-            await check.prepare(state)
+            recorded = await check.prepare(state)
+            if isinstance(recorded, Baseline):
+                found.append(recorded)
+            elif isinstance(recorded, tuple):
+                found.extend(b for b in recorded if isinstance(b, Baseline))
+    return tuple(found)
 
 
 def _flatten(value: object, kind: type[AllOf | AnyOf]) -> tuple[CompletionCheck, ...]:
@@ -93,12 +102,12 @@ class AllOf(Combinable):
     def of(cls, *checks: CompletionCheck) -> AllOf:
         return cls(checks)
 
-    async def prepare(self, state: SessionStateSnapshot) -> None:
-        await _prepare_all(self.checks, state)
+    async def prepare(self, state: SessionStateSnapshot) -> tuple[Baseline, ...]:
+        return await _prepare_all(self.checks, state)
 
     async def check(self, state: SessionStateSnapshot) -> str | None:
         for check in self.checks:
-            reason = (await run_check(check, state)).reason
+            reason = (await ask(check, state)).reason
             if reason is not None:
                 return reason
         return None
@@ -106,7 +115,7 @@ class AllOf(Combinable):
     async def measure(self, state: SessionStateSnapshot) -> Assessment:
         """Every check's answer (none skipped, so the progress is whole): the first reason,
         and the sum of the progress the checks report."""
-        answers = [await run_check(check, state) for check in self.checks]
+        answers = [await ask(check, state) for check in self.checks]
         reason = next((a.reason for a in answers if a.reason is not None), None)
         return Assessment(reason, WorkProgress.sum_of([a.progress for a in answers]))
 
@@ -126,13 +135,13 @@ class AnyOf(Combinable):
     def of(cls, *checks: CompletionCheck) -> AnyOf:
         return cls(checks)
 
-    async def prepare(self, state: SessionStateSnapshot) -> None:
-        await _prepare_all(self.checks, state)
+    async def prepare(self, state: SessionStateSnapshot) -> tuple[Baseline, ...]:
+        return await _prepare_all(self.checks, state)
 
     async def check(self, state: SessionStateSnapshot) -> str | None:
         reasons: list[str] = []
         for check in self.checks:
-            reason = (await run_check(check, state)).reason
+            reason = (await ask(check, state)).reason
             if reason is None:
                 return None
             reasons.append(reason)
@@ -143,7 +152,7 @@ class AnyOf(Combinable):
         alternative furthest along."""
         answers: list[CheckVerdict] = []
         for check in self.checks:
-            answer = await run_check(check, state)
+            answer = await ask(check, state)
             if answer.reason is None:
                 return Assessment(None, answer.progress)
             answers.append(answer)

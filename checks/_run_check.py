@@ -11,9 +11,11 @@ stop hooks all ask a check through here, so the agent reads the same reason on e
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from attrs import frozen
 
-from harness import SessionStateSnapshot
+from harness import SessionStateSnapshot, Tampering
 from harness.extend import Clock, SystemClock
 
 from ._progress import Assessment, MeasuresProgress, WorkProgress
@@ -52,7 +54,27 @@ async def run_check(
     With `time_limit`, the check runs under a deadline scope that many seconds from now on
     `clock` (the system clock by default): a check still running then is cancelled (and its
     processes with it) and is "not complete". Cancellation from outside is not caught.
+
+    A snapshot whose `tampering` names protected paths the agent changed is judged "not
+    complete" whatever the check says (the run gave it the pristine files, see
+    `RunState.judge`); the reason names the files, then what the check said.
     """
+    verdict = await ask(check, snapshot, time_limit=time_limit, clock=clock)
+    if not snapshot.tampering:
+        return verdict
+    reason = tampering_reason(snapshot.tampering, verdict.reason)
+    return CheckVerdict(check, reason, verdict.progress)
+
+
+async def ask(
+    check: CompletionCheck,
+    snapshot: SessionStateSnapshot,
+    *,
+    time_limit: float | None = None,
+    clock: Clock | None = None,
+) -> CheckVerdict:
+    """`run_check` without the verdict on tampering: for the children of a composition, whose
+    parent gives it once."""
     name = type(check).__name__
     try:
         if time_limit is None:
@@ -93,3 +115,18 @@ def _reason(answer: object, name: str) -> str | None:
     if not answer.strip():
         return f"the completion check {name} returned an empty reason"
     return answer
+
+
+def tampering_reason(changes: Sequence[Tampering], reason: str | None) -> str:
+    """Why a claim that changed protected paths is rejected, and what the check said of the
+    work with them as they were."""
+    changed = "\n".join(f"- {t}" for t in changes)
+    verdict = (
+        "With them as they were, the completion check passes: restore them and claim again."
+        if reason is None
+        else f"With them as they were, the completion check reports:\n{reason}"
+    )
+    return (
+        "Protected files were changed. They judge the work, so the claim is rejected and "
+        f"they are judged as they were when the run started:\n{changed}\n{verdict}"
+    )

@@ -71,6 +71,7 @@ if typing.TYPE_CHECKING:
     from ._cli_agent import CliAgentClient
     from ._otel import OtelSink
     from ._plan import Plan, PlanStep, update_plan
+    from ._protected import ProtectedPaths, Tampering
     from ._providers import (
         AnthropicClient,
         ModelPrice,
@@ -80,6 +81,7 @@ if typing.TYPE_CHECKING:
         model_from_config,
     )
     from ._recording import RecordingModelClient
+    from ._verification import Baseline
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
@@ -100,6 +102,9 @@ _LAZY = {
     "RetryPolicy": "._providers",
     "model_from_config": "._providers",
     "RecordingModelClient": "._recording",
+    "ProtectedPaths": "._protected",
+    "Tampering": "._protected",
+    "Baseline": "._verification",
 }
 
 # Names that left this namespace for their audience's module; importable from here, with a
@@ -164,6 +169,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "AnthropicClient",
+    "Baseline",
     "BudgetExceeded",
     "CancelToken",
     "Cancelled",
@@ -195,6 +201,7 @@ __all__ = [
     "Plan",
     "PlanStep",
     "PriceTable",
+    "ProtectedPaths",
     "RecordingModelClient",
     "RejectionLimit",
     "RetryPolicy",
@@ -210,6 +217,7 @@ __all__ = [
     "SessionTranscript",
     "SinkFailed",
     "StructlogSink",
+    "Tampering",
     "Tool",
     "ToolArgumentError",
     "ToolCall",

@@ -8,6 +8,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
+import anyio
 from attrs import define, evolve, field
 
 from ._cancel import CancelToken
@@ -17,13 +18,15 @@ from ._errors import ConfigurationError, FixtureError
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
 from ._jsonl import check_output_file
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
-from ._policy import Policy
+from ._policy import Policy, ProtectsPaths
+from ._protected import PathGuard
 from ._result import BudgetExceeded, Cancelled, Completed, HaltReason, ModelFailed, RunResult
 from ._run import CheckpointsTheStart, Run, SingleSession, Strategy
 from ._run_state import RunConfig
 from ._streaming import EventStream, stream_events
 from ._tools import Tool, as_tools
 from ._validate import check_positive
+from ._verification import BaselineRecorded, ProtectedPathsRecorded
 
 
 def _checkpointing(value: object) -> Checkpointing | None:
@@ -196,7 +199,7 @@ class Harness:
         if measure and checkpointing is None:
             checkpointing = Checkpointing()
         keep = checkpointing is not None and await run.start_checkpoints(checkpointing)
-        await self.policy.start_run(run.snapshot())
+        await self._record_verifier(run)
         progress = None
         early: HaltReason | None = None
         if self.policy.check_before_first_turn:
@@ -211,6 +214,19 @@ class Harness:
         if keep:
             await run.checkpoint("run started", progress)
         return early
+
+    async def _record_verifier(self, run: Run) -> None:
+        """Before the first turn: the protected paths as they are, then the checks' baselines
+        (a test suite run once), each into the transcript."""
+        policy = self.policy
+        protected = policy.protected if isinstance(policy, ProtectsPaths) else None
+        if protected and run.workspace is not None:
+            run.protected = protected
+            run.guard = await anyio.to_thread.run_sync(PathGuard.record, run.workspace, protected)
+            run.emit(ProtectedPathsRecorded(run.elapsed(), protected.rules, len(run.guard.files)))
+        for baseline in await policy.start_run(run.snapshot()) or ():
+            run.baselines.append(baseline)
+            run.emit(BaselineRecorded(run.elapsed(), baseline))
 
     def stream(self, task: str) -> AbstractAsyncContextManager[EventStream[Event, RunResult]]:
         """Run `task` in the background and iterate its events as they happen.

@@ -6,7 +6,8 @@ so the loop never imports the packages built on top of it.
 
 from __future__ import annotations
 
-from typing import Literal, Protocol, runtime_checkable
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from attrs import frozen
 
@@ -15,6 +16,10 @@ from ._messages import Message
 from ._result import BudgetExceeded, HaltReason
 from ._state import SessionStateSnapshot
 from ._work_progress import Assessment, WorkProgress
+
+if TYPE_CHECKING:
+    from ._protected import ProtectedPaths
+    from ._verification import Baseline
 
 Scope = Literal["run", "session"]
 
@@ -144,8 +149,21 @@ class Policy(Protocol):
         """What "done" means, told to the agent at the start of every session."""
         ...
 
-    async def start_run(self, snapshot: SessionStateSnapshot) -> None:
-        """Called once before anything else happens in a run (checks record baselines here)."""
+    async def start_run(self, snapshot: SessionStateSnapshot) -> Sequence[Baseline] | None:
+        """Called once before the agent's first turn (checks record baselines here); the
+        baselines returned go into the transcript and onto the result."""
         ...
 
     def start_session(self, *, clock: Clock, limit: Limit | None = None) -> PolicySession: ...
+
+
+@runtime_checkable
+class ProtectsPaths(Protocol):
+    """A policy that names paths the agent may not change (tests, feature lists, scripts).
+
+    The run records them before anything else, the workspace tools refuse to write them,
+    and every claim is judged with them as they were (see `RunState.judge`).
+    """
+
+    @property
+    def protected(self) -> ProtectedPaths: ...

@@ -115,7 +115,7 @@ class Run(RunState):
 
     async def assess(self, snapshot: SessionStateSnapshot, policy: PolicySession) -> Assessment:
         """As `check`, with the progress the check measured."""
-        assessed = await policy.assess(snapshot)
+        assessed = await self.judge(snapshot, policy.assess)
         self.record_check(snapshot.agent, snapshot.turns, assessed.reason)
         return assessed
 
@@ -131,6 +131,8 @@ class Run(RunState):
             tool_calls=self.tool_calls,
             iterations=self.iterations,
             elapsed=self.elapsed(),
+            baselines=tuple(self.baselines),
+            tampering=tuple(self.tampering),
         )
 
 

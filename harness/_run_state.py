@@ -6,11 +6,12 @@ producing the result. A `Session` sees only this, so the two modules import one 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
-from attrs import define, field, frozen
+from attrs import define, evolve, field, frozen
 
 from ._checkpoints import (
     Checkpoint,
@@ -34,9 +35,13 @@ from ._events import (
 from ._messages import NO_USAGE, Message, Usage
 from ._model import ModelClient
 from ._policy import Policy
+from ._protected import PathGuard, ProtectedPaths, Tampering
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
 from ._tools import Tool
+from ._verification import Baseline, ProtectedPathsChanged
 from ._work_progress import WorkProgress
+
+T = TypeVar("T")
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an autonomous agent. Work on the task with the tools you have until it is "
@@ -85,6 +90,13 @@ class RunState:
     last_checkpoint: Checkpoint | None = None
     """The checkpoint saved last in this run."""
     sink_failures: list[SinkFailed] = field(factory=list)
+    protected: ProtectedPaths | None = None
+    """The policy's protected paths, which the workspace tools refuse to write."""
+    guard: PathGuard | None = None
+    """The protected paths as the run found them (recorded before anything else)."""
+    baselines: list[Baseline] = field(factory=list)
+    tampering: list[Tampering] = field(factory=list)
+    tampered_claims: int = 0
     description: str = field(init=False, repr=False)
     """What "done" means (the policy's description), read once for the run."""
 
@@ -231,6 +243,33 @@ class RunState:
         )
         return changed
 
+    async def judge(
+        self, snapshot: SessionStateSnapshot, judge: Callable[[SessionStateSnapshot], Awaitable[T]]
+    ) -> T:
+        """Run `judge` (the completion check, or the policy's decision that runs it) on
+        `snapshot`, with the verifier as the run found it.
+
+        When protected paths changed since the run started, by any route, the change is
+        recorded (``protected.changed``, `RunResult.tampering`) and `judge` gets a snapshot
+        whose `tampering` names it and whose workspace is a temporary copy with the recorded
+        files laid over the agent's work: the policy rejects the claim, and the checks'
+        reason says what the untouched verifier thinks of the work.
+        """
+        guard, workspace = self.guard, snapshot.workspace
+        if guard is None or workspace is None:
+            return await judge(snapshot)
+        changes = await anyio.to_thread.run_sync(guard.changes, workspace)
+        if not changes:
+            return await judge(snapshot)
+        self.tampering.extend(changes)
+        self.tampered_claims += 1
+        self.emit(ProtectedPathsChanged(self.elapsed(), snapshot.agent, snapshot.turns, changes))
+        async with guard.pristine(workspace, changes) as copy:
+            judged = evolve(
+                snapshot, workspace=copy, tampering=changes, tampered_claims=self.tampered_claims
+            )
+            return await judge(judged)
+
     def system_message(self, base: str | None = None) -> Message:
         """The system prompt: the caller's, what "done" means, and how feedback is marked."""
         how = (
@@ -292,4 +331,5 @@ class RunState:
             store=self.store.frozen(),
             context_window=self.config.context_window,
             session_started_at=now if session_started_at is None else session_started_at,
+            tampered_claims=self.tampered_claims,
         )

@@ -47,7 +47,9 @@ from ._events import (
 )
 from ._jsonl import load_line
 from ._messages import ModelResponse, ToolCall, Usage
+from ._protected import Change, Tampering
 from ._result import HaltReason
+from ._verification import Baseline, BaselineRecorded, ProtectedPathsChanged, ProtectedPathsRecorded
 from ._work_progress import WorkProgress
 
 T = TypeVar("T")
@@ -218,6 +220,35 @@ def _progress(f: _Fields | None) -> WorkProgress | None:
         raise f.error("done", str(exc)) from None
 
 
+def _names_of(f: _Fields, key: str) -> tuple[str, ...]:
+    names = f._get(key, list, "a list of names", ())
+    for index, name in enumerate(names):
+        if not isinstance(name, str):
+            raise f.error(f"{key}[{index}]", f"expected a string (got {name!r:.60})")
+    return tuple(names)
+
+
+def _baseline(f: _Fields) -> Baseline:
+    return Baseline(
+        f.text("check"),
+        f.text("runner", None),
+        f.integer("passed", 0),
+        _names_of(f, "failing"),
+        f.integer("exit_code", None),
+        f.text("unreadable", None),
+    )
+
+
+def _tampering(f: _Fields) -> Tampering:
+    change = f.text("change")
+    if change not in _CHANGES:
+        raise f.error("change", f"expected one of {', '.join(_CHANGES)} (got {change!r:.60})")
+    return Tampering(f.text("path"), cast(Change, change), f.text("rule"))
+
+
+_CHANGES = ("modified", "deleted", "added", "replaced")
+
+
 def _nested(f: _Fields, key: str) -> _Fields:
     found = f.nested(key)
     assert found is not None
@@ -301,6 +332,16 @@ _PARSERS: dict[str, Callable[[_Fields, float], Event]] = {
         f.integer("deleted", 0),
     ),
     CheckpointFailed.name: lambda f, at: CheckpointFailed(at, f.text("label"), f.text("error")),
+    BaselineRecorded.name: lambda f, at: BaselineRecorded(at, _baseline(_nested(f, "baseline"))),
+    ProtectedPathsRecorded.name: lambda f, at: ProtectedPathsRecorded(
+        at, _names_of(f, "rules"), f.integer("files", 0)
+    ),
+    ProtectedPathsChanged.name: lambda f, at: ProtectedPathsChanged(
+        at,
+        f.text("agent"),
+        f.integer("turn"),
+        tuple(_tampering(c) for c in f.objects("changes")),
+    ),
     SinkFailed.name: lambda f, at: SinkFailed(
         at, f.text("sink"), f.text("failed_on"), f.text("error")
     ),

@@ -18,7 +18,16 @@ from ._lazy import lazy_exports
 from ._log import LibraryLogger, get_logger
 from ._messages import ModelRequest, ModelResponse, ToolSpec
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
-from ._policy import CONTINUE, Decision, Limit, Policy, PolicySession, Scope, SensorReading
+from ._policy import (
+    CONTINUE,
+    Decision,
+    Limit,
+    Policy,
+    PolicySession,
+    ProtectsPaths,
+    Scope,
+    SensorReading,
+)
 from ._run import Run, SingleSession, Strategy
 from ._run_state import RunConfig
 from ._schema import REQUIRED, Key, Schema, Variants
@@ -33,10 +42,12 @@ from ._workspace import open_in_workspace, resolve_in_workspace
 if typing.TYPE_CHECKING:
     from ._cli_agent import render_prompt
     from ._process import ProcessResult, run_process
+    from ._protected import PathGuard
     from ._providers._model_config import MODELS
     from ._providers._pricing import PRICE
     from ._providers._retry import RETRY
     from ._reference import render_schema, render_variants
+    from ._verification import BaselineRecorded, ProtectedPathsChanged, ProtectedPathsRecorded
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -50,10 +61,15 @@ __getattr__, __dir__ = lazy_exports(
         "RETRY": "harness._providers._retry",
         "render_schema": "harness._reference",
         "render_variants": "harness._reference",
+        "PathGuard": "harness._protected",
+        "BaselineRecorded": "harness._verification",
+        "ProtectedPathsChanged": "harness._verification",
+        "ProtectedPathsRecorded": "harness._verification",
     },
 )
 
 __all__ = [
+    "BaselineRecorded",
     "CONTINUE",
     "ChecksConsumed",
     "Clock",
@@ -70,9 +86,13 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "PRICE",
+    "PathGuard",
     "Policy",
     "PolicySession",
     "ProcessResult",
+    "ProtectedPathsChanged",
+    "ProtectedPathsRecorded",
+    "ProtectsPaths",
     "REQUIRED",
     "RETRY",
     "ReadsClock",

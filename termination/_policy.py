@@ -4,16 +4,18 @@ feedback providers when the session goes on."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from attrs import evolve, field, frozen
 
 from checks import AlwaysComplete, CompletionCheck, PreparesForRun, run_check
 from harness import (
+    Baseline,
     Completed,
     ConfigurationError,
     HaltReason,
     Message,
+    ProtectedPaths,
     RejectionLimit,
     SensorTripped,
     SessionStateSnapshot,
@@ -48,6 +50,10 @@ def _feedback(value: Sequence[Any]) -> tuple[FeedbackProviderConfig, ...]:
             )
         seen.add(name)
     return items
+
+
+def _protected(value: ProtectedPaths | Sequence[str] | str) -> ProtectedPaths:
+    return value if isinstance(value, ProtectedPaths) else ProtectedPaths(value)
 
 
 def _check(value: object) -> CompletionCheck:
@@ -86,6 +92,7 @@ class TerminationPolicy:
     check_before_first_turn: bool = False
     feedback: tuple[FeedbackProviderConfig, ...] = field(default=(), converter=_feedback)
     feedback_max_chars: int = 2000
+    protected: ProtectedPaths = field(factory=ProtectedPaths, converter=_protected)
     # Which optional hooks the sensors and the check implement, asked once here: on Python
     # 3.11 each protocol check costs ~10 µs, and every run and session would ask again.
     _binds: tuple[bool, ...] = field(init=False, repr=False, eq=False)
@@ -122,9 +129,13 @@ class TerminationPolicy:
     def description(self) -> str:
         return self.completion_check.description()
 
-    async def start_run(self, snapshot: SessionStateSnapshot) -> None:
-        if self._prepares:
-            await self.completion_check.prepare(snapshot)  # type: ignore[attr-defined]
+    async def start_run(self, snapshot: SessionStateSnapshot) -> tuple[Baseline, ...]:
+        """Let the check record its baselines before the first turn; they are returned for
+        the transcript."""
+        if not self._prepares:
+            return ()
+        recorded = await self.completion_check.prepare(snapshot)  # type: ignore[attr-defined]
+        return baselines_of(recorded)
 
     def start_session(self, *, clock: Clock, limit: Limit | None = None) -> _PolicySession:
         return _PolicySession(self, clock, limit)
@@ -307,3 +318,12 @@ def _read(
             return SensorTripped(sensor.name, reading.message)
         feedback.append(Message.feedback(f"sensor:{sensor.name}", reading.message))
     return None
+
+
+def baselines_of(recorded: object) -> tuple[Baseline, ...]:
+    """What a check's `prepare` returned, as baselines: one, several, or none."""
+    if isinstance(recorded, Baseline):
+        return (recorded,)
+    if isinstance(recorded, tuple | list):
+        return tuple(b for b in cast(Sequence[object], recorded) if isinstance(b, Baseline))
+    return ()

@@ -63,6 +63,7 @@ def _run(clock: FakeClock) -> Run:
         usage=Usage(1, 2),
         check_reasons=["not yet"],
         store=store,
+        tampered_claims=2,
     )
 
 
@@ -94,6 +95,8 @@ def test_a_snapshot_puts_every_value_in_its_own_field() -> None:
         "store": {str: ("a note",)},
         "context_window": 8_000,
         "session_started_at": 3.0,
+        "tampering": (),
+        "tampered_claims": 2,
     }
     views = {"messages", "tool_outcomes", "check_reasons"}
     assert {f.name for f in fields(type(snapshot))} == set(expected) | views

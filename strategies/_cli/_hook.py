@@ -51,6 +51,8 @@ from harness.extend import Clock, check_positive
 from .._spec import Spec, load_spec
 from ._checking import run_checks
 from ._claude_transcript import TranscriptError, last_answer
+from ._hook_record import SessionRecord
+from ._hook_start import register as register_start
 from ._signals import SignalCancel
 
 Reentry = Literal["check", "allow"]
@@ -163,7 +165,12 @@ async def claude_stop(
     if folder is None or not folder.is_dir():
         raise ConfigurationError(f"the workspace {str(folder)!r} is not an existing folder")
     checked = await run_checks(
-        spec, folder, final_text=_final_text(stop), time_limit=time_limit, clock=clock
+        spec,
+        folder,
+        final_text=_final_text(stop),
+        time_limit=time_limit,
+        clock=clock,
+        record=state.record(),
     )
     verdicts = checked.verdicts
     failed = [v for v in verdicts if not v.passed]
@@ -248,6 +255,10 @@ class _State:
         digest = hashlib.sha256(session_id.encode()).hexdigest()[:12]
         self.path = folder / f"{safe}-{digest}.json"
 
+    def record(self) -> SessionRecord:
+        """Where the verifier as this session's first stop found it is kept."""
+        return SessionRecord(self.path.with_suffix(".verifier"), f"hook-{self.path.stem}")
+
     def load(self) -> int:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
@@ -261,6 +272,11 @@ class _State:
         temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
         temporary.write_text(json.dumps({"blocks": blocks}), encoding="utf-8")
         os.replace(temporary, self.path)
+
+
+def session_record(state_dir: Path, session_id: str) -> SessionRecord:
+    """The verifier's record for `session_id`, beside its block count in `state_dir`."""
+    return _State(state_dir, session_id).record()
 
 
 def default_state_dir() -> Path:
@@ -302,6 +318,7 @@ def register(sub: Any) -> None:
     )
     stop.add_argument("--state-dir", type=Path, help="where block counts are kept")
     stop.set_defaults(handler=handle_claude_stop)
+    register_start(kinds, DEFAULT_TIME_LIMIT)
 
 
 def handle_claude_stop(args: argparse.Namespace) -> int:

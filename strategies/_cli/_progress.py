@@ -30,6 +30,7 @@ from typing import Literal, Protocol, TextIO
 from attrs import define, field
 
 from harness import (
+    Baseline,
     CheckFailed,
     CheckPassed,
     Event,
@@ -44,6 +45,7 @@ from harness import (
     VerdictReached,
 )
 from harness.checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
+from harness.extend import BaselineRecorded, ProtectedPathsChanged
 from termination import Budget
 
 from ._tracker import RunStatus, RunTracker, short
@@ -98,7 +100,21 @@ def describe(event: Event) -> tuple[str, Tone] | None:
             return f"checkpoint {event.label} failed: {short(event.error)}", "bad"
         case RunHalted():
             return f"halted: {event.reason.describe()}", "good" if event.verified else "strong"
+        case BaselineRecorded():
+            return f"baseline: {_baseline(event.baseline)}", "plain"
+        case ProtectedPathsChanged():
+            changed = ", ".join(str(t) for t in event.changes)
+            return f"protected files changed: {short(changed)}", "bad"
     return None
+
+
+def _baseline(baseline: Baseline) -> str:
+    if baseline.unreadable is not None:
+        return f"{baseline.check} could not be read into test names ({short(baseline.unreadable)})"
+    failing = ", ".join(baseline.failing)
+    return f"{baseline.passed} passing, {len(baseline.failing)} failing before the first turn" + (
+        f": {short(failing, 80)}" if failing else ""
+    )
 
 
 class ProgressDisplay(Protocol):

@@ -40,6 +40,7 @@ from harness import (
     VerdictReached,
 )
 from harness.checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
+from harness.extend import BaselineRecorded, ProtectedPathsChanged
 
 from ._records import (
     CallView,
@@ -185,6 +186,23 @@ class _RunBuilder:
             case CheckpointFailed():
                 title = f"checkpoint failed ({event.label})"
                 self._put(_note(event, line, "bad", title, event.error))
+            case BaselineRecorded():
+                baseline = event.baseline
+                if baseline.unreadable is not None:
+                    title = "baseline: the suite's output could not be read into test names"
+                    body = baseline.unreadable
+                else:
+                    title = (
+                        f"baseline: {baseline.passed} passing, {len(baseline.failing)} failing "
+                        "before the first turn"
+                    )
+                    body = "\n".join(baseline.failing)
+                self._enter(None, None)
+                self._put(_note(event, line, "info", title, body))
+            case ProtectedPathsChanged():
+                body = "\n".join(str(change) for change in event.changes)
+                note = _note(event, line, "bad", "protected files changed", body)
+                self._session_note(event.agent, note)
             case RunHalted():
                 self._draw()
                 self.halt = _halt_view(line, event)
