@@ -18,10 +18,13 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Literal
 
 import anyio
 
 from harness.checkpoints import open_checkpoints
+
+Backend = Literal["git", "snapshot"]
 
 
 def _tree(root: Path, files: int) -> None:
@@ -46,7 +49,7 @@ def _change(root: Path, round_: int) -> None:
         (root / "src" / f"new_{round_}_{i}.py").write_text("new\n")
 
 
-async def _round(backend: str, files: int, round_: int) -> tuple[float, float, float]:
+async def _round(backend: Backend, files: int, round_: int) -> tuple[float, float, float]:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder) / "ws"
         root.mkdir()
@@ -75,7 +78,8 @@ async def _round(backend: str, files: int, round_: int) -> tuple[float, float, f
 async def main(files: int) -> None:
     print(f"{files} files of ~4 KB; medians of 5 rounds, ms")
     print(f"{'store':<10}{'F first save':>14}{'S later save':>14}{'R restore':>12}")
-    for backend in ("git", "snapshot"):
+    backends: tuple[Backend, ...] = ("git", "snapshot")
+    for backend in backends:
         rounds = [await _round(backend, files, r) for r in range(5)]
         first, later, restore = (statistics.median(column) for column in zip(*rounds, strict=True))
         print(f"{backend:<10}{first:>14.0f}{later:>14.0f}{restore:>12.0f}")

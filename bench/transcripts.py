@@ -126,7 +126,10 @@ CHILD = {
         "assert view.runs and view.runs[-1].halt is not None\n"
     ),
     "fixture_from_transcript": (
-        "from harness import fixture_from_transcript\n"
+        "try:\n"
+        "    from harness.testing import fixture_from_transcript\n"
+        "except ImportError:  # a checkout from before harness.testing\n"
+        "    from harness import fixture_from_transcript\n"
         "lines = fixture_from_transcript(sys.argv[1])\n"
         "assert lines\n"
     ),

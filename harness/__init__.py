@@ -11,9 +11,7 @@ Names that moved from here to `harness.testing` or `harness.extend` stay importa
 for one release, with a `DeprecationWarning` that names their new home.
 """
 
-import importlib
 import typing
-import warnings
 
 from ._arguments import ToolArgumentError
 from ._cancel import CancelToken
@@ -151,20 +149,12 @@ _MOVED = {
     **dict.fromkeys(_EXTEND, "harness.extend"),
 }
 
-_lazy_getattr, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
-
-
-def __getattr__(name: str) -> object:
-    home = _MOVED.get(name)
-    if home is None:
-        return _lazy_getattr(name)
-    warnings.warn(
-        f"'harness.{name}' has moved to '{home}.{name}'; import it from {home} "
-        "(the old name will be removed in the next release)",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(importlib.import_module(home), name)
+__getattr__, __dir__ = _lazy_exports(
+    __name__,
+    globals(),
+    _LAZY,
+    moved={name: f"{home}.{name}" for name, home in _MOVED.items()},
+)
 
 
 __all__ = [

@@ -181,14 +181,12 @@ def _crash_banner(run: RunView) -> Html:
 
 def _summary(run: RunView) -> Html:
     usage = run.usage
-    turns = run.turns
-    calls = run.tool_calls
     failed = (
         tag("small", {"class": "bad"}, f"{run.tool_errors} failed") if run.tool_errors else None
     )
     cards: list[tuple[str, Child]] = [
-        ("turns", str(turns)),
-        ("tool calls", [str(calls), " " if failed else None, failed]),
+        ("turns", str(run.turns)),
+        ("tool calls", [str(run.tool_calls), " " if failed else None, failed]),
         ("sessions", str(run.sessions)),
         ("tokens in", tokens(usage.input_tokens)),
         ("tokens out", tokens(usage.output_tokens)),
