@@ -18,11 +18,12 @@ from ._errors import ConfigurationError, FixtureError
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
 from ._jsonl import check_output_file
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
-from ._policy import Policy, ProtectsPaths
+from ._policy import Policy, ProtectsPaths, ScopesRun
 from ._protected import PathGuard
 from ._result import BudgetExceeded, Cancelled, Completed, HaltReason, ModelFailed, RunResult
 from ._run import CheckpointsTheStart, Run, SingleSession, Strategy
 from ._run_state import RunConfig
+from ._state import SessionStateSnapshot
 from ._streaming import EventStream, stream_events
 from ._tools import Tool, as_tools
 from ._validate import check_positive
@@ -61,6 +62,8 @@ class Harness:
     checkpoints: Checkpointing | None = field(default=None, converter=_checkpointing)
     _tools: dict[str, Tool] = field(init=False)
     _workspace: Path | None = field(init=False)
+    _scoped: bool = field(init=False)
+    _script: tuple[ChecksConsumed, ...] = field(init=False)
 
     def __attrs_post_init__(self) -> None:
         if not callable(getattr(self.model, "complete", None)):
@@ -72,6 +75,9 @@ class Harness:
         check_positive("tool_timeout", self.tool_timeout)
         check_positive("context_window", self.context_window, integer=True, allow_none=True)
         self._tools = as_tools(self.tools)
+        # Protocols asked once, not per run: on Python 3.11 each question costs ~10 µs.
+        self._scoped = isinstance(self.policy, ScopesRun)
+        self._script = (self.model,) if isinstance(self.model, ChecksConsumed) else ()
         if isinstance(self.model, ReadsClock):
             self.model.bind_clock(self.clock)
         if self.done_tool and "done" in self._tools:
@@ -128,20 +134,26 @@ class Harness:
                 raise
             result = self._finish(run, reason)
             # A cancelled run stopped where it was: the lines it did not reach are not a fault.
-            scripts = () if isinstance(reason, Cancelled) else (self.model, *run.extra_models)
+            scripts = () if isinstance(reason, Cancelled) else self._scripts(run)
             for model in scripts:
-                if isinstance(model, ChecksConsumed):
-                    try:
-                        model.verify_consumed()
-                    except FixtureError as exc:
-                        exc.result = result
-                        raise
+                try:
+                    model.verify_consumed()
+                except FixtureError as exc:
+                    exc.result = result
+                    raise
             return result
         finally:
             if run.checkpoints is not None:
                 await run.checkpoints.aclose()
             if transcript is not None:
                 transcript.close()
+
+    def _scripts(self, run: Run) -> tuple[ChecksConsumed, ...]:
+        """The run's models that check their script was used up (scripted fixtures)."""
+        if not run.extra_models:
+            return self._script
+        extra = (m for m in run.extra_models if isinstance(m, ChecksConsumed))
+        return (*self._script, *extra)
 
     def _config(self) -> RunConfig:
         """This harness's settings as one frozen value: what the run reads, fixed at its start."""
@@ -187,10 +199,16 @@ class Harness:
         return BudgetExceeded("max_wall_time", run.elapsed(), run.deadline - run.started_at)
 
     async def _begin_and_run(self, run: Run) -> HaltReason:
-        early = await self._begin(run)
-        return early if early is not None else await self.strategy.run(run)
+        before = run.snapshot()  # the run before its first turn, for the policy's start
+        early = await self._begin(run, before)
+        if early is not None:
+            return early
+        if not self._scoped:
+            return await self.strategy.run(run)
+        async with self.policy.run_scope(before):  # type: ignore[attr-defined]
+            return await self.strategy.run(run)
 
-    async def _begin(self, run: Run) -> HaltReason | None:
+    async def _begin(self, run: Run, before: SessionStateSnapshot) -> HaltReason | None:
         """Before the strategy: the policy's start, the optional check before the first turn
         (which ends the run, `Completed(early=True)`, when the work is already done), and the
         checkpoint of the start, measured when the strategy needs that."""
@@ -199,7 +217,7 @@ class Harness:
         if measure and checkpointing is None:
             checkpointing = Checkpointing()
         keep = checkpointing is not None and await run.start_checkpoints(checkpointing)
-        await self._record_verifier(run)
+        await self._record_verifier(run, before)
         progress = None
         early: HaltReason | None = None
         if self.policy.check_before_first_turn:
@@ -215,7 +233,7 @@ class Harness:
             await run.checkpoint("run started", progress)
         return early
 
-    async def _record_verifier(self, run: Run) -> None:
+    async def _record_verifier(self, run: Run, before: SessionStateSnapshot) -> None:
         """Before the first turn: the protected paths as they are, then the checks' baselines
         (a test suite run once), each into the transcript."""
         policy = self.policy
@@ -224,7 +242,7 @@ class Harness:
             run.protected = protected
             run.guard = await anyio.to_thread.run_sync(PathGuard.record, run.workspace, protected)
             run.emit(ProtectedPathsRecorded(run.elapsed(), protected.rules, len(run.guard.files)))
-        for baseline in await policy.start_run(run.snapshot()) or ():
+        for baseline in await policy.start_run(before) or ():
             run.baselines.append(baseline)
             run.emit(BaselineRecorded(run.elapsed(), baseline))
 

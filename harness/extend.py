@@ -26,6 +26,7 @@ from ._policy import (
     PolicySession,
     ProtectsPaths,
     Scope,
+    ScopesRun,
     SensorReading,
 )
 from ._run import Run, SingleSession, Strategy
@@ -100,6 +101,7 @@ __all__ = [
     "RunConfig",
     "Schema",
     "Scope",
+    "ScopesRun",
     "SensorReading",
     "Session",
     "SessionEnd",
