@@ -14,10 +14,12 @@ from collections.abc import Iterable
 from attrs import field, frozen
 
 from harness import ConfigurationError, SessionStateSnapshot
+from harness.checkpoints import WorkProgress
 from harness.extend import Baseline
 
+from ._progress import Assessment
 from ._protocol import CompletionCheck, PreparesForRun
-from ._run_check import ask
+from ._run_check import CheckVerdict, ask
 
 
 def as_check(value: object) -> CompletionCheck:
@@ -111,6 +113,13 @@ class AllOf(Combinable):
                 return reason
         return None
 
+    async def measure(self, state: SessionStateSnapshot) -> Assessment:
+        """Every check's answer (none skipped, so the progress is whole): the first reason,
+        and the sum of the progress the checks report."""
+        answers = [await ask(check, state) for check in self.checks]
+        reason = next((a.reason for a in answers if a.reason is not None), None)
+        return Assessment(reason, WorkProgress.sum_of([a.progress for a in answers]))
+
     def description(self) -> str:
         if len(self.checks) == 1:
             return self.checks[0].description()
@@ -137,16 +146,35 @@ class AnyOf(Combinable):
             if reason is None:
                 return None
             reasons.append(reason)
-        if len(reasons) == 1:
-            return reasons[0]
-        lines = [f"none of the {len(reasons)} alternatives holds:"]
-        for number, reason in enumerate(reasons, 1):
-            first, *rest = reason.splitlines() or [""]
-            lines.append(f"{number}. {first}")
-            lines.extend(f"   {line}" for line in rest)
-        return "\n".join(lines)
+        return _alternatives(reasons)
+
+    async def measure(self, state: SessionStateSnapshot) -> Assessment:
+        """As `check` (the first alternative that holds ends it), with the progress of the
+        alternative furthest along."""
+        answers: list[CheckVerdict] = []
+        for check in self.checks:
+            answer = await ask(check, state)
+            if answer.reason is None:
+                return Assessment(None, answer.progress)
+            answers.append(answer)
+        reasons = [a.reason for a in answers if a.reason is not None]
+        return Assessment(
+            _alternatives(reasons), WorkProgress.best_of([a.progress for a in answers])
+        )
 
     def description(self) -> str:
         if len(self.checks) == 1:
             return self.checks[0].description()
         return _bullets("At least one of these must hold:", self.checks)
+
+
+def _alternatives(reasons: list[str]) -> str:
+    """Every alternative's reason, numbered (one alone as it is)."""
+    if len(reasons) == 1:
+        return reasons[0]
+    lines = [f"none of the {len(reasons)} alternatives holds:"]
+    for number, reason in enumerate(reasons, 1):
+        first, *rest = reason.splitlines() or [""]
+        lines.append(f"{number}. {first}")
+        lines.extend(f"   {line}" for line in rest)
+    return "\n".join(lines)

@@ -1,5 +1,8 @@
 """`run_check`: the one place a completion check's answer becomes a `CheckVerdict`.
 
+A check that can count what it verifies (`MeasuresProgress`) is asked with `measure`, and
+the verdict carries its `WorkProgress` too.
+
 The check fails closed. An exception, an answer that is neither None nor a non-empty
 string, or (with a time limit) a check still running at the deadline is "not complete", with
 a reason naming the check and what went wrong. The policy, Ralph, `harness check` and the
@@ -15,6 +18,7 @@ from attrs import frozen
 from harness import SessionStateSnapshot
 from harness.extend import Clock, SystemClock, Tampering
 
+from ._progress import Assessment, MeasuresProgress, WorkProgress
 from ._protocol import CompletionCheck
 
 
@@ -25,6 +29,8 @@ class CheckVerdict:
 
     check: CompletionCheck
     reason: str | None
+    progress: WorkProgress | None = None
+    """How far the work is (`done` of `total`), when the check measures it."""
 
     @property
     def passed(self) -> bool:
@@ -56,7 +62,8 @@ async def run_check(
     verdict = await ask(check, snapshot, time_limit=time_limit, clock=clock)
     if not snapshot.tampering:
         return verdict
-    return CheckVerdict(check, tampering_reason(snapshot.tampering, verdict.reason))
+    reason = tampering_reason(snapshot.tampering, verdict.reason)
+    return CheckVerdict(check, reason, verdict.progress)
 
 
 async def ask(
@@ -71,11 +78,11 @@ async def ask(
     name = type(check).__name__
     try:
         if time_limit is None:
-            answer: object = await check.check(snapshot)
+            answer: object = await _ask(check, snapshot)
         else:
             clock = clock if clock is not None else SystemClock()
             with clock.deadline_scope(clock.now() + time_limit) as scope:
-                answer = await check.check(snapshot)
+                answer = await _ask(check, snapshot)
             if scope.cancelled_caught:
                 return CheckVerdict(
                     check, f"the completion check {name} did not finish within {time_limit:g}s"
@@ -84,7 +91,19 @@ async def ask(
         return CheckVerdict(
             check, f"the completion check {name} failed with {type(exc).__name__}: {exc}"
         )
+    if isinstance(answer, Assessment):
+        return CheckVerdict(check, _reason(answer.reason, name), answer.progress)
     return CheckVerdict(check, _reason(answer, name))
+
+
+async def _ask(check: CompletionCheck, snapshot: SessionStateSnapshot) -> object:
+    if isinstance(check, MeasuresProgress):
+        answer: object = await check.measure(snapshot)
+        if not isinstance(answer, Assessment):
+            name = type(check).__name__
+            return f"the completion check {name} measured {answer!r} instead of an Assessment"
+        return answer
+    return await check.check(snapshot)
 
 
 def _reason(answer: object, name: str) -> str | None:

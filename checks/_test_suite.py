@@ -9,6 +9,7 @@ import anyio
 from attrs import Factory, field, frozen
 
 from harness import ConfigurationError, SessionStateSnapshot, WorkspaceEscape, resolve_in_workspace
+from harness.checkpoints import WorkProgress
 from harness.extend import Baseline, ProcessResult, positive
 
 from ._baseline import Comparison, PerRun, SuiteBaseline, compare
@@ -22,7 +23,9 @@ from ._command import (
     with_output,
 )
 from ._compose import Combinable
+from ._progress import Assessment
 from ._sandbox import LocalSandbox, SandboxProvider
+from ._suite_tally import tally
 from ._test_output import JunitError, SuiteOutput, junit_failures, read_output
 from ._test_results import TestResults, Unreadable, junit_results, names, read_results
 
@@ -145,9 +148,16 @@ class TestSuiteCheck(Combinable):
         self._baselines.remember(run_id, baseline)
 
     async def check(self, state: SessionStateSnapshot) -> str | None:
+        return (await self.measure(state)).reason
+
+    async def measure(self, state: SessionStateSnapshot) -> Assessment:
+        """The verdict, and the tests passing of those that ran (see `_progress`)."""
         ran = await self._run(state)
         if isinstance(ran, str):
-            return ran
+            return Assessment(ran)
+        return Assessment(self._verdict(state, ran), _progress(ran))
+
+    def _verdict(self, state: SessionStateSnapshot, ran: _Ran) -> str | None:
         result, said = ran.result, ran.said
         none_ran = None
         if result.timed_out or result.exit_code < 0:
@@ -307,6 +317,30 @@ class TestSuiteCheck(Combinable):
         if note:
             headline += f"\n{note}"
         return with_output(headline, result)
+
+
+def _progress(ran: _Ran) -> WorkProgress | None:
+    """Tests passing of those that ran: from a fresh JUnit report, else the listing of named
+    outcomes when it names passing tests, else the runner's closing counts (with the failing
+    names the output gives). A run that timed out or was killed counts none as passing."""
+    result, listing = ran.result, ran.listing
+    counted = tally(result.output_tail)
+    if ran.report_cases is not None:
+        passed, total, failing = (
+            ran.report_cases - len(ran.from_report),
+            ran.report_cases,
+            list(ran.from_report),
+        )
+    elif isinstance(listing, TestResults) and listing.passed:
+        failing = [name for name, outcome in listing.outcomes.items() if outcome == "failed"]
+        passed, total = len(listing.passed), len(listing.passed) + len(failing)
+    elif counted is not None:
+        passed, total, failing = counted.passed, counted.total, list(ran.said.failing)
+    else:
+        return None
+    if result.timed_out or result.exit_code < 0:
+        passed = 0
+    return WorkProgress(max(0, min(passed, total)), total, "tests", failing)
 
 
 async def _stamp(path: Path | None) -> tuple[int, int] | None:

@@ -12,6 +12,7 @@ import anyio
 from attrs import define, evolve, field
 
 from ._cancel import CancelToken
+from ._checkpoints import Checkpointing
 from ._clock import Clock, SystemClock
 from ._errors import ConfigurationError, FixtureError
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
@@ -20,13 +21,17 @@ from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._policy import Policy, ProtectsPaths, ScopesRun
 from ._protected import PathGuard
 from ._result import BudgetExceeded, Cancelled, Completed, HaltReason, ModelFailed, RunResult
-from ._run import Run, SingleSession, Strategy
+from ._run import CheckpointsTheStart, Run, SingleSession, Strategy
 from ._run_state import RunConfig
 from ._state import SessionStateSnapshot
 from ._streaming import EventStream, stream_events
 from ._tools import Tool, as_tools
 from ._validate import check_positive
 from ._verification import BaselineRecorded, ProtectedPathsRecorded
+
+
+def _checkpointing(value: object) -> Checkpointing | None:
+    return Checkpointing.convert(value)
 
 
 @define(kw_only=True, eq=False)
@@ -36,7 +41,9 @@ class Harness:
     `transcript` names a JSONL file that receives every event as it happens. `sinks` receive
     events too (the library's logger always does: see `StructlogSink`); a sink that raises is
     detached and reported in `RunResult.sink_failures`, and the run goes on. `done_tool` offers
-    the model a `done` tool as an explicit way to claim the task is done.
+    the model a `done` tool as an explicit way to claim the task is done. `checkpoints` (True,
+    or a `Checkpointing`) checkpoints the workspace when the run starts and at every rejected
+    claim (and a Ralph strategy at the end of every iteration): see `harness.checkpoints`.
     """
 
     model: ModelClient
@@ -52,6 +59,7 @@ class Harness:
     done_tool: bool = False
     context_window: int | None = None
     logger: Any = None
+    checkpoints: Checkpointing | None = field(default=None, converter=_checkpointing)
     _tools: dict[str, Tool] = field(init=False)
     _workspace: Path | None = field(init=False)
     _scoped: bool = field(init=False)
@@ -138,6 +146,8 @@ class Harness:
                     raise
             return result
         finally:
+            if run.checkpoints is not None:
+                await run.checkpoints.aclose()
             if transcript is not None:
                 transcript.close()
 
@@ -202,15 +212,29 @@ class Harness:
             return await self.strategy.run(run)
 
     async def _begin(self, run: Run, before: SessionStateSnapshot) -> HaltReason | None:
-        """Before the strategy: the policy's start, and the optional check before the first
-        turn, which ends the run (`Completed(early=True)`) when the work is already done."""
+        """Before the strategy: the policy's start, the optional check before the first turn
+        (which ends the run, `Completed(early=True)`, when the work is already done), and the
+        checkpoint of the start, measured when the strategy needs that."""
+        measure = isinstance(self.strategy, CheckpointsTheStart) and self.strategy.measures_start
+        checkpointing = self.checkpoints if self.checkpoints is not None else None
+        if measure and checkpointing is None:
+            checkpointing = Checkpointing()
+        keep = checkpointing is not None and await run.start_checkpoints(checkpointing)
         await self._record_verifier(run, before)
+        progress = None
+        early: HaltReason | None = None
         if self.policy.check_before_first_turn:
             policy = self.policy.start_session(clock=run.clock)
-            run.initial_reason = await run.check(run.snapshot(), policy)
+            assessed = await run.assess(run.snapshot(), policy)
+            run.initial_reason, progress = assessed.reason, assessed.progress
             if run.initial_reason is None:
-                return Completed(early=True)
-        return None
+                early = Completed(early=True)
+        elif keep and measure:
+            policy = self.policy.start_session(clock=run.clock)
+            progress = (await policy.assess(run.snapshot())).progress
+        if keep:
+            await run.checkpoint("run started", progress)
+        return early
 
     async def _record_verifier(self, run: Run, before: SessionStateSnapshot) -> None:
         """Before the first turn: the protected paths as they are, then the policy's start

@@ -16,6 +16,7 @@ from ._clock import Clock
 from ._messages import Message
 from ._result import BudgetExceeded, HaltReason
 from ._state import SessionStateSnapshot
+from ._work_progress import Assessment, WorkProgress
 
 if TYPE_CHECKING:
     from ._protected import ProtectedPaths
@@ -53,7 +54,8 @@ class Decision:
     """What the policy decided after a turn.
 
     `halt` stops the session; otherwise `feedback` goes into the next request. `checked` says
-    whether the completion check ran; `rejection` is its reason when it said "not yet".
+    whether the completion check ran; `rejection` is its reason when it said "not yet", and
+    `progress` what it measured (see `WorkProgress`), when it measures.
     """
 
     halt: HaltReason | None = None
@@ -61,6 +63,7 @@ class Decision:
     readings: tuple[SensorReading, ...] = ()
     checked: bool = False
     rejection: str | None = None
+    progress: WorkProgress | None = None
 
 
 CONTINUE = Decision()
@@ -119,6 +122,10 @@ class PolicySession(Protocol):
 
     async def check(self, snapshot: SessionStateSnapshot) -> str | None:
         """Run the completion check, failing closed: an error or a timeout is a reason."""
+        ...
+
+    async def assess(self, snapshot: SessionStateSnapshot) -> Assessment:
+        """As `check`, with the progress the check measured (None when it does not measure)."""
         ...
 
 

@@ -22,6 +22,7 @@ from ._result import BudgetExceeded, HaltReason, ModelFailed
 from ._run_state import RunState
 from ._state import HistoryView, SessionStateSnapshot, ToolOutcome
 from ._tools import Tool, ToolContext, ToolResult
+from ._work_progress import Assessment
 
 DONE_TOOL = "done"
 
@@ -136,9 +137,13 @@ class Session:
         """Run the completion check on `snapshot` outside a turn, through this session's
         policy (fail closed), with the verifier as the run found it (`RunState.judge`), and
         record the verdict; None when the work is complete."""
-        reason = await self._run.judge(snapshot, self._policy.check)
-        self._run.record_check(snapshot.agent, snapshot.turns, reason)
-        return reason
+        return (await self.assess(snapshot)).reason
+
+    async def assess(self, snapshot: SessionStateSnapshot) -> Assessment:
+        """As `check`, with the progress the check measured (None when it does not measure)."""
+        assessed = await self._run.judge(snapshot, self._policy.assess)
+        self._run.record_check(snapshot.agent, snapshot.turns, assessed.reason)
+        return assessed
 
     async def run(self) -> SessionEnd:
         """Drive turns until the session ends (see `SessionEnd`), within its own wall time."""
@@ -173,6 +178,11 @@ class Session:
             self._apply(decision)
             if decision.halt is not None:
                 return SessionEnd(decision.halt, snapshot)
+            if decision.rejection is not None:
+                await self._run.checkpoint(
+                    f"claim rejected ({self.agent}, iteration {self.iteration}, turn {self.turns})",
+                    decision.progress,
+                )
             if claims_done and self._on_claim == "return":  # the strategy judges the claim
                 return SessionEnd(None, snapshot)
         return SessionEnd(halt, self.snapshot())

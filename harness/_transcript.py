@@ -26,10 +26,13 @@ from typing import Any, ClassVar, TypeVar, cast
 
 from attrs import evolve, field, frozen
 
-from ._errors import FixtureError
+from ._errors import ConfigurationError, FixtureError
 from ._events import (
     CheckFailed,
     CheckPassed,
+    CheckpointFailed,
+    CheckpointRestored,
+    CheckpointSaved,
     Event,
     FeedbackInjected,
     IterationStarted,
@@ -45,14 +48,10 @@ from ._events import (
 from ._files import FileRefused, open_regular_file
 from ._jsonl import load_line
 from ._messages import ModelResponse, ToolCall, Usage
-from ._protected import Tampering
+from ._protected import Change, Tampering
 from ._result import HaltReason
-from ._verification import (
-    Baseline,
-    BaselineRecorded,
-    ProtectedPathsChanged,
-    ProtectedPathsRecorded,
-)
+from ._verification import Baseline, BaselineRecorded, ProtectedPathsChanged, ProtectedPathsRecorded
+from ._work_progress import WorkProgress
 
 T = TypeVar("T")
 _MISSING: Any = object()
@@ -215,12 +214,35 @@ def _halt(f: _Fields) -> HaltReason:
     return halt_from_dict(f.data)
 
 
+def _progress(f: _Fields | None) -> WorkProgress | None:
+    if f is None:
+        return None
+    failing = f._get("failing", list, "a list of names", ())
+    for index, name in enumerate(failing):
+        if not isinstance(name, str):
+            raise f.error(f"failing[{index}]", f"expected a string (got {name!r:.60})")
+    try:
+        return WorkProgress(
+            f.integer("done"), f.integer("total"), f.text("unit", "items"), tuple(failing)
+        )
+    except ConfigurationError as exc:
+        raise f.error("done", str(exc)) from None
+
+
+def _names_of(f: _Fields, key: str) -> tuple[str, ...]:
+    names = f._get(key, list, "a list of names", ())
+    for index, name in enumerate(names):
+        if not isinstance(name, str):
+            raise f.error(f"{key}[{index}]", f"expected a string (got {name!r:.60})")
+    return tuple(names)
+
+
 def _baseline(f: _Fields) -> Baseline:
     return Baseline(
         f.text("check"),
         f.text("runner", None),
-        f.integer("passed"),
-        tuple(f.texts("failing")),
+        f.integer("passed", 0),
+        _names_of(f, "failing"),
         f.integer("exit_code", None),
         f.text("unreadable", None),
     )
@@ -228,9 +250,12 @@ def _baseline(f: _Fields) -> Baseline:
 
 def _tampering(f: _Fields) -> Tampering:
     change = f.text("change")
-    if change not in ("modified", "deleted", "added", "replaced"):
-        raise f.error("change", f"expected modified, deleted, added or replaced (got {change!r})")
-    return Tampering(f.text("path"), change, f.text("rule"))  # type: ignore[arg-type]
+    if change not in _CHANGES:
+        raise f.error("change", f"expected one of {', '.join(_CHANGES)} (got {change!r:.60})")
+    return Tampering(f.text("path"), cast(Change, change), f.text("rule"))
+
+
+_CHANGES = ("modified", "deleted", "added", "replaced")
 
 
 def _nested(f: _Fields, key: str) -> _Fields:
@@ -296,6 +321,35 @@ _PARSERS: dict[str, Callable[[_Fields, float], Event]] = {
         f.integer("turns"),
         f.integer("tool_calls"),
         _usage(_nested(f, "usage")),
+    ),
+    CheckpointSaved.name: lambda f, at: CheckpointSaved(
+        at,
+        f.text("label"),
+        f.text("checkpoint"),
+        f.text("tree"),
+        f.integer("seq"),
+        f.text("kind"),
+        _progress(f.nested("progress", None)),
+    ),
+    CheckpointRestored.name: lambda f, at: CheckpointRestored(
+        at,
+        f.text("checkpoint"),
+        f.text("label"),
+        f.text("reason", ""),
+        f.integer("added", 0),
+        f.integer("modified", 0),
+        f.integer("deleted", 0),
+    ),
+    CheckpointFailed.name: lambda f, at: CheckpointFailed(at, f.text("label"), f.text("error")),
+    BaselineRecorded.name: lambda f, at: BaselineRecorded(at, _baseline(_nested(f, "baseline"))),
+    ProtectedPathsRecorded.name: lambda f, at: ProtectedPathsRecorded(
+        at, _names_of(f, "rules"), f.integer("files", 0)
+    ),
+    ProtectedPathsChanged.name: lambda f, at: ProtectedPathsChanged(
+        at,
+        f.text("agent"),
+        f.integer("turn"),
+        tuple(_tampering(c) for c in f.objects("changes")),
     ),
     SinkFailed.name: lambda f, at: SinkFailed(
         at, f.text("sink"), f.text("failed_on"), f.text("error")

@@ -91,6 +91,8 @@ class SelfVerifying:
             if outcome.passed:
                 return Completed()
             last_reason = outcome.reasons
+            # The evaluator rejected the builder's claim: keep the work it judged.
+            await run.checkpoint(f"claim rejected by the evaluator (round {round_})")
             builder.inject("evaluator", _to_builder(outcome))
         return SelfVerifyExhausted(self.max_rounds, last_reason)
 

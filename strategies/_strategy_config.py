@@ -37,6 +37,16 @@ STRATEGIES = Variants(
                     see=BUDGET,
                 ),
                 Key("cooldown", "number", "Seconds between iterations.", default=0.0),
+                Key(
+                    "rollback",
+                    "string",
+                    "`on_regression`: checkpoint the workspace before the first iteration and "
+                    "after each one, and when an iteration ends with less done than the best "
+                    "checkpoint so far (tests, features, files passing), restore that "
+                    "checkpoint and tell the next iteration what broke.",
+                    default="never",
+                    choices=("never", "on_regression"),
+                ),
             ],
             help="`Ralph`: each iteration starts a fresh context (system prompt, task, and the "
             "check's last reason); the workspace persists. Halts `RalphCompletionUnmet` when "

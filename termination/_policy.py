@@ -20,6 +20,7 @@ from harness import (
     SensorTripped,
     SessionStateSnapshot,
 )
+from harness.checkpoints import Assessment
 from harness.extend import (
     CONTINUE,
     Baseline,
@@ -339,10 +340,15 @@ class _PolicySession:
             if not readings and not feedback:
                 return CONTINUE
             return Decision(readings=tuple(readings), feedback=tuple(feedback))
-        reason = await self.check(snapshot)
+        assessed = await self.assess(snapshot)
+        reason = assessed.reason
         if reason is None:
             return Decision(
-                halt=Completed(), readings=tuple(readings), feedback=tuple(feedback), checked=True
+                halt=Completed(),
+                readings=tuple(readings),
+                feedback=tuple(feedback),
+                checked=True,
+                progress=assessed.progress,
             )
         self._rejections += 1
         rejections = self._rejections
@@ -358,6 +364,7 @@ class _PolicySession:
             feedback=tuple(feedback),
             checked=True,
             rejection=reason,
+            progress=assessed.progress,
         )
 
     def _read_verdicts(
@@ -374,10 +381,13 @@ class _PolicySession:
         return _read(watchers, snapshot, readings, feedback, rejection=reason)
 
     async def check(self, snapshot: SessionStateSnapshot) -> str | None:
+        return (await self.assess(snapshot)).reason
+
+    async def assess(self, snapshot: SessionStateSnapshot) -> Assessment:
         verdict = await run_check(
             self._check, snapshot, time_limit=self._policy.check_timeout, clock=self._clock
         )
-        return verdict.reason
+        return Assessment(verdict.reason, verdict.progress)
 
 
 def _read(

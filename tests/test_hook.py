@@ -542,3 +542,29 @@ def test_a_bad_agent_id_is_a_non_blocking_error(
     )
     assert (code, answer) == (1, None)
     assert "'agent_id' must be a non-empty string (got 7)" in err
+
+
+@pytest.mark.anyio
+async def test_a_blocked_stop_checkpoints_the_workspace_when_the_spec_asks(setup: Path) -> None:
+    """With ``checkpoints = true`` each blocked stop is a checkpoint of the workspace (a
+    series per agent session), measured by the checks; the note names it, the agent's reason
+    does not change."""
+    from harness.checkpoints import open_checkpoints
+
+    (setup / "spec.toml").write_text(
+        SPEC.replace("[model]", 'checkpoints = true\ncheckpoint_dir = "snapshots"\n\n[model]')
+    )
+    spec = load_spec(setup / "spec.toml")
+    (setup / "workspace" / "draft.md").write_text("half done")
+    decision = await claude_stop(payload(setup), spec, state_dir=setup / "state")
+    assert decision.block
+    assert decision.note is not None
+    assert "checkpoint " in decision.note
+    store = await open_checkpoints(setup / "workspace", series="x", state_dir=setup / "snapshots")
+    (saved,) = await store.checkpoints()
+    assert saved.label == "stop blocked (1)"
+    assert saved.series.startswith("hook-")
+    assert saved.progress is not None
+    assert (saved.progress.done, saved.progress.total) == (0, 1)  # report.md: 0 of 1 files
+    assert (await store.diff(saved)).empty
+    assert "checkpoint" not in (decision.reason or "")

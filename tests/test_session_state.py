@@ -34,6 +34,7 @@ from harness import (
 from harness._run import Run
 from harness._state import HistoryView
 from harness._tools import render_result
+from harness.checkpoints import Assessment
 from harness.extend import RunConfig, SensorReading, SessionStore
 from harness.testing import FakeClock, ListSink
 from strategies import Ralph
@@ -323,6 +324,10 @@ class _AdmissionLog:
     async def check(self, snapshot: SessionStateSnapshot) -> str | None:
         reason: str | None = await self._inner.check(snapshot)
         return reason
+
+    async def assess(self, snapshot: SessionStateSnapshot) -> Assessment:
+        assessed: Assessment = await self._inner.assess(snapshot)
+        return assessed
 
 
 @pytest.mark.anyio

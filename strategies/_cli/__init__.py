@@ -10,11 +10,11 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from . import _board, _check, _hook, _reference, _run, _view
+from . import _board, _check, _checkpoints, _hook, _reference, _run, _view
 from ._signals import exit_code_for, signal_handlers_kept
 from ._streams import safe_std_streams
 
-SUBCOMMANDS = [_run, _check, _view, _hook, _board, _reference]
+SUBCOMMANDS = [_run, _check, _view, _hook, _board, _checkpoints, _reference]
 
 
 def build_parser() -> argparse.ArgumentParser:

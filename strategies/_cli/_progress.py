@@ -43,6 +43,7 @@ from harness import (
     TurnFinished,
     VerdictReached,
 )
+from harness.checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
 from harness.extend import Baseline, BaselineRecorded, ProtectedPathsChanged
 from termination import Budget
 
@@ -96,6 +97,13 @@ def _describe(event: Event) -> tuple[str, Tone] | None:
             verdict = "PASS" if event.passed else "FAIL"
             tone = "good" if event.passed else "bad"
             return f"evaluator round {event.round}: {verdict} {short(event.reasons, 80)}", tone
+        case CheckpointSaved():
+            measured = f": {event.progress.describe()}" if event.progress is not None else ""
+            return f"checkpoint {event.checkpoint[:12]} ({event.label}{measured})", "plain"
+        case CheckpointRestored():
+            return f"rolled back to checkpoint {event.checkpoint[:12]}: {event.reason}", "warn"
+        case CheckpointFailed():
+            return f"checkpoint {event.label} failed: {short(event.error)}", "bad"
         case RunHalted():
             return f"halted: {event.reason.describe()}", "good" if event.verified else "strong"
         case BaselineRecorded():

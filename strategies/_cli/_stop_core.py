@@ -20,12 +20,16 @@ import hashlib
 import json
 import os
 import re
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 from attrs import frozen
 
+from checks import CheckVerdict
 from harness import ConfigurationError
+from harness.checkpoints import CheckpointError, WorkProgress, open_checkpoints
 from harness.extend import Clock, check_positive
 
 from .._spec import Spec
@@ -149,6 +153,8 @@ async def verify_stop(
         )
     blocks += 1
     state.save(blocks)
+    saved = await _checkpoint(spec, folder, stop, blocks, checked.verdicts)
+    late = "; ".join(note for note in (late, saved) if note) or None
     lines = [
         f"The completion checks do not pass yet (stop blocked {blocks} of at most "
         f"{max_blocks} times in a row):"
@@ -158,6 +164,32 @@ async def verify_stop(
         lines.extend(f"  {line}" for line in (verdict.reason or "").splitlines())
     lines.append("Keep working on what is missing, then stop again.")
     return StopDecision(True, reason="\n".join(lines), note=late, blocks=blocks)
+
+
+async def _checkpoint(
+    spec: Spec, folder: Path, stop: StopRequest, blocks: int, verdicts: Sequence[CheckVerdict]
+) -> str | None:
+    """With ``checkpoints = true``, checkpoint the workspace at a blocked stop (a rejected
+    claim): a series per agent session. A note for the log; a failure never fails the hook."""
+    if spec.checkpoints is None:
+        return None
+    key = stop.session_id if stop.agent == "claude" else f"{stop.agent}-{stop.session_id}"
+    series = "hook-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+    progress = WorkProgress.sum_of([v.progress for v in verdicts])
+    try:
+        store = await open_checkpoints(
+            folder,
+            series=series,
+            backend=spec.checkpoints.backend,
+            state_dir=spec.checkpoints.state_dir,
+        )
+        try:
+            saved = await store.save(f"stop blocked ({blocks})", at=time.time(), progress=progress)
+        finally:
+            await store.aclose()
+    except (CheckpointError, OSError) as exc:
+        return f"the workspace could not be checkpointed: {exc}"
+    return f"checkpoint {saved.short_id} (series {series})"
 
 
 def _final_text(stop: StopRequest) -> str | None:

@@ -39,6 +39,7 @@ from harness import (
     Usage,
     VerdictReached,
 )
+from harness.checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
 from harness.extend import BaselineRecorded, ProtectedPathsChanged
 
 from ._records import (
@@ -169,6 +170,22 @@ class _RunBuilder:
                 note = _note(event, line, "good" if event.passed else "bad", title, event.reasons)
                 self._enter(None, None)
                 self._put(note)
+            case CheckpointSaved():
+                progress = event.progress
+                measured = "" if progress is None else f": {progress.describe()}"
+                failing = "" if progress is None else "\n".join(progress.failing)
+                title = f"checkpoint {event.checkpoint[:12]} ({event.label}{measured})"
+                self._put(_note(event, line, "info", title, failing))
+            case CheckpointRestored():
+                title = f"rolled back to checkpoint {event.checkpoint[:12]} ({event.label})"
+                changed = (
+                    f"{event.modified} file(s) put back, {event.added} restored, "
+                    f"{event.deleted} removed"
+                )
+                self._put(_note(event, line, "warn", title, f"{event.reason}\n{changed}"))
+            case CheckpointFailed():
+                title = f"checkpoint failed ({event.label})"
+                self._put(_note(event, line, "bad", title, event.error))
             case RunHalted():
                 self._draw()
                 self.halt = _halt_view(line, event)

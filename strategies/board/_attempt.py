@@ -38,13 +38,14 @@ from harness import (
     RunResult,
     model_from_config,
 )
+from harness.checkpoints import CheckpointSaved
 from harness.extend import LibraryLogger, Run, Strategy
 from termination import Budget, TerminationPolicy
 
 from .._ralph import Ralph
 from .._spec import Spec, spec_from_table
 from ._board_config import AttemptInfo, ModelSource
-from ._progress import AttemptProgress
+from ._progress import AttemptProgress, BestCheckpoint
 
 Outcome = Literal["complete", "review", "failed", "retry"]
 TRANSIENT = frozenset({"rate_limit", "server", "timeout", "connection"})
@@ -107,9 +108,11 @@ class AttemptOutcome:
     iterations: int = 0
     usage: Mapping[str, Any] = field(factory=dict, eq=False)
     elapsed: float = 0.0
+    checkpoint: str | None = None
+    """The attempt's best checkpoint (what a rollback would restore), if it kept any."""
 
     @classmethod
-    def of(cls, result: RunResult) -> AttemptOutcome:
+    def of(cls, result: RunResult, checkpoint: str | None = None) -> AttemptOutcome:
         halt = result.halt_reason
         return cls(
             outcome=classify(halt.to_dict(), result.verified),
@@ -120,6 +123,7 @@ class AttemptOutcome:
             iterations=result.iterations,
             usage=result.usage.to_dict(),
             elapsed=result.elapsed,
+            checkpoint=checkpoint,
         )
 
 
@@ -133,21 +137,26 @@ def classify(halt: Mapping[str, Any], verified: bool) -> Outcome:
 
 
 class _Forward:
-    """Hands every event of the run, as a transcript line's dict, to the board."""
+    """Hands every event of the run, as a transcript line's dict, to the board, and keeps the
+    attempt's best checkpoint."""
 
-    __slots__ = ("_emit",)
+    __slots__ = ("_emit", "best")
 
     def __init__(self, emit: Emit) -> None:
         self._emit = emit
+        self.best = BestCheckpoint()
 
     def emit(self, event: Event) -> None:
+        if isinstance(event, CheckpointSaved):
+            self.best.saw(event)
         self._emit(event.to_dict())
 
 
 async def execute_attempt(spec: AttemptSpec, emit: Emit) -> AttemptOutcome:
     """Run one attempt to its outcome. Cancellation from outside propagates."""
+    forward = _Forward(emit)
     try:
-        harness_or_outcome = _prepare(spec, emit)
+        harness_or_outcome = _prepare(spec, forward)
     except (ConfigurationError, FixtureError) as exc:
         return AttemptOutcome("failed", f"the run could not be set up: {exc}")
     if isinstance(harness_or_outcome, AttemptOutcome):
@@ -161,7 +170,7 @@ async def execute_attempt(spec: AttemptSpec, emit: Emit) -> AttemptOutcome:
     except Exception as exc:  # a bug in a tool or a client must not take the board down
         _log.exception("board.attempt.crashed", task=spec.info.task, attempt=spec.info.attempt)
         return AttemptOutcome("failed", f"the run crashed: {type(exc).__name__}: {exc}")
-    return AttemptOutcome.of(result)
+    return AttemptOutcome.of(result, forward.best.id)
 
 
 @frozen
@@ -187,7 +196,7 @@ class _CheckOnly:
         return self.halt
 
 
-def _prepare(spec: AttemptSpec, emit: Emit) -> Harness | AttemptOutcome:
+def _prepare(spec: AttemptSpec, forward: _Forward) -> Harness | AttemptOutcome:
     task = spec.spec or spec_from_table(
         {**spec.table, "prompt": spec.body}, spec.file, purpose="task"
     )
@@ -225,7 +234,7 @@ def _prepare(spec: AttemptSpec, emit: Emit) -> Harness | AttemptOutcome:
         policy=policy,
         strategy=strategy,
         workspace=spec.workspace,
-        sinks=[_Forward(emit), *spec.sinks],
+        sinks=[forward, *spec.sinks],
     )
 
 

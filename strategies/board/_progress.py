@@ -5,7 +5,8 @@ stops in the middle of an attempt (killed, or the machine went down), the next b
 that transcript: if it ends with ``run.halted`` the attempt had finished and only its outcome
 was not recorded; otherwise the turns, tool calls, tokens, cost and time it used and the Ralph
 iterations it completed (an iteration is complete once the check at its end has run) are
-carried into the next attempt, which resumes after them.
+carried into the next attempt, which resumes after them. The attempt's best checkpoint (of
+its ``checkpoint.saved`` events, by Ralph's rule) is read the same way.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from harness import (
     TranscriptReader,
     TurnFinished,
 )
+from harness.checkpoints import CheckpointSaved, improves_on
 
 
 @frozen
@@ -74,12 +76,14 @@ class AttemptProgress:
 @frozen
 class AttemptRecord:
     """An attempt's transcript, summed up: its own progress, its halt if it got that far, and
-    `problem`, what in the transcript could not be trusted (None when all of it could)."""
+    `problem`, what in the transcript could not be trusted (None when all of it could), and
+    its best checkpoint (the id of the one a rollback would restore), if it kept any."""
 
     progress: AttemptProgress
     halt: dict[str, Any] | None = None
     verified: bool = False
     problem: str | None = None
+    checkpoint: str | None = None
 
 
 def read_attempt(path: str | Path) -> AttemptRecord:
@@ -103,6 +107,7 @@ def read_attempt(path: str | Path) -> AttemptRecord:
     completed: set[int] = set()
     last_reason: str | None = None
     problem: str | None = None
+    best = BestCheckpoint()
     try:
         for number, event in TranscriptReader(source, allow_cut_off=True):
             why = _untrusted(event)
@@ -118,6 +123,8 @@ def read_attempt(path: str | Path) -> AttemptRecord:
                         completed.add(iteration)
                     if isinstance(event, CheckFailed):
                         last_reason = event.reason
+                case CheckpointSaved():
+                    best.saw(event)
     except FixtureError as exc:  # what came before the bad line is what is known to be done
         problem = str(exc) if exc.line is None else f"{exc}; nothing from this line on counts"
     progress = AttemptProgress(
@@ -131,8 +138,14 @@ def read_attempt(path: str | Path) -> AttemptRecord:
         last_reason=last_reason,
     )
     if tally.halt is None:
-        return AttemptRecord(progress, problem=problem)
-    return AttemptRecord(progress, tally.halt.reason.to_dict(), tally.halt.verified, problem)
+        return AttemptRecord(progress, problem=problem, checkpoint=best.id)
+    return AttemptRecord(
+        progress,
+        tally.halt.reason.to_dict(),
+        tally.halt.verified,
+        problem,
+        checkpoint=best.id,
+    )
 
 
 def _untrusted(event: Event) -> str | None:
@@ -160,3 +173,19 @@ def _amount(value: object) -> bool:
         and math.isfinite(value)
         and value >= 0
     )
+
+
+class BestCheckpoint:
+    """The best of an attempt's checkpoints (its ``checkpoint.saved`` events), by the rule
+    Ralph's rollback uses (`harness.checkpoints.improves_on`)."""
+
+    def __init__(self) -> None:
+        self.best: CheckpointSaved | None = None
+
+    @property
+    def id(self) -> str | None:
+        return self.best.checkpoint if self.best is not None else None
+
+    def saw(self, event: CheckpointSaved) -> None:
+        if improves_on(event, self.best):
+            self.best = event

@@ -61,7 +61,12 @@ def state_error(exc: BaseException, path: Path) -> BoardStateError:
     return BoardStateError(f"{path}: {advice} ({detail})", path)
 
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+# Each step brings a database from the version before it: (from, statements).
+_MIGRATIONS = {
+    # 2: an attempt records its best checkpoint (the one a rollback would restore).
+    "1": ("ALTER TABLE attempts ADD COLUMN checkpoint TEXT",),
+}
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -118,6 +123,7 @@ CREATE TABLE IF NOT EXISTS attempts (
     iterations INTEGER,
     usage TEXT,
     elapsed REAL,
+    checkpoint TEXT,
     PRIMARY KEY (task_id, number)
 );
 CREATE UNIQUE INDEX IF NOT EXISTS one_open_attempt ON attempts (task_id) WHERE ended_at IS NULL;
@@ -207,8 +213,14 @@ def _create(db: sqlite3.Connection, path: Path) -> None:
     row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
     if row is None:
         db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-    elif row["value"] != SCHEMA_VERSION:
+        return
+    version = row["value"]
+    while version in _MIGRATIONS:
+        for statement in _MIGRATIONS[version]:
+            db.execute(statement)
+        version = str(int(version) + 1)
+        db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (version,))
+    if version != SCHEMA_VERSION:
         raise BoardConfigError(
-            f"{path}: the board database has schema {row['value']}, this version reads "
-            f"{SCHEMA_VERSION}"
+            f"{path}: the board database has schema {version}, this version reads {SCHEMA_VERSION}"
         )

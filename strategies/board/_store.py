@@ -189,6 +189,7 @@ class BoardStore(BoardReader):
                     halt=record.halt,
                     turns=record.progress.turns,
                     tool_calls=record.progress.tool_calls,
+                    checkpoint=record.checkpoint,
                 )
                 claim = Claim(task, number, agent, AttemptProgress(), Path(row["transcript"]))
                 self._finish(claim, outcome, owner=owner, max_attempts=max_attempts, now=now)
@@ -196,12 +197,13 @@ class BoardStore(BoardReader):
             carried = AttemptProgress.from_dict(json.loads(row["resume"])) + record.progress
             self._db.execute(
                 "UPDATE attempts SET ended_at = ?, outcome = 'interrupted', message = ?, "
-                "turns = ?, tool_calls = ? WHERE task_id = ? AND number = ?",
+                "turns = ?, tool_calls = ?, checkpoint = ? WHERE task_id = ? AND number = ?",
                 (
                     now,
                     "the board stopped while the attempt ran",
                     record.progress.turns,
                     record.progress.tool_calls,
+                    record.checkpoint,
                     task,
                     number,
                 ),
@@ -372,7 +374,7 @@ class BoardStore(BoardReader):
                 status, kind = "failed", "task.failed"
         self._db.execute(
             "UPDATE attempts SET ended_at = ?, outcome = ?, message = ?, halt = ?, turns = ?, "
-            "tool_calls = ?, iterations = ?, usage = ?, elapsed = ? "
+            "tool_calls = ?, iterations = ?, usage = ?, elapsed = ?, checkpoint = ? "
             "WHERE task_id = ? AND number = ?",
             (
                 now,
@@ -384,6 +386,7 @@ class BoardStore(BoardReader):
                 outcome.iterations,
                 json.dumps(dict(outcome.usage)),
                 outcome.elapsed,
+                outcome.checkpoint,
                 task,
                 claim.number,
             ),
