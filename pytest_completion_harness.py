@@ -128,13 +128,21 @@ def _finish_recordings(request: pytest.FixtureRequest, pending: list[tuple[Path,
 
 
 @pytest.fixture
-def harness_fixture(harness_model: Callable[..., ModelClient]) -> Iterator[Callable[..., Harness]]:
-    """A factory: ``harness_fixture(path, *, record=None, **harness_options)`` is a `Harness`
-    whose model is ``harness_model(path, record=record)``; every other keyword goes to
-    `Harness` (``tools``, ``policy``, ``strategy``, ``workspace``, ...). Without a ``policy``
-    the run has no budget and the agent's claim of done is accepted (`AlwaysComplete`). The
-    harness keeps its runs' events for `assert_events`."""
+def harness_fixture(
+    harness_model: Callable[..., ModelClient], harness_recording: bool
+) -> Iterator[Callable[..., Harness]]:
+    """A factory: ``harness_fixture(path, *, record=None, realtime=False, **harness_options)``
+    is a `Harness` whose model is ``harness_model(path, record=record)``; every other keyword
+    goes to `Harness` (``tools``, ``policy``, ``strategy``, ``workspace``, ...). Without a
+    ``policy`` the run has no budget and the agent's claim of done is accepted
+    (`AlwaysComplete`). A replay runs on a `FastForwardClock`, so the fixture's recorded delays
+    take no time, unless ``realtime=True`` (the system clock, at the recorded pace), a
+    ``clock`` is given, or the test records. The harness keeps its runs' events for
+    `assert_events`."""
     from harness import Harness
+
+    def recording(record: Callable[[], ModelClient] | None) -> bool:
+        return harness_recording and record is not None
 
     runs: list[_RunLog] = []
 
@@ -142,8 +150,15 @@ def harness_fixture(harness_model: Callable[..., ModelClient]) -> Iterator[Calla
         path: str | os.PathLike[str],
         *,
         record: Callable[[], ModelClient] | None = None,
+        realtime: bool = False,
         **options: Any,
     ) -> Harness:
+        if "clock" not in options and not realtime and not recording(record):
+            # Recorded delays take no time; wall-time budgets count them, so the replay halts
+            # where the recording did, and real work (tools, checks) keeps real deadlines.
+            from harness import FastForwardClock
+
+            options["clock"] = FastForwardClock()
         if "policy" not in options:
             from checks import AlwaysComplete
             from termination import TerminationPolicy

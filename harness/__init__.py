@@ -5,7 +5,7 @@ import typing
 
 from ._arguments import ToolArgumentError
 from ._cancel import CancelToken
-from ._clock import Clock, FakeClock, SystemClock
+from ._clock import Clock, FakeClock, FastForwardClock, SystemClock
 from ._errors import (
     ConfigurationError,
     FixtureAssertionError,
@@ -133,6 +133,7 @@ __all__ = [
     "EventStream",
     "FEEDBACK_TAG",
     "FakeClock",
+    "FastForwardClock",
     "FeedbackInjected",
     "FixtureAssertionError",
     "FixtureError",

@@ -123,6 +123,10 @@ class TerminationPolicy:
     def requires_known_cost(self) -> bool:
         return self.budget.max_cost_usd is not None
 
+    @property
+    def bounded(self) -> bool:
+        return self.budget.bounded
+
     def description(self) -> str:
         return self.completion_check.description()
 

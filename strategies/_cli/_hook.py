@@ -246,11 +246,16 @@ def register(sub: Any) -> None:
         help="a Stop hook: block the agent's stop until the spec's checks pass",
         description="Reads a Stop-hook payload on stdin; prints a block decision or nothing.",
     )
-    stop.add_argument("--spec", type=Path, required=True, help="the spec whose checks to run")
-    stop.add_argument("--workspace", type=Path, help="check this folder (default: payload cwd)")
+    stop.add_argument(
+        "--spec", type=Path, required=True, metavar="SPEC.toml", help="the spec whose checks to run"
+    )
+    stop.add_argument(
+        "--workspace", type=Path, metavar="DIR", help="check this folder (default: payload cwd)"
+    )
     stop.add_argument(
         "--max-blocks",
         type=int,
+        metavar="N",
         default=DEFAULT_MAX_BLOCKS,
         help=f"blocks in a row before a stop is allowed anyway (default {DEFAULT_MAX_BLOCKS})",
     )
@@ -263,13 +268,14 @@ def register(sub: Any) -> None:
     stop.add_argument(
         "--timeout",
         type=float,
+        metavar="SECONDS",
         default=DEFAULT_TIME_LIMIT,
         help=(
             f"seconds all checks may take together (default {DEFAULT_TIME_LIMIT:g}); keep it below "
             "the hook's \"timeout\" in the agent's settings"
         ),
     )
-    stop.add_argument("--state-dir", type=Path, help="where block counts are kept")
+    stop.add_argument("--state-dir", type=Path, metavar="DIR", help="where block counts are kept")
     stop.set_defaults(handler=handle_claude_stop)
 
 
