@@ -23,7 +23,7 @@ from harness import (
     SensorTripped,
     SessionStateSnapshot,
 )
-from harness._validate import check_positive
+from harness._validate import check_positive, check_type
 
 from ._budget import Budget
 from ._feedback import FeedbackProviderConfig
@@ -101,6 +101,7 @@ class TerminationPolicy:
     def __attrs_post_init__(self) -> None:
         check_positive("check_timeout", self.check_timeout, allow_none=True)
         check_positive("max_rejections", self.max_rejections, integer=True, allow_none=True)
+        check_type("check_before_first_turn", self.check_before_first_turn, bool, "True or False")
         size = self.feedback_max_chars
         if isinstance(size, bool) or not isinstance(size, int) or size < 200:
             raise ConfigurationError(f"'feedback_max_chars' must be an int >= 200 (got {size!r})")
