@@ -8,6 +8,7 @@ declared ``inline=True``; an async function runs on the event loop. A parameter 
 
 from __future__ import annotations
 
+import datetime
 import functools
 import inspect
 import json
@@ -186,7 +187,18 @@ def render_result(result: object) -> str:
         return repr(result)
 
 
-_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+def _jsonable(value: object) -> object:
+    """A value the JSON encoder cannot take as it is: a pydantic model's JSON form, a date's
+    ISO text, else its `str`."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    return str(value)
+
+
+_JSON = json.JSONEncoder(ensure_ascii=False, default=_jsonable)
 
 
 @overload
