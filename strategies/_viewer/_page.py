@@ -14,7 +14,7 @@ import hashlib
 from functools import cache
 from importlib.resources import files
 
-from ._chart import usage_chart
+from ._chart import has_usage, usage_chart
 from ._markup import Child, Html, cost, join, seconds, tag, tokens, void
 from ._records import RunView, TranscriptView
 from ._timeline import halt_section, segment, text_block
@@ -112,7 +112,7 @@ def _run(run: RunView, anchor: str) -> Html:
             {"class": "usage"},
             tag("h3", None, "Usage over time"),
             usage_chart(run.turns, anchor),
-            _legend(run),
+            _legend(run) if has_usage(run.turns) else None,
         ),
         tag(
             "section",
@@ -134,6 +134,21 @@ def _outcome(run: RunView) -> Html:
         {"class": f"outcome {kind}", "role": "status"},
         tag("strong", None, label),
         tag("span", None, halt.description),
+        None if halt.verified else _last_reason(run),
+    )
+
+
+def _last_reason(run: RunView) -> Html | None:
+    """What the check (or the evaluator) said last, for a run that ended unverified on
+    something else (a budget, a sensor, a signal): the reason the work is not done."""
+    note = run.last_rejection
+    if note is None or run.halt is None or not note.body or note.body in run.halt.description:
+        return None
+    return tag(
+        "div",
+        {"class": "last-reason"},
+        tag("b", None, f"Last reason ({note.title}, line {note.line}): "),
+        text_block(note.body, "reason"),
     )
 
 

@@ -102,6 +102,21 @@ class RunView:
         return sum(len(t.calls) for t in self.turns)
 
     @property
+    def last_rejection(self) -> NoteView | None:
+        """The last time a check or an evaluator said the work was not done, if one did."""
+        notes = [
+            item
+            for segment in self.segments
+            for item in segment.items
+            if isinstance(item, NoteView)
+            and (
+                item.kind == "check.failed"
+                or (item.kind == "verdict.reached" and item.tone == "bad")
+            )
+        ]
+        return max(notes, key=lambda note: note.line, default=None)
+
+    @property
     def tool_errors(self) -> int:
         return sum(t.errors for t in self.turns)
 
