@@ -15,7 +15,6 @@ from ._clock import Clock, SystemClock
 from ._errors import ConfigurationError, FixtureError
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
 from ._jsonl import check_output_file
-from ._log import get_logger
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._policy import Policy
 from ._result import BudgetExceeded, Cancelled, Completed, HaltReason, ModelFailed, RunResult
@@ -23,8 +22,6 @@ from ._run import Run, SingleSession, Strategy
 from ._streaming import EventStream, stream_events
 from ._tools import Tool, as_tools
 from ._validate import check_positive, check_type, got
-
-UNBOUNDED = "run.unbounded"  # the warning logged once by a harness whose policy has no budget
 
 
 @define(kw_only=True, eq=False)
@@ -52,7 +49,6 @@ class Harness:
     logger: Any = None
     _tools: dict[str, Tool] = field(init=False)
     _workspace: Path | None = field(init=False)
-    _warned_unbounded: bool = field(init=False, default=False)
 
     def __attrs_post_init__(self) -> None:
         if not callable(getattr(self.model, "complete", None)):
@@ -105,14 +101,6 @@ class Harness:
         `Cancelled` (see `CancelToken`); cancelling the caller's own scope propagates instead.
         """
         run_id = os.urandom(6).hex()  # 12 hex digits, as random as a uuid4's first 12
-        if not self._warned_unbounded and not self.policy.bounded:
-            self._warned_unbounded = True  # once per harness: a service may run many tasks
-            (self.logger or get_logger("harness")).warning(
-                UNBOUNDED,
-                message="the policy sets no budget: only the completion check, a sensor or "
-                "the strategy ends this run; give TerminationPolicy a Budget (max_turns, "
-                "max_wall_time, ...)",
-            )
         transcript = JsonlTranscript(self.transcript) if self.transcript is not None else None
         all_sinks: list[EventSink] = [StructlogSink(run_id, self.logger), *self.sinks, *sinks]
         if transcript is not None:

@@ -1,6 +1,6 @@
 """`harness run` overrides from the command line (--replay, --max-turns, --max-wall-time),
 --version, the subcommand's usage for an unknown flag, the default cap of a run whose spec
-sets no budget, and sensor warnings printed once."""
+sets no budget (never unbounded), and sensor warnings printed once."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from strategies._cli import main
+from termination import Budget, TerminationPolicy
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo"
@@ -218,3 +219,20 @@ def test_a_sensor_warning_is_printed_once(
     err = capsys.readouterr().err
     warnings = re.findall(r"same arguments \d times in a row", err)
     assert warnings == ["same arguments 2 times in a row", "same arguments 3 times in a row"]
+
+
+def test_budget_bounded_reads_every_dimension() -> None:
+    """What decides the default cap: a budget with any limit at all is bounded."""
+    assert not Budget().bounded
+    assert not TerminationPolicy().bounded
+    for name in (
+        "max_turns",
+        "max_tool_calls",
+        "max_input_tokens",
+        "max_output_tokens",
+        "max_total_tokens",
+        "max_cost_usd",
+        "max_wall_time",
+    ):
+        assert Budget(**{name: 5}).bounded, name
+        assert TerminationPolicy(budget=Budget(**{name: 5})).bounded, name
