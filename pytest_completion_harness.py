@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from harness import Event, HaltReason, Harness, ListSink, ModelClient, RunResult
+    from harness import Event, HaltReason, Harness, ModelClient, RunResult
+    from harness.testing import ListSink
 
 __all__ = ["assert_events", "assert_halted"]
 
@@ -156,7 +157,7 @@ def harness_fixture(
         if "clock" not in options and not realtime and not recording(record):
             # Recorded delays take no time; wall-time budgets count them, so the replay halts
             # where the recording did, and real work (tools, checks) keeps real deadlines.
-            from harness import FastForwardClock
+            from harness.testing import FastForwardClock
 
             options["clock"] = FastForwardClock()
         if "policy" not in options:
@@ -256,7 +257,8 @@ def assert_events(
 
 
 def _events_of(source: object) -> list[dict[str, Any]]:
-    from harness import Event, ListSink, RunResult, read_transcript
+    from harness import Event, RunResult, read_transcript
+    from harness.testing import ListSink
 
     if isinstance(source, RunResult):
         kept = _RUN_EVENTS.get(source.run_id)

@@ -17,16 +17,9 @@ import structlog
 from _backends import Sleep
 
 from checks import AlwaysComplete
-from harness import (
-    Harness,
-    ListSink,
-    ModelRequest,
-    ModelResponse,
-    Tool,
-    ToolCall,
-    Usage,
-    tool,
-)
+from harness import Harness, Tool, ToolCall, Usage, tool
+from harness.extend import ModelRequest, ModelResponse
+from harness.testing import ListSink
 from termination import Budget, ConsecutiveToolErrorsSensor, RepeatedToolCallSensor
 from termination import TerminationPolicy as Policy
 

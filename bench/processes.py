@@ -26,8 +26,8 @@ import anyio
 import anyio.to_thread
 
 import harness._process as process_module
-from harness import SystemClock, run_process
 from harness._threads import run_sync_abandonable
+from harness.extend import SystemClock, run_process
 
 Timed = Callable[[], Awaitable[None]]
 

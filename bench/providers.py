@@ -32,8 +32,9 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness import AnthropicClient, Message, ModelRequest, OpenAIClient
+from harness import AnthropicClient, Message, OpenAIClient
 from harness._providers._base import ProviderClient
+from harness.extend import ModelRequest
 
 OPENAI_REPLY = {
     "id": "c",

@@ -7,12 +7,14 @@ Checks combine with ``&`` (`AllOf`) and ``|`` (`AnyOf`) and build from TOML tabl
 """
 
 import typing
+import warnings as _warnings
 
-from harness._lazy import lazy_exports as _lazy_exports
+from harness.extend import lazy_exports as _lazy_exports
 
 from ._always import AlwaysComplete
 from ._compose import AllOf, AnyOf, Combinable
 from ._protocol import CompletionCheck, PreparesForRun
+from ._run_check import CheckVerdict, run_check
 
 if typing.TYPE_CHECKING:
     from ._command import CommandCheck
@@ -26,7 +28,7 @@ if typing.TYPE_CHECKING:
     from ._sql import SqlResult, SqlResultCheck, sqlite_query_tool
     from ._test_output import failing_tests
     from ._test_suite import TestSuiteCheck
-    from ._verdict import Verdict, parse_verdict
+    from ._verdict import ModelVerdict, parse_verdict
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
@@ -53,12 +55,27 @@ _LAZY = {
     "sqlite_query_tool": "._sql",
     "failing_tests": "._test_output",
     "TestSuiteCheck": "._test_suite",
-    "Verdict": "._verdict",
+    "ModelVerdict": "._verdict",
     "parse_verdict": "._verdict",
 }
 
 
-__getattr__, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
+_lazy_getattr, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
+# Old names, importable for one release with a DeprecationWarning naming the new one.
+_RENAMED = {"Verdict": "ModelVerdict"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _RENAMED:
+        new = _RENAMED[name]
+        _warnings.warn(
+            f"checks.{name} is deprecated and will be removed in the next release; "
+            f"use checks.{new}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        name = new
+    return _lazy_getattr(name)
 
 
 __all__ = [
@@ -67,6 +84,7 @@ __all__ = [
     "AnyOf",
     "BubblewrapSandbox",
     "CHECK_TYPES",
+    "CheckVerdict",
     "Combinable",
     "CommandCheck",
     "CompletionCheck",
@@ -77,6 +95,7 @@ __all__ = [
     "FilesCheck",
     "JUDGE_SYSTEM",
     "LocalSandbox",
+    "ModelVerdict",
     "PlanCheck",
     "PreparesForRun",
     "QuestionAnsweredCheck",
@@ -85,11 +104,11 @@ __all__ = [
     "SqlResult",
     "SqlResultCheck",
     "TestSuiteCheck",
-    "Verdict",
     "check_from_config",
     "failing_tests",
     "load_features",
     "parse_verdict",
+    "run_check",
     "sandbox_by_name",
     "sqlite_query_tool",
 ]

@@ -12,14 +12,8 @@ from typing import Any
 
 from attrs import field, frozen
 
-from harness import (
-    ConfigurationError,
-    ProcessResult,
-    SessionStateSnapshot,
-    WorkspaceEscape,
-    resolve_in_workspace,
-)
-from harness._validate import positive
+from harness import ConfigurationError, SessionStateSnapshot, WorkspaceEscape, resolve_in_workspace
+from harness.extend import ProcessResult, positive
 
 from ._compose import Combinable
 from ._sandbox import LocalSandbox, SandboxProvider

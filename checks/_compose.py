@@ -16,6 +16,7 @@ from attrs import field, frozen
 from harness import ConfigurationError, SessionStateSnapshot
 
 from ._protocol import CompletionCheck, PreparesForRun
+from ._run_check import run_check
 
 
 def as_check(value: object) -> CompletionCheck:
@@ -25,23 +26,6 @@ def as_check(value: object) -> CompletionCheck:
             f"a completion check needs async check(state) and description() (got {value!r})"
         )
     return value
-
-
-def check_name(check: CompletionCheck) -> str:
-    return type(check).__name__
-
-
-async def run_check(check: CompletionCheck, state: SessionStateSnapshot) -> str | None:
-    """The check's verdict; an exception is a reason naming the check (fail closed)."""
-    try:
-        reason: object = await check.check(state)
-    except Exception as exc:
-        return f"the completion check {check_name(check)} failed with {type(exc).__name__}: {exc}"
-    if reason is not None and not isinstance(reason, str):
-        return f"the completion check {check_name(check)} returned {reason!r}, not None or a str"
-    if reason is not None and not reason.strip():
-        return f"the completion check {check_name(check)} rejected the claim without a reason"
-    return reason
 
 
 class Combinable:
@@ -112,7 +96,7 @@ class AllOf(Combinable):
 
     async def check(self, state: SessionStateSnapshot) -> str | None:
         for check in self.checks:
-            reason = await run_check(check, state)
+            reason = (await run_check(check, state)).reason
             if reason is not None:
                 return reason
         return None
@@ -139,7 +123,7 @@ class AnyOf(Combinable):
     async def check(self, state: SessionStateSnapshot) -> str | None:
         reasons: list[str] = []
         for check in self.checks:
-            reason = await run_check(check, state)
+            reason = (await run_check(check, state)).reason
             if reason is None:
                 return None
             reasons.append(reason)

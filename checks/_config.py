@@ -12,8 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from harness import ConfigurationError, ModelClient
-from harness._providers._config import MODELS
-from harness._schema import REQUIRED, Key, Schema, Variants
+from harness.extend import MODELS, REQUIRED, Key, Schema, Variants
 
 from ._always import AlwaysComplete
 from ._command import CommandCheck

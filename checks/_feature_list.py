@@ -11,7 +11,7 @@ from typing import Any
 from attrs import Factory, define, field, frozen
 
 from harness import SessionStateSnapshot, WorkspaceEscape, resolve_in_workspace
-from harness._validate import check_positive, of_type
+from harness.extend import check_positive, of_type
 
 from ._compose import Combinable
 

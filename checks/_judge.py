@@ -13,14 +13,8 @@ from typing import Any
 
 from attrs import field, frozen
 
-from harness import (
-    ConfigurationError,
-    Message,
-    ModelClient,
-    ModelError,
-    ModelRequest,
-    SessionStateSnapshot,
-)
+from harness import ConfigurationError, Message, ModelClient, ModelError, SessionStateSnapshot
+from harness.extend import ModelRequest
 
 from ._compose import Combinable
 from ._verdict import parse_verdict

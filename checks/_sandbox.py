@@ -1,7 +1,8 @@
 """Sandboxes that run a check's command: `LocalSandbox` and `BubblewrapSandbox`.
 
-Both run through `harness.run_process`: the command gets a process group of its own, a minimal
-environment and a capped output tail, and on timeout or cancellation the whole group is killed.
+Both run through `harness.extend.run_process`: the command gets a process group of its own, a
+minimal environment and a capped output tail, and on timeout or cancellation the whole group is
+killed.
 `BubblewrapSandbox` adds real isolation with ``bwrap``: the system folders read-only, no
 network (every namespace unshared), a private ``/tmp``, and only the workspace writable.
 """
@@ -15,8 +16,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from attrs import field, frozen
 
-from harness import Clock, ConfigurationError, ProcessResult, SystemClock, run_process
-from harness._validate import positive
+from harness import ConfigurationError
+from harness.extend import Clock, ProcessResult, SystemClock, positive, run_process
 
 DEFAULT_MAX_OUTPUT = 64 * 1024
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")

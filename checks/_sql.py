@@ -25,7 +25,7 @@ from harness import (
     WorkspaceEscape,
     resolve_in_workspace,
 )
-from harness._validate import check_positive
+from harness.extend import check_positive
 
 from ._compose import Combinable
 

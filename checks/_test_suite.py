@@ -8,8 +8,8 @@ from pathlib import Path
 import anyio
 from attrs import field, frozen
 
-from harness import ProcessResult, SessionStateSnapshot, WorkspaceEscape, resolve_in_workspace
-from harness._validate import positive
+from harness import SessionStateSnapshot, WorkspaceEscape, resolve_in_workspace
+from harness.extend import ProcessResult, positive
 
 from ._command import (
     command_text,

@@ -27,8 +27,9 @@ _FAIL = re.compile(rf"\bverdict{_MARK}:{_MARK}fail", re.I)
 
 
 @frozen
-class Verdict:
-    """A judgement: `passed` only for one clear PASS and no FAIL anywhere.
+class ModelVerdict:
+    """A judging model's ``VERDICT:`` line, read: `passed` only for one clear PASS and no
+    FAIL anywhere (a check's own outcome is a `CheckVerdict`).
 
     `reasons` is what the model said with its bare verdict lines taken out, or, when it gave
     no clear verdict, a sentence saying so followed by its words. `clear` is False when the
@@ -40,20 +41,20 @@ class Verdict:
     clear: bool = True
 
 
-def parse_verdict(text: str | None, *, who: str = "the evaluator") -> Verdict:
+def parse_verdict(text: str | None, *, who: str = "the evaluator") -> ModelVerdict:
     """Read `text` by the rules above; `who` names the model in the reasons it writes."""
     if not text or not text.strip():
-        return Verdict(False, f"{who} gave no answer", clear=False)
+        return ModelVerdict(False, f"{who} gave no answer", clear=False)
     lines = text.strip().splitlines()
     bare = [m[1].upper() for line in lines if (m := _BARE.match(line))]
     said = "\n".join(line for line in lines if not _BARE.match(line)).strip()
     if "FAIL" in bare or any(_FAIL.search(line) for line in lines):
-        return Verdict(False, said or f"{who} failed the work without saying why")
+        return ModelVerdict(False, said or f"{who} failed the work without saying why")
     if bare == ["PASS"]:
-        return Verdict(True, said)
+        return ModelVerdict(True, said)
     why = (
         f"{who} gave more than one verdict line"
         if bare
         else f"{who} gave no clear verdict (no `VERDICT: PASS` line)"
     )
-    return Verdict(False, f"{why}: {said}" if said else why, clear=False)
+    return ModelVerdict(False, f"{why}: {said}" if said else why, clear=False)

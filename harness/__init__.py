@@ -1,14 +1,24 @@
-"""The harness: the turn loop, its data types, events, fixtures, and the protocols the
-`checks`, `termination` and `strategies` packages implement."""
+"""The harness: the turn loop, its data types, events and fixtures.
 
+Public names by audience, as trio does it:
+
+- `harness`: what a user of the loop needs (this module);
+- `harness.testing`: what test writers need (scripted models, the fake clock, fixtures);
+- `harness.extend`: what extenders need (the protocols `checks`, `termination` and `strategies`
+  implement, the session and policy types, and the config-table helpers).
+
+Names that moved from here to `harness.testing` or `harness.extend` stay importable from here
+for one release, with a `DeprecationWarning` that names their new home.
+"""
+
+import importlib
 import typing
+import warnings
 
 from ._arguments import ToolArgumentError
 from ._cancel import CancelToken
-from ._clock import Clock, FakeClock, FastForwardClock, SystemClock
 from ._errors import (
     ConfigurationError,
-    FixtureAssertionError,
     FixtureError,
     FixtureExhausted,
     FixtureUnconsumed,
@@ -23,7 +33,6 @@ from ._events import (
     FeedbackInjected,
     IterationStarted,
     JsonlTranscript,
-    ListSink,
     RunHalted,
     RunStarted,
     SensorRead,
@@ -37,18 +46,8 @@ from ._events import (
 )
 from ._harness import Harness
 from ._lazy import lazy_exports as _lazy_exports
-from ._messages import (
-    FEEDBACK_TAG,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    Role,
-    ToolCall,
-    ToolSpec,
-    Usage,
-)
-from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
-from ._policy import CONTINUE, Decision, Limit, Policy, PolicySession, SensorReading
+from ._messages import FEEDBACK_TAG, Message, Role, ToolCall, Usage
+from ._model import ModelClient
 from ._result import (
     BudgetExceeded,
     Cancelled,
@@ -60,20 +59,17 @@ from ._result import (
     SensorTripped,
     SessionTranscript,
 )
-from ._run import DEFAULT_SYSTEM_PROMPT, Run, SingleSession, Strategy
-from ._scripted import ScriptedModelClient, fixture_from_transcript, write_fixture
-from ._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
-from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
-from ._streaming import EventStream
+from ._run import DEFAULT_SYSTEM_PROMPT
+from ._scripted import ScriptedModelClient
+from ._state import SessionStateSnapshot
 from ._tools import Tool, ToolContext, ToolResult, tool
 from ._workspace import WorkspaceEscape, open_in_workspace, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
     from ._builtin_tools import list_files, read_file, workspace_tools, write_file
-    from ._cli_agent import CliAgentClient, render_prompt
+    from ._cli_agent import CliAgentClient
     from ._otel import OtelSink
     from ._plan import Plan, PlanStep, update_plan
-    from ._process import ProcessResult, run_process
     from ._providers import (
         AnthropicClient,
         ModelPrice,
@@ -92,13 +88,10 @@ _LAZY = {
     "workspace_tools": "._builtin_tools",
     "write_file": "._builtin_tools",
     "CliAgentClient": "._cli_agent",
-    "render_prompt": "._cli_agent",
     "OtelSink": "._otel",
     "Plan": "._plan",
     "PlanStep": "._plan",
     "update_plan": "._plan",
-    "ProcessResult": "._process",
-    "run_process": "._process",
     "AnthropicClient": "._providers",
     "ModelPrice": "._providers",
     "OpenAIClient": "._providers",
@@ -108,110 +101,132 @@ _LAZY = {
     "RecordingModelClient": "._recording",
 }
 
+# Names that left this namespace for their audience's module; importable from here, with a
+# DeprecationWarning, until the next release.
+_TESTING = [
+    "FakeClock",
+    "FixtureAssertionError",
+    "ListSink",
+    "fixture_from_transcript",
+    "write_fixture",
+]
+_EXTEND = [
+    "CONTINUE",
+    "ChecksConsumed",
+    "Clock",
+    "DONE_TOOL",
+    "Decision",
+    "EventStream",
+    "HistoryView",
+    "KnowsPrices",
+    "Limit",
+    "ModelRequest",
+    "ModelResponse",
+    "Policy",
+    "PolicySession",
+    "ProcessResult",
+    "ReadsClock",
+    "Run",
+    "SensorReading",
+    "Session",
+    "SessionEnd",
+    "SessionStore",
+    "SingleSession",
+    "Strategy",
+    "SystemClock",
+    "ToolOutcome",
+    "ToolSpec",
+    "rejection_feedback",
+    "render_prompt",
+    "run_process",
+]
+_MOVED = {
+    **dict.fromkeys(_TESTING, "harness.testing"),
+    **dict.fromkeys(_EXTEND, "harness.extend"),
+}
 
-__getattr__, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
+_lazy_getattr, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
+
+
+def __getattr__(name: str) -> object:
+    home = _MOVED.get(name)
+    if home is None:
+        return _lazy_getattr(name)
+    warnings.warn(
+        f"'harness.{name}' has moved to '{home}.{name}'; import it from {home} "
+        "(the old name will be removed in the next release)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module(home), name)
 
 
 __all__ = [
     "AnthropicClient",
     "BudgetExceeded",
-    "CONTINUE",
     "CancelToken",
     "Cancelled",
     "CheckFailed",
     "CheckPassed",
-    "ChecksConsumed",
     "CliAgentClient",
-    "Clock",
     "Completed",
     "ConfigurationError",
     "DEFAULT_SYSTEM_PROMPT",
-    "DONE_TOOL",
-    "Decision",
     "Event",
     "EventSink",
-    "EventStream",
     "FEEDBACK_TAG",
-    "FakeClock",
-    "FastForwardClock",
     "FeedbackInjected",
-    "FixtureAssertionError",
     "FixtureError",
     "FixtureExhausted",
     "FixtureUnconsumed",
     "HaltReason",
     "Harness",
     "HarnessError",
-    "HistoryView",
     "IterationStarted",
     "JsonlTranscript",
-    "KnowsPrices",
-    "Limit",
-    "ListSink",
     "Message",
     "ModelClient",
     "ModelError",
     "ModelFailed",
     "ModelPrice",
-    "ModelRequest",
-    "ModelResponse",
     "OpenAIClient",
     "OtelSink",
     "Plan",
     "PlanStep",
-    "Policy",
-    "PolicySession",
     "PriceTable",
-    "ProcessResult",
-    "ReadsClock",
     "RecordingModelClient",
     "RejectionLimit",
     "RetryPolicy",
     "Role",
-    "Run",
     "RunHalted",
     "RunResult",
     "RunStarted",
     "ScriptedModelClient",
     "SensorRead",
-    "SensorReading",
     "SensorTripped",
-    "Session",
-    "SessionEnd",
     "SessionStateSnapshot",
-    "SessionStore",
     "SessionTranscript",
-    "SingleSession",
     "SinkFailed",
-    "Strategy",
     "StructlogSink",
-    "SystemClock",
     "Tool",
     "ToolArgumentError",
     "ToolCall",
     "ToolCalled",
     "ToolContext",
-    "ToolOutcome",
     "ToolResult",
-    "ToolSpec",
     "TurnFinished",
     "TurnStarted",
     "Usage",
     "VerdictReached",
     "WorkspaceEscape",
-    "fixture_from_transcript",
     "list_files",
     "model_from_config",
     "open_in_workspace",
     "read_file",
     "read_transcript",
-    "rejection_feedback",
-    "render_prompt",
     "resolve_in_workspace",
-    "run_process",
     "tool",
     "update_plan",
     "workspace_tools",
     "write_file",
-    "write_fixture",
 ]

@@ -11,7 +11,7 @@ starts stays in this process's tree, however it detaches. So:
 - on SIGTERM, SIGINT or SIGHUP (the harness's timeout or cancellation), or when the process
   that started it goes away, the whole tree gets SIGTERM, GRACE seconds to exit, then SIGKILL.
 
-It exits only when its tree is empty, so `harness.run_process`, which starts it in a process
+It exits only when its tree is empty, so `harness.extend.run_process`, which starts it in a process
 group of its own and waits for it, returns with nothing of the command left running. It runs
 with the interpreter's own standard library only (``-I -S``: nothing from the environment,
 no site packages), so it adds about 20 ms to a command (``bench/processes.py``). Only

@@ -51,7 +51,6 @@ class Run(RunState):
         tools: Mapping[str, Tool] | None = None,
         limit: Limit | None = None,
         on_claim: OnClaim = "check",
-        stop_on_rejection: bool = False,
         policy: PolicySession | None = None,
     ) -> Session:
         """Open a fresh session: system prompt, the task, and `carry` as tagged feedback.
@@ -76,7 +75,6 @@ class Run(RunState):
             policy=policy or self.policy.start_session(clock=self.clock, limit=limit),
             limit=limit,
             on_claim=on_claim,
-            stop_on_rejection=stop_on_rejection,
         )
         self.sessions.append(session)
         self.emit(IterationStarted(self.elapsed(), agent, self.iterations))

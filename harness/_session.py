@@ -56,13 +56,11 @@ class SessionEnd:
 
     `reason` is a halt (run-level, or `Completed`, or a session-scoped `BudgetExceeded`).
     Without one, the agent claimed done and the session was asked to return on a claim
-    (`claimed`), or the check rejected the claim and the session stops on rejections.
+    (``on_claim="return"``), for its strategy to judge with `Session.check`.
     """
 
     reason: HaltReason | None
     snapshot: SessionStateSnapshot
-    claimed: bool = False
-    rejection: str | None = None
 
 
 class Session:
@@ -70,7 +68,7 @@ class Session:
 
     With ``on_claim="check"`` a claim of done goes to the policy's completion check and the
     session ends only with a halt; with ``"return"`` the session returns the claim to its
-    strategy, which judges it. `stop_on_rejection` ends the session at a rejected claim.
+    strategy, which judges it with `check`.
     """
 
     def __init__(
@@ -85,7 +83,6 @@ class Session:
         policy: PolicySession,
         limit: Limit | None,
         on_claim: OnClaim,
-        stop_on_rejection: bool,
     ) -> None:
         self._run = run
         self.agent = agent
@@ -98,7 +95,6 @@ class Session:
         self._policy = policy
         self._limit = limit
         self._on_claim: OnClaim = on_claim
-        self._stop_on_rejection = stop_on_rejection
         self.turns = 0
         self.tool_calls = 0
         self.usage = NO_USAGE
@@ -136,6 +132,13 @@ class Session:
         """Add tagged automated feedback that the next model request will carry."""
         self._append_feedback(Message.feedback(source, text))
 
+    async def check(self, snapshot: SessionStateSnapshot) -> str | None:
+        """Run the completion check on `snapshot` outside a turn, through this session's
+        policy (fail closed), and record the verdict; None when the work is complete."""
+        reason = await self._policy.check(snapshot)
+        self._run.record_check(snapshot.agent, snapshot.turns, reason)
+        return reason
+
     async def run(self) -> SessionEnd:
         """Drive turns until the session ends (see `SessionEnd`), within its own wall time."""
         if self._wall_time is None:
@@ -172,9 +175,7 @@ class Session:
             if decision.halt is not None:
                 return SessionEnd(decision.halt, snapshot)
             if claims_done and self._on_claim == "return":  # the strategy judges the claim
-                return SessionEnd(None, snapshot, claimed=True)
-            if decision.rejection is not None and self._stop_on_rejection:
-                return SessionEnd(None, snapshot, rejection=decision.rejection)
+                return SessionEnd(None, snapshot)
         return SessionEnd(halt, self.snapshot())
 
     async def _call_model(self) -> ModelResponse:

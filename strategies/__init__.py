@@ -1,14 +1,15 @@
 """Loop strategies: the plain loop, Ralph, and SelfVerifying."""
 
 import typing
+import warnings as _warnings
 
-from harness._lazy import lazy_exports as _lazy_exports
+from harness.extend import lazy_exports as _lazy_exports
 
 from ._loop import Loop
 from ._reasons import RalphCompletionUnmet, SelfVerifyExhausted
 
 if typing.TYPE_CHECKING:
-    from checks import Verdict, parse_verdict
+    from checks import ModelVerdict, parse_verdict
 
     from ._ralph import Ralph
     from ._self_verifying import EVALUATOR_PROMPT, SelfVerifying
@@ -20,21 +21,36 @@ _LAZY = {
     "EVALUATOR_PROMPT": "._self_verifying",
     "SelfVerifying": "._self_verifying",
     # One verdict reading for the evaluator and QuestionAnsweredCheck's judge (checks._verdict).
-    "Verdict": "._self_verifying",
+    "ModelVerdict": "._self_verifying",
     "parse_verdict": "._self_verifying",
 }
 
 
-__getattr__, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
+_lazy_getattr, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
+# Old names, importable for one release with a DeprecationWarning naming the new one.
+_RENAMED = {"Verdict": "ModelVerdict"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _RENAMED:
+        new = _RENAMED[name]
+        _warnings.warn(
+            f"strategies.{name} is deprecated and will be removed in the next release; "
+            f"use checks.{new}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        name = new
+    return _lazy_getattr(name)
 
 
 __all__ = [
     "EVALUATOR_PROMPT",
     "Loop",
+    "ModelVerdict",
     "Ralph",
     "RalphCompletionUnmet",
     "SelfVerifyExhausted",
     "SelfVerifying",
-    "Verdict",
     "parse_verdict",
 ]

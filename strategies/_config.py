@@ -9,11 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness import ConfigurationError, ModelClient, Strategy
-from harness._providers._config import MODELS
-from harness._schema import REQUIRED, Key, Schema, Variants
+from harness import ConfigurationError, ModelClient
+from harness.extend import MODELS, REQUIRED, Key, Schema, Strategy, Variants
 from termination import Budget
-from termination._keys import BUDGET
+from termination.extend import BUDGET
 
 from ._loop import Loop
 

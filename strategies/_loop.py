@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness import SingleSession
+from harness.extend import SingleSession
 
 
 class Loop(SingleSession):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from attrs import frozen
 
-from harness import BudgetExceeded, Completed, ConfigurationError, HaltReason, Run
-from harness._validate import check_positive
+from harness import BudgetExceeded, Completed, ConfigurationError, HaltReason
+from harness.extend import Run, check_positive
 from termination import Budget
 
 from ._reasons import RalphCompletionUnmet
@@ -47,15 +47,12 @@ class Ralph:
         for iteration in range(1, self.max_iterations + 1):
             if iteration > 1 and self.cooldown:
                 await run.clock.sleep(self.cooldown)
-            policy = run.policy.start_session(clock=run.clock, limit=self.iteration_budget)
-            session = run.new_session(
-                carry=carry, limit=self.iteration_budget, on_claim="return", policy=policy
-            )
+            session = run.new_session(carry=carry, limit=self.iteration_budget, on_claim="return")
             end = await session.run()
             reason = end.reason
             if reason is not None and not _iteration_ran_out(reason):
                 return reason
-            missing = await run.check(end.snapshot, policy)
+            missing = await session.check(end.snapshot)
             if missing is None:
                 return Completed()
             last_reason = missing

@@ -7,7 +7,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from checks import Verdict, parse_verdict
+from checks import ModelVerdict, parse_verdict
 from harness import (
     BudgetExceeded,
     Completed,
@@ -15,13 +15,11 @@ from harness import (
     HaltReason,
     Message,
     ModelClient,
-    Run,
     SessionStateSnapshot,
     Tool,
     VerdictReached,
 )
-from harness._tools import as_tools
-from harness._validate import check_positive, check_type
+from harness.extend import Run, as_tools, check_positive, check_type
 from termination import Budget
 
 from ._reasons import SelfVerifyExhausted
@@ -107,7 +105,7 @@ class SelfVerifying:
 
     async def _evaluate(
         self, run: Run, claim: str | None, tools: dict[str, Tool]
-    ) -> Verdict | HaltReason:
+    ) -> ModelVerdict | HaltReason:
         must_look = (
             " You must open the work with your tools before you judge it: a PASS given "
             "without using any tool does not count."
@@ -130,7 +128,7 @@ class SelfVerifying:
         end = await session.run()
         if end.reason is not None:
             if isinstance(end.reason, BudgetExceeded) and end.reason.scope == "session":
-                return Verdict(
+                return ModelVerdict(
                     False, f"the evaluator ran out of its budget ({end.reason.describe()})"
                 )
             return end.reason
@@ -141,7 +139,7 @@ class SelfVerifying:
 
 
 # A PASS that does not count: the evaluator never opened the work.
-_UNINSPECTED = Verdict(
+_UNINSPECTED = ModelVerdict(
     False,
     "the evaluator answered VERDICT: PASS without opening the work (it used none of its "
     "tools this round), so the pass does not count",
@@ -149,7 +147,7 @@ _UNINSPECTED = Verdict(
 )
 
 
-def _to_builder(verdict: Verdict) -> str:
+def _to_builder(verdict: ModelVerdict) -> str:
     if verdict is _UNINSPECTED:
         return (
             "The evaluator passed your work without opening it (it used none of its tools), "

@@ -3,7 +3,7 @@ stops."""
 
 import typing
 
-from harness._lazy import lazy_exports as _lazy_exports
+from harness.extend import lazy_exports as _lazy_exports
 
 from ._budget import Budget
 from ._feedback import (

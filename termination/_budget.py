@@ -7,8 +7,7 @@ from typing import Any
 from attrs import field, frozen
 
 from harness import BudgetExceeded, ConfigurationError, SessionStateSnapshot
-from harness._policy import Scope
-from harness._validate import positive
+from harness.extend import Scope, positive
 
 from ._keys import BUDGET
 

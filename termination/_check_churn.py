@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 
 from attrs import frozen
 
-from harness import ConfigurationError, SensorReading, SessionStateSnapshot
+from harness import ConfigurationError, SessionStateSnapshot
+from harness.extend import SensorReading
 
 from ._sensors import Action, _threshold, check_action, check_name, graded
 
@@ -93,13 +94,20 @@ class _BoundCheckChurn:
         return self._config.name
 
     def read(self, snapshot: SessionStateSnapshot) -> SensorReading:
-        if len(snapshot.check_reasons) <= self._seen:
-            return SensorReading.ok()
-        return self.read_verdict(snapshot)
-
-    def read_verdict(self, snapshot: SessionStateSnapshot) -> SensorReading:
         reasons = snapshot.check_reasons
+        if len(reasons) <= self._seen:
+            return SensorReading.ok()
         self._seen = len(reasons)
+        return self._judge(reasons)
+
+    def read_verdict(self, snapshot: SessionStateSnapshot, reason: str) -> SensorReading:
+        earlier = snapshot.check_reasons
+        self._seen = len(earlier) + 1
+        # Only the newest `limit` reasons can count, so only they are copied.
+        return self._judge([*earlier[-(self._config.limit - 1) :], reason])
+
+    def _judge(self, reasons: Sequence[str]) -> SensorReading:
+        """The reading for `reasons`, the newest last."""
         config = self._config
         run = config.same_in_a_row(reasons)
         if run < 2:

@@ -14,7 +14,7 @@ from typing import Any
 from attrs import evolve
 
 from harness import ConfigurationError
-from harness._schema import Schema
+from harness.extend import Schema
 
 from ._check_churn import CheckChurnSensor
 from ._context_pressure import ContextPressureSensor

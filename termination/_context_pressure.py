@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from attrs import frozen
 
-from harness import ConfigurationError, SensorReading, SessionStateSnapshot
-from harness._validate import check_positive
+from harness import ConfigurationError, SessionStateSnapshot
+from harness.extend import SensorReading, check_positive
 
 from ._sensors import Action, check_action, check_name, graded
 

@@ -18,8 +18,8 @@ from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from attrs import field, frozen
 
-from harness import ConfigurationError, SessionStateSnapshot, ToolOutcome
-from harness._validate import check_positive
+from harness import ConfigurationError, SessionStateSnapshot
+from harness.extend import ToolOutcome, check_positive
 
 from ._budget import Budget
 

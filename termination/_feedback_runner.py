@@ -16,8 +16,8 @@ from pathlib import Path
 
 from attrs import evolve, frozen
 
-from harness import Clock, ConfigurationError, HistoryView, Limit, Message, SessionStateSnapshot
-from harness._log import LibraryLogger
+from harness import ConfigurationError, Message, SessionStateSnapshot
+from harness.extend import Clock, HistoryView, LibraryLogger, Limit
 
 from ._budget import Budget
 from ._feedback import (

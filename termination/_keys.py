@@ -7,7 +7,7 @@ fails while a constructor argument has no key, or a key's default differs from t
 
 from __future__ import annotations
 
-from harness._schema import REQUIRED, Key, Schema, Variants
+from harness.extend import REQUIRED, Key, Schema, Variants
 
 from ._fingerprint import DEFAULT_IGNORE
 

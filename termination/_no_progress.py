@@ -7,7 +7,8 @@ from typing import Any
 
 from attrs import field, frozen
 
-from harness import ConfigurationError, Plan, SensorReading, SessionStateSnapshot
+from harness import ConfigurationError, Plan, SessionStateSnapshot
+from harness.extend import SensorReading
 
 from ._fingerprint import DEFAULT_IGNORE, WorkspaceScanner
 from ._sensors import Action, _threshold, check_action, check_name, graded

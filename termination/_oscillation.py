@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 from attrs import frozen
 
-from harness import ConfigurationError, SensorReading, SessionStateSnapshot, ToolCall
+from harness import ConfigurationError, SessionStateSnapshot, ToolCall
+from harness.extend import SensorReading
 
 from ._sensors import Action, _threshold, check_action, check_name, graded
 

@@ -8,22 +8,25 @@ from typing import Any
 
 from attrs import evolve, field, frozen
 
-from checks import AlwaysComplete, CompletionCheck, PreparesForRun
+from checks import AlwaysComplete, CompletionCheck, PreparesForRun, run_check
 from harness import (
-    CONTINUE,
-    Clock,
     Completed,
     ConfigurationError,
-    Decision,
     HaltReason,
-    Limit,
     Message,
     RejectionLimit,
-    SensorReading,
     SensorTripped,
     SessionStateSnapshot,
 )
-from harness._validate import check_positive, check_type
+from harness.extend import (
+    CONTINUE,
+    Clock,
+    Decision,
+    Limit,
+    SensorReading,
+    check_positive,
+    check_type,
+)
 
 from ._budget import Budget
 from ._feedback import FeedbackProviderConfig
@@ -271,26 +274,17 @@ class _PolicySession:
         readings: list[SensorReading],
         feedback: list[Message],
     ) -> HaltReason | None:
-        """Read the sensors that watch the check, with this rejection already recorded."""
+        """Read the sensors that watch the check, with the rejection's `reason`."""
         watchers = [s for s in self._sensors if isinstance(s, ReadsVerdicts)]
         if not watchers:
             return None
-        after = evolve(snapshot, check_reasons=(*snapshot.check_reasons, reason))
-        return _read(watchers, after, readings, feedback, verdict=True)
+        return _read(watchers, snapshot, readings, feedback, rejection=reason)
 
     async def check(self, snapshot: SessionStateSnapshot) -> str | None:
-        timeout = self._policy.check_timeout
-        name = type(self._check).__name__
-        try:
-            if timeout is None:
-                return _validated(await self._check.check(snapshot), name)
-            with self._clock.deadline_scope(self._clock.now() + timeout) as scope:
-                reason = await self._check.check(snapshot)
-        except Exception as exc:
-            return f"the completion check {name} failed with {type(exc).__name__}: {exc}"
-        if scope.cancelled_caught:
-            return f"the completion check {name} did not finish within {timeout:g}s"
-        return _validated(reason, name)
+        verdict = await run_check(
+            self._check, snapshot, time_limit=self._policy.check_timeout, clock=self._clock
+        )
+        return verdict.reason
 
 
 def _read(
@@ -299,11 +293,15 @@ def _read(
     readings: list[SensorReading],
     feedback: list[Message],
     *,
-    verdict: bool = False,
+    rejection: str | None = None,
 ) -> HaltReason | None:
-    """Read `sensors` in order, collecting warnings; the first halt stops and is returned."""
+    """Read `sensors` in order, collecting warnings; the first halt stops and is returned.
+
+    With `rejection`, the sensors are read with `read_verdict`, given the check's reason."""
     for sensor in sensors:
-        reading = sensor.read_verdict(snapshot) if verdict else sensor.read(snapshot)
+        reading = (
+            sensor.read(snapshot) if rejection is None else sensor.read_verdict(snapshot, rejection)
+        )
         if reading.status == "ok":
             continue
         reading = evolve(reading, sensor=sensor.name)
@@ -312,13 +310,3 @@ def _read(
             return SensorTripped(sensor.name, reading.message)
         feedback.append(Message.feedback(f"sensor:{sensor.name}", reading.message))
     return None
-
-
-def _validated(reason: Any, name: str) -> str | None:
-    if reason is None:
-        return None
-    if not isinstance(reason, str):
-        return f"the completion check {name} returned {reason!r} instead of None or a reason"
-    if not reason.strip():
-        return f"the completion check {name} returned an empty reason"
-    return reason

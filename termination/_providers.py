@@ -8,7 +8,7 @@ from typing import Any
 from attrs import field, frozen
 
 from harness import ConfigurationError, Plan, SessionStateSnapshot
-from harness._validate import check_positive
+from harness.extend import check_positive
 
 from ._feedback import Feedback, FeedbackContext, Observation, Severity
 from ._fingerprint import DEFAULT_IGNORE, WorkspaceScanner

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from attrs import frozen
 
-from harness import ConfigurationError, SensorReading, SessionStateSnapshot
+from harness import ConfigurationError, SessionStateSnapshot
+from harness.extend import SensorReading
 
 from ._check_churn import collapse_space, same_in_a_row
 from ._sensors import Action, _threshold, check_action, check_name, graded
@@ -63,7 +64,7 @@ class _BoundRepeatedClaim:
     def read(self, snapshot: SessionStateSnapshot) -> SensorReading:
         return _OK  # a claim is judged once the check has rejected it (read_verdict)
 
-    def read_verdict(self, snapshot: SessionStateSnapshot) -> SensorReading:
+    def read_verdict(self, snapshot: SessionStateSnapshot, reason: str) -> SensorReading:
         config = self._config
         claims = self._claims
         claims.append(collapse_space(snapshot.final_text or ""))

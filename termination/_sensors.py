@@ -9,8 +9,8 @@ Optional hooks a sensor may implement, each found by its method:
 
 - `BindsPerSession.bind()` hands each session a fresh instance (for memory of earlier turns);
 - `StartsSession.start(snapshot)` sees the session before its first model call (a baseline);
-- `ReadsVerdicts.read_verdict(snapshot)` is read again right after the completion check
-  rejects a claim, with that rejection already at the end of `snapshot.check_reasons`.
+- `ReadsVerdicts.read_verdict(snapshot, reason)` is read again right after the completion
+  check rejects a claim, with the rejection's `reason` (not yet in `snapshot.check_reasons`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from typing import Literal, Protocol, runtime_checkable
 
 from attrs import frozen
 
-from harness import ConfigurationError, SensorReading, SessionStateSnapshot
+from harness import ConfigurationError, SessionStateSnapshot
+from harness.extend import SensorReading
 
 Action = Literal["warn", "halt"]
 _OK = SensorReading.ok()
@@ -55,11 +56,12 @@ class StartsSession(Protocol):
 class ReadsVerdicts(Protocol):
     """A sensor read again right after the completion check rejects a claim of done.
 
-    The snapshot's `check_reasons` already ends with that rejection, so a sensor on the
-    check's history trips on the turn of the rejection rather than one model call later.
+    `reason` is that rejection; the snapshot's `check_reasons` are the verdicts before it.
+    A sensor on the check's history so trips on the turn of the rejection rather than one
+    model call later.
     """
 
-    def read_verdict(self, snapshot: SessionStateSnapshot) -> SensorReading: ...
+    def read_verdict(self, snapshot: SessionStateSnapshot, reason: str) -> SensorReading: ...
 
 
 def check_action(owner: str, action: object) -> None:

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from harness import Clock, Message, SessionStateSnapshot, SessionStore
+from harness import Message, SessionStateSnapshot
+from harness.extend import Clock, SessionStore
 
 
 def snapshot(

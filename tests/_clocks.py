@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 import trio.testing
 
-from harness import Clock, FakeClock, SystemClock
+from harness.extend import Clock, SystemClock
+from harness.testing import FakeClock
 
 CLOCK_BACKENDS = ["asyncio", "trio", "trio-mockclock"]
 

@@ -20,7 +20,8 @@ from typing import Any
 
 from attrs import field, frozen
 
-from harness import AnthropicClient, FakeClock, OpenAIClient, RetryPolicy
+from harness import AnthropicClient, OpenAIClient, RetryPolicy
+from harness.testing import FakeClock
 
 # Three attempts, waits of exactly 1 s then 2 s: tests read the waits off a FakeClock.
 RETRY = RetryPolicy(max_attempts=3, initial_wait=1.0, jitter=0.0)

@@ -6,7 +6,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness import FakeClock, Harness, ListSink, ScriptedModelClient, Tool, ToolCalled
+from harness import Harness, ScriptedModelClient, Tool, ToolCalled
+from harness.testing import FakeClock, ListSink
 from termination import TerminationPolicy
 
 

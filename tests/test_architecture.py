@@ -35,7 +35,55 @@ def test_imports_point_one_way(package: str) -> None:
     assert offenders == []
 
 
+def _private_imports(path: Path, own: str | None) -> list[str]:
+    """The imports in `path` of another package's private modules (``harness._x``), with lines."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules = [node.module]
+        else:
+            continue
+        for module in modules:
+            top, *rest = module.split(".")
+            if top in LAYERS and top != own and any(part.startswith("_") for part in rest):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {module}")
+    return found
+
+
 @pytest.mark.parametrize("package", LAYERS)
+def test_no_private_imports_across_packages(package: str) -> None:
+    """A package imports only another package's public modules (`harness`, `harness.extend`,
+    `checks.extend`...), never its private ones: what is shared is public, named for its
+    audience."""
+    offenders = [
+        hit
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for hit in _private_imports(path, package)
+    ]
+    assert offenders == []
+
+
+def test_pytest_plugin_uses_public_names_only() -> None:
+    """The pytest plugin is a client of the packages like any user's code."""
+    assert _private_imports(ROOT / "pytest_completion_harness.py", None) == []
+
+
+AUDIENCE_MODULES = [
+    "harness",
+    "harness.testing",
+    "harness.extend",
+    "checks",
+    "checks.extend",
+    "termination",
+    "termination.extend",
+    "strategies",
+]
+
+
+@pytest.mark.parametrize("package", AUDIENCE_MODULES)
 def test_all_is_sorted_and_complete(package: str) -> None:
     """Each package's `__all__` is sorted, names only real objects, and lists every public name."""
     module = importlib.import_module(package)
@@ -62,10 +110,56 @@ def test_no_asyncio_outside_backend_shims() -> None:
     assert offenders == []
 
 
-@pytest.mark.parametrize("package", LAYERS)
+@pytest.mark.parametrize("package", AUDIENCE_MODULES)
 def test_unknown_names_raise_attribute_error(package: str) -> None:
     """Lazy exports do not swallow typos: an unknown name is an AttributeError naming it."""
     module = importlib.import_module(package)
     with pytest.raises(AttributeError, match="no_such_name"):
         _ = module.no_such_name
     assert set(module.__all__) <= set(dir(module))
+
+
+def test_names_that_left_harness_warn_and_name_their_new_home() -> None:
+    """A name moved to `harness.testing` or `harness.extend` is still importable from `harness`
+    for one release, with a DeprecationWarning naming its new home, and is the same object."""
+    import harness
+
+    moved = dict(harness._MOVED)
+    assert moved, "nothing is marked as moved"
+    for name, home in moved.items():
+        assert name not in harness.__all__
+        new_home = importlib.import_module(home)
+        assert name in new_home.__all__, f"{home} does not export {name}"
+        with pytest.warns(
+            DeprecationWarning, match=rf"'harness\.{name}' has moved to '{home}\.{name}'"
+        ):
+            old = getattr(harness, name)
+        assert old is getattr(new_home, name)
+
+
+def test_the_top_level_namespace_is_for_users_of_the_loop() -> None:
+    """`harness` keeps what a user of the loop needs; the session, policy and schema internals
+    live in `harness.extend`, the fakes in `harness.testing`."""
+    import harness
+
+    assert len(harness.__all__) <= 70
+    for internal in ("Session", "PolicySession", "Schema", "FakeClock", "check_positive"):
+        assert internal not in harness.__all__
+
+
+def _public_names_block() -> str:
+    lines = []
+    for name in AUDIENCE_MODULES:
+        exported = importlib.import_module(name).__all__
+        lines.append(f"- `{name}` ({len(exported)}): " + ", ".join(f"`{n}`" for n in exported))
+    return "\n".join(lines)
+
+
+def test_readme_lists_the_public_names_of_each_module() -> None:
+    """The README's layout section lists every public name of every audience module, so a name
+    cannot become public (or stop being public) without the README saying so."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start, end = "<!-- public-names:start -->\n", "<!-- public-names:end -->"
+    listed = readme[readme.index(start) + len(start) : readme.index(end)].strip()
+    expected = _public_names_block()
+    assert listed == expected, f"replace the README's public-names block with:\n{expected}"

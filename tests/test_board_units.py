@@ -15,9 +15,9 @@ from _board_support import task_toml
 from checks import AnyOf, CommandCheck, FilesCheck, TestSuiteCheck
 from strategies.board import (
     AttemptInfo,
+    AttemptProgress,
     AttemptSpec,
     BoardStore,
-    Progress,
     classify,
     execute_attempt,
     read_attempt,
@@ -53,7 +53,7 @@ def test_a_transcript_sums_up_to_what_the_attempt_got_done(tmp_path: Path) -> No
     record = read_attempt(_transcript(tmp_path / "t.jsonl", events, torn='{"event": "tu'))
     assert record.halt is None
     assert record.progress.cost_usd == pytest.approx(0.03)
-    assert attrs.evolve(record.progress, cost_usd=0.03) == Progress(
+    assert attrs.evolve(record.progress, cost_usd=0.03) == AttemptProgress(
         iterations=1,
         turns=3,
         tool_calls=1,
@@ -76,22 +76,22 @@ def test_an_unknown_cost_stays_unknown_and_a_halt_is_read(tmp_path: Path) -> Non
 
 def test_progress_adds_up_across_interruptions() -> None:
     """Two interrupted attempts: their work adds, the newest reason wins."""
-    a = Progress(iterations=1, turns=2, cost_usd=0.5, last_reason="a")
-    b = Progress(iterations=1, turns=3, cost_usd=None, last_reason=None)
+    a = AttemptProgress(iterations=1, turns=2, cost_usd=0.5, last_reason="a")
+    b = AttemptProgress(iterations=1, turns=3, cost_usd=None, last_reason=None)
     total = a + b
     assert (total.iterations, total.turns, total.cost_usd, total.last_reason) == (2, 5, None, "a")
-    assert Progress.from_dict(total.to_dict()) == total
+    assert AttemptProgress.from_dict(total.to_dict()) == total
 
 
 def test_the_budget_left_after_an_interruption() -> None:
     """Each limit shrinks by what was used; a used-up one says so; none set, none changed."""
     budget = Budget(max_turns=10, max_total_tokens=1_000, max_wall_time=60.0)
-    left = remaining_budget(budget, Progress(turns=4, input_tokens=300, wall_time=15.0))
+    left = remaining_budget(budget, AttemptProgress(turns=4, input_tokens=300, wall_time=15.0))
     assert left == Budget(max_turns=6, max_total_tokens=700, max_wall_time=45.0)
-    assert remaining_budget(budget, Progress(turns=10)) == (
+    assert remaining_budget(budget, AttemptProgress(turns=10)) == (
         "budget exceeded before the interruption: max_turns used 10 of 10"
     )
-    assert remaining_budget(Budget(), Progress(turns=99)) == Budget()
+    assert remaining_budget(Budget(), AttemptProgress(turns=99)) == Budget()
 
 
 @pytest.mark.parametrize(
@@ -146,7 +146,7 @@ def test_the_pre_check_looks_inside_all_of_but_not_any_of() -> None:
     assert missing_command(TerminationPolicy(completion_check=either), None) is None
 
 
-def _spec(folder: Path, fixture: str, carry: Progress | None = None) -> AttemptSpec:
+def _spec(folder: Path, fixture: str, carry: AttemptProgress | None = None) -> AttemptSpec:
     """An attempt at the task in `folder`/t.toml, its agent replaying `fixture`."""
     task = load_task(folder / "t.toml")
     return AttemptSpec(
@@ -157,7 +157,7 @@ def _spec(folder: Path, fixture: str, carry: Progress | None = None) -> AttemptS
         model={"type": "fixture", "path": fixture},
         model_base=folder,
         workspace=folder,
-        carry=carry or Progress(),
+        carry=carry or AttemptProgress(),
     )
 
 
@@ -167,7 +167,7 @@ async def test_an_attempt_past_its_ralph_iterations_goes_to_review(tmp_path: Pat
     (tmp_path / "t.toml").write_text(
         task_toml("t", extra='[strategy]\ntype = "ralph"\nmax_iterations = 2')
     )
-    carry = Progress(iterations=2, turns=4, last_reason="t.txt is missing")
+    carry = AttemptProgress(iterations=2, turns=4, last_reason="t.txt is missing")
     outcome = await execute_attempt(_spec(tmp_path, "nope.jsonl", carry), lambda event: None)
     assert outcome.outcome == "review"
     assert outcome.message.endswith("the check still failed: t.txt is missing")

@@ -15,12 +15,8 @@ from hypothesis import strategies as st
 from harness import (
     BudgetExceeded,
     ConfigurationError,
-    FakeClock,
     FixtureUnconsumed,
     Harness,
-    ListSink,
-    ModelRequest,
-    ModelResponse,
     RunHalted,
     ScriptedModelClient,
     SessionStateSnapshot,
@@ -28,6 +24,8 @@ from harness import (
     Usage,
     tool,
 )
+from harness.extend import ModelRequest, ModelResponse
+from harness.testing import FakeClock, ListSink
 from termination import Budget, TerminationPolicy
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "loop"

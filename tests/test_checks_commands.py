@@ -15,7 +15,8 @@ import pytest
 from _checks_support import as_clock, snapshot
 
 from checks import CommandCheck, LocalSandbox, TestSuiteCheck, failing_tests
-from harness import ConfigurationError, FakeClock
+from harness import ConfigurationError
+from harness.testing import FakeClock
 
 pytestmark = pytest.mark.anyio
 

@@ -100,14 +100,15 @@ async def test_a_raising_child_is_a_reason_not_a_pass() -> None:
 
 @pytest.mark.anyio
 async def test_a_child_returning_a_non_string_or_blank_reason_fails_closed() -> None:
-    """A reason that is not a str, or is blank, still means "not complete"."""
+    """A reason that is not a str, or is blank, still means "not complete" (in the words
+    `run_check` uses for a top-level check)."""
     log: list[str] = []
     odd = AllOf.of(Fixed("a", 0, log))  # type: ignore[arg-type]
-    assert await odd.check(snapshot()) == "the completion check Fixed returned 0, not None or a str"
-    blank = AllOf.of(Fixed("a", "  ", log))
-    assert await blank.check(snapshot()) == (
-        "the completion check Fixed rejected the claim without a reason"
+    assert await odd.check(snapshot()) == (
+        "the completion check Fixed returned 0 instead of None or a reason"
     )
+    blank = AllOf.of(Fixed("a", "  ", log))
+    assert await blank.check(snapshot()) == "the completion check Fixed returned an empty reason"
 
 
 def test_operators_build_flat_values() -> None:

@@ -1,5 +1,5 @@
-"""`harness.run_process`: a child's whole process tree is gone when it returns, including what
-left its process group."""
+"""`harness.extend.run_process`: a child's whole process tree is gone when it returns, including
+what left its process group."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ from _processes import gone, running
 
 import harness._process as process_module
 from checks import CommandCheck, LocalSandbox
-from harness import Clock, ConfigurationError, FakeClock, ProcessResult, run_process
+from harness import ConfigurationError
+from harness.extend import Clock, ProcessResult, run_process
+from harness.testing import FakeClock
 
 
 def _clock(fake: object) -> Clock:

@@ -28,7 +28,6 @@ from checks import (
 )
 from harness import (
     Completed,
-    FakeClock,
     Harness,
     RunResult,
     ScriptedModelClient,
@@ -36,6 +35,7 @@ from harness import (
     update_plan,
     workspace_tools,
 )
+from harness.testing import FakeClock
 from termination import TerminationPolicy
 
 pytestmark = pytest.mark.anyio

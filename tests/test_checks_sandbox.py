@@ -21,7 +21,8 @@ from checks import (
     TestSuiteCheck,
     sandbox_by_name,
 )
-from harness import ConfigurationError, FakeClock
+from harness import ConfigurationError
+from harness.testing import FakeClock
 
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None,

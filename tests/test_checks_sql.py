@@ -9,7 +9,9 @@ import pytest
 from _checks_support import as_clock, snapshot
 
 from checks import SqlResult, SqlResultCheck, sqlite_query_tool
-from harness import ConfigurationError, FakeClock, SessionStore, Tool, ToolCall, ToolContext
+from harness import ConfigurationError, Tool, ToolCall, ToolContext
+from harness.extend import SessionStore
+from harness.testing import FakeClock
 
 pytestmark = pytest.mark.anyio
 

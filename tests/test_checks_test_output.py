@@ -14,7 +14,7 @@ from _checks_support import snapshot
 
 from checks import TestSuiteCheck, failing_tests
 from checks._test_output import SuiteOutput, read_output
-from harness import ProcessResult
+from harness.extend import ProcessResult
 
 SAMPLES = Path(__file__).resolve().parent.parent / "fixtures" / "test_output"
 

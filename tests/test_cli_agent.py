@@ -12,20 +12,9 @@ import anyio.to_thread
 import pytest
 from _processes import gone, running
 
-from harness import (
-    CliAgentClient,
-    Clock,
-    ConfigurationError,
-    FakeClock,
-    Harness,
-    ListSink,
-    Message,
-    ModelFailed,
-    ModelRequest,
-    ModelResponse,
-    TurnFinished,
-    render_prompt,
-)
+from harness import CliAgentClient, ConfigurationError, Harness, Message, ModelFailed, TurnFinished
+from harness.extend import Clock, ModelRequest, ModelResponse, render_prompt
+from harness.testing import FakeClock, ListSink
 from strategies import Ralph, SelfVerifying
 from termination import Budget, TerminationPolicy
 

@@ -24,7 +24,6 @@ from harness import (
     CheckFailed,
     Completed,
     IterationStarted,
-    ModelResponse,
     RunHalted,
     RunStarted,
     ToolCall,
@@ -33,6 +32,7 @@ from harness import (
     TurnStarted,
     Usage,
 )
+from harness.extend import ModelResponse
 from strategies._cli._live import CLEAR_DOWN, HIDE_CURSOR, SHOW_CURSOR, SPINNER, LiveProgress, fit
 from strategies._cli._progress import (
     PlainProgress,

@@ -12,16 +12,14 @@ from hypothesis import strategies as st
 
 from harness import (
     BudgetExceeded,
-    Clock,
-    FakeClock,
     Harness,
     IterationStarted,
-    ListSink,
     ScriptedModelClient,
     SessionStateSnapshot,
-    SystemClock,
     ToolContext,
 )
+from harness.extend import Clock, SystemClock
+from harness.testing import FakeClock, ListSink
 from strategies import Ralph
 from termination import Budget, TerminationPolicy
 

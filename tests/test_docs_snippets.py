@@ -93,7 +93,8 @@ def run(snippet: Snippet, folder: Path) -> subprocess.CompletedProcess[str]:
     if language == "python":
         script = folder / "snippet.py"
         script.write_text(snippet.code, encoding="utf-8")
-        argv = [sys.executable, str(script)]
+        # A deprecated name in the docs is an error: the docs show the current homes.
+        argv = [sys.executable, "-W", "error::DeprecationWarning", str(script)]
     else:
         argv = ["bash", "-c", snippet.code]
     return subprocess.run(

@@ -16,12 +16,10 @@ from harness import (
     CheckFailed,
     CheckPassed,
     Event,
-    FakeClock,
     FeedbackInjected,
     FixtureExhausted,
     Harness,
     IterationStarted,
-    ListSink,
     RunHalted,
     RunStarted,
     ScriptedModelClient,
@@ -35,6 +33,7 @@ from harness import (
     tool,
     workspace_tools,
 )
+from harness.testing import FakeClock, ListSink
 from strategies import SelfVerifying
 from termination import RepeatedToolCallSensor, TerminationPolicy
 

@@ -10,18 +10,17 @@ import pytest
 from structlog.testing import capture_logs
 
 from harness import (
-    FakeClock,
     FeedbackInjected,
     HaltReason,
     Harness,
-    ListSink,
-    Run,
     RunResult,
     ScriptedModelClient,
     SessionStateSnapshot,
     ToolContext,
     update_plan,
 )
+from harness.extend import Run
+from harness.testing import FakeClock, ListSink
 from termination import (
     Budget,
     DeadlineFeedback,

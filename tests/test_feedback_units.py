@@ -7,15 +7,8 @@ from typing import Any
 
 import pytest
 
-from harness import (
-    ConfigurationError,
-    Plan,
-    PlanStep,
-    SessionStateSnapshot,
-    ToolCall,
-    ToolOutcome,
-    Usage,
-)
+from harness import ConfigurationError, Plan, PlanStep, SessionStateSnapshot, ToolCall, Usage
+from harness.extend import ToolOutcome
 from termination import (
     Budget,
     BudgetFeedback,

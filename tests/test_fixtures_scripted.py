@@ -15,19 +15,21 @@ import pytest
 from harness import (
     BudgetExceeded,
     Completed,
-    FakeClock,
-    FixtureAssertionError,
     FixtureError,
     FixtureExhausted,
     FixtureUnconsumed,
     Harness,
-    ListSink,
     ModelFailed,
     ScriptedModelClient,
     SessionStateSnapshot,
-    fixture_from_transcript,
     read_transcript,
     workspace_tools,
+)
+from harness.testing import (
+    FakeClock,
+    FixtureAssertionError,
+    ListSink,
+    fixture_from_transcript,
     write_fixture,
 )
 from strategies import Ralph, SelfVerifying

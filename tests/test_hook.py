@@ -15,7 +15,8 @@ from typing import Any
 import attrs
 import pytest
 
-from harness import ConfigurationError, FakeClock
+from harness import ConfigurationError
+from harness.testing import FakeClock
 from strategies._cli import main
 from strategies._cli._claude_transcript import TAIL_BYTES, TranscriptError, last_answer
 from strategies._cli._hook import DEFAULT_TIME_LIMIT, claude_stop, register

@@ -19,7 +19,8 @@ DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo"
 # raises), in a fresh interpreter; SETUP is the application's own logging set-up, if any.
 PROGRAM = """
 import anyio, sys
-from harness import FakeClock, Harness, ScriptedModelClient
+from harness import Harness, ScriptedModelClient
+from harness.testing import FakeClock
 from termination import TerminationPolicy
 from checks import AlwaysComplete
 

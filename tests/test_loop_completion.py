@@ -17,9 +17,7 @@ from harness import (
     CheckFailed,
     CheckPassed,
     Completed,
-    FakeClock,
     Harness,
-    ListSink,
     Message,
     RejectionLimit,
     ScriptedModelClient,
@@ -27,6 +25,7 @@ from harness import (
     ToolContext,
 )
 from harness._clock import DeadlineScope
+from harness.testing import FakeClock, ListSink
 from termination import TerminationPolicy
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "loop"

@@ -16,26 +16,22 @@ from harness import (
     BudgetExceeded,
     Cancelled,
     CancelToken,
-    Clock,
     Completed,
     ConfigurationError,
-    FakeClock,
     Harness,
-    ListSink,
     Message,
     ModelFailed,
-    ModelRequest,
-    ModelResponse,
     RunHalted,
     RunResult,
     ScriptedModelClient,
     SessionStateSnapshot,
-    SystemClock,
     Tool,
     ToolContext,
     Usage,
     tool,
 )
+from harness.extend import Clock, ModelRequest, ModelResponse, SystemClock
+from harness.testing import FakeClock, ListSink
 from termination import Budget, TerminationPolicy
 
 anyio_backend = pytest.fixture(params=CLOCK_BACKENDS)(clock_backend)

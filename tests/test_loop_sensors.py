@@ -9,15 +9,14 @@ import pytest
 
 from harness import (
     BudgetExceeded,
-    FakeClock,
     Harness,
-    ListSink,
     ScriptedModelClient,
     SensorRead,
-    SensorReading,
     SensorTripped,
     SessionStateSnapshot,
 )
+from harness.extend import SensorReading
+from harness.testing import FakeClock, ListSink
 from termination import (
     Budget,
     ConsecutiveToolErrorsSensor,

@@ -14,9 +14,7 @@ import anyio.from_thread
 import pytest
 
 from harness import (
-    FakeClock,
     Harness,
-    ListSink,
     ScriptedModelClient,
     Tool,
     ToolCalled,
@@ -25,6 +23,7 @@ from harness import (
     Usage,
     tool,
 )
+from harness.testing import FakeClock, ListSink
 from termination import TerminationPolicy
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "loop"

@@ -20,9 +20,7 @@ from harness import (
     CheckFailed,
     ConfigurationError,
     Event,
-    FakeClock,
     Harness,
-    ListSink,
     OtelSink,
     RunStarted,
     ScriptedModelClient,
@@ -31,6 +29,7 @@ from harness import (
     TurnStarted,
     workspace_tools,
 )
+from harness.testing import FakeClock, ListSink
 from strategies import Ralph, SelfVerifying
 from strategies._cli import main
 from strategies._cli._telemetry import tracer_provider_from_env

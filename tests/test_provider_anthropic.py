@@ -11,16 +11,15 @@ from _provider_server import FakeProvider, FileCheck, Reply, anthropic_body, ant
 from harness import (
     AnthropicClient,
     ConfigurationError,
-    FakeClock,
     Harness,
     Message,
     ModelError,
     ModelFailed,
-    ModelRequest,
     ToolCall,
-    ToolSpec,
     write_file,
 )
+from harness.extend import ModelRequest, ToolSpec
+from harness.testing import FakeClock
 from termination import TerminationPolicy
 
 KEY = "sk-ant-loopback-0a1b2c3d4e5f"

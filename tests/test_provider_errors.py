@@ -21,17 +21,17 @@ from _provider_server import (
 from structlog.testing import capture_logs
 
 from harness import (
-    FakeClock,
     Harness,
     Message,
     ModelError,
     ModelFailed,
-    ModelRequest,
     RecordingModelClient,
     RetryPolicy,
     write_file,
 )
 from harness._providers._base import ProviderClient
+from harness.extend import ModelRequest
+from harness.testing import FakeClock
 from termination import TerminationPolicy
 
 KEY = "sk-loopback-redact-5e6f7a8b9c0d"

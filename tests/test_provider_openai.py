@@ -13,20 +13,19 @@ from structlog.testing import capture_logs
 
 from harness import (
     ConfigurationError,
-    FakeClock,
     Harness,
     Message,
     ModelError,
     ModelFailed,
     ModelPrice,
-    ModelRequest,
     OpenAIClient,
     RetryPolicy,
     ToolCall,
-    ToolSpec,
     Usage,
     write_file,
 )
+from harness.extend import ModelRequest, ToolSpec
+from harness.testing import FakeClock
 from termination import Budget, TerminationPolicy
 
 KEY = "sk-loopback-9f8e7d6c5b4a3210"

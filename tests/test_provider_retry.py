@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness import ConfigurationError, FakeClock, ModelError, RetryPolicy
+from harness import ConfigurationError, ModelError, RetryPolicy
 from harness._providers import retry_after_seconds
 from harness._providers._retry import call_with_retry
+from harness.testing import FakeClock
 
 pytestmark = pytest.mark.anyio
 

@@ -13,9 +13,10 @@ import pytest
 from _provider_server import FakeProvider, Reply, anthropic_body, openai_body
 from structlog.testing import capture_logs
 
-from harness import AnthropicClient, Message, ModelRequest, OpenAIClient
+from harness import AnthropicClient, Message, OpenAIClient
 from harness._providers._base import ProviderClient
 from harness._providers._loop_clients import LoopClients
+from harness.extend import ModelRequest
 
 KEY = "sk-loopback-reuse-1a2b3c"
 

@@ -10,14 +10,8 @@ from typing import Any
 import pytest
 from _provider_server import FakeProvider, Reply, openai_body, openai_client
 
-from harness import (
-    ConfigurationError,
-    Message,
-    ModelRequest,
-    OpenAIClient,
-    ToolSpec,
-    model_from_config,
-)
+from harness import ConfigurationError, Message, OpenAIClient, model_from_config
+from harness.extend import ModelRequest, ToolSpec
 
 pytestmark = pytest.mark.anyio
 

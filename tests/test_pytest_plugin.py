@@ -11,15 +11,8 @@ from pathlib import Path
 import pytest
 from _provider_server import Reply, fake_provider, openai_body
 
-from harness import (
-    BudgetExceeded,
-    CheckFailed,
-    Completed,
-    ListSink,
-    RunStarted,
-    ToolCall,
-    ToolCalled,
-)
+from harness import BudgetExceeded, CheckFailed, Completed, RunStarted, ToolCall, ToolCalled
+from harness.testing import ListSink
 from pytest_completion_harness import assert_events, assert_halted
 
 pytest_plugins = ["pytester"]

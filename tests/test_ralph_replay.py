@@ -13,15 +13,14 @@ from harness import (
     BudgetExceeded,
     Completed,
     ConfigurationError,
-    FakeClock,
     Harness,
     IterationStarted,
-    ListSink,
     ScriptedModelClient,
     SensorTripped,
     SessionStateSnapshot,
     workspace_tools,
 )
+from harness.testing import FakeClock, ListSink
 from strategies import Ralph, RalphCompletionUnmet
 from termination import Budget, RepeatedToolCallSensor, TerminationPolicy
 

@@ -15,10 +15,8 @@ from harness import (
     BudgetExceeded,
     ConfigurationError,
     Event,
-    FakeClock,
     FixtureUnconsumed,
     Harness,
-    ListSink,
     ModelClient,
     ModelFailed,
     OpenAIClient,
@@ -27,6 +25,7 @@ from harness import (
     ScriptedModelClient,
     write_file,
 )
+from harness.testing import FakeClock, ListSink
 from termination import Budget, TerminationPolicy
 
 KEY = "sk-recording-5e6f7a8b9c0d"

@@ -14,14 +14,9 @@ from typing import Any
 import anyio
 import pytest
 
-from harness import (
-    BudgetExceeded,
-    Completed,
-    FastForwardClock,
-    Harness,
-    SystemClock,
-    workspace_tools,
-)
+from harness import BudgetExceeded, Completed, Harness, workspace_tools
+from harness.extend import SystemClock
+from harness.testing import FastForwardClock
 from pytest_completion_harness import assert_halted
 from termination import Budget, TerminationPolicy
 

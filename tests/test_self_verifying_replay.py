@@ -13,17 +13,16 @@ from harness import (
     BudgetExceeded,
     Completed,
     ConfigurationError,
-    FakeClock,
     FixtureUnconsumed,
     Harness,
     IterationStarted,
-    ListSink,
     ScriptedModelClient,
     SessionStateSnapshot,
     VerdictReached,
     tool,
     workspace_tools,
 )
+from harness.testing import FakeClock, ListSink
 from strategies import SelfVerifyExhausted, SelfVerifying
 from termination import Budget, TerminationPolicy
 

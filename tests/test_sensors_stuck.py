@@ -9,9 +9,7 @@ import pytest
 
 from checks import CompletionCheck
 from harness import (
-    FakeClock,
     Harness,
-    ListSink,
     RunResult,
     ScriptedModelClient,
     SensorRead,
@@ -19,6 +17,7 @@ from harness import (
     SessionStateSnapshot,
     workspace_tools,
 )
+from harness.testing import FakeClock, ListSink
 from strategies import Ralph
 from termination import (
     Budget,

@@ -17,12 +17,11 @@ from harness import (
     Message,
     Plan,
     PlanStep,
-    SensorReading,
     SessionStateSnapshot,
     ToolCall,
-    ToolOutcome,
     Usage,
 )
+from harness.extend import SensorReading, ToolOutcome
 from termination import (
     CheckChurnSensor,
     ConsecutiveToolErrorsSensor,
@@ -284,7 +283,19 @@ def test_check_churn_judges_each_rejection_once() -> None:
     assert sensor.read(snap(reasons=["gap"])).status == "ok"
     assert sensor.read(snap(reasons=["gap", "gap"])).status == "warn"
     assert sensor.read(snap(reasons=["gap", "gap"])).status == "ok"
-    assert sensor.read_verdict(snap(reasons=["gap", "gap", "gap"])).status == "halt"
+    assert sensor.read_verdict(snap(reasons=["gap", "gap"]), "gap").status == "halt"
+    assert sensor.read(snap(reasons=["gap", "gap", "gap"])).status == "ok"
+
+
+def test_check_churn_reads_the_rejection_it_is_given() -> None:
+    """read_verdict judges the given reason after the snapshot's, and only the newest count."""
+    sensor = CheckChurnSensor(limit=3).bind()
+    many = ["old"] * 50 + ["gap", "gap"]
+    halted = sensor.read_verdict(snap(reasons=many), "gap")
+    assert halted.status == "halt"
+    assert halted.message.endswith("for the same reason: gap")
+    assert sensor.read_verdict(snap(reasons=[*many, "gap"]), "other").status == "ok"
+    assert repr(sensor) == "CheckChurnSensor(bound, judged=54, limit=3)"
 
 
 def test_check_churn_compares_normalised_reasons() -> None:
@@ -307,14 +318,14 @@ def test_repeated_claim_counts_identical_rejected_claims() -> None:
     """Each rejection is judged once; whitespace never matters; a different claim starts over."""
     sensor = RepeatedClaimSensor(limit=3, warn_at=2).bind()
     assert sensor.read(claim("done")).status == "ok"  # only a rejection is judged
-    assert sensor.read_verdict(claim("All done.")).status == "ok"
+    assert sensor.read_verdict(claim("All done."), "gap").status == "ok"
     assert sensor.read(claim("All done.")).status == "ok"
-    warned = sensor.read_verdict(claim("All\n  done. "))
+    warned = sensor.read_verdict(claim("All\n  done. "), "gap")
     assert warned.status == "warn"
     assert "word for word, 2 times in a row" in warned.message
-    assert sensor.read_verdict(claim("Now it is done.")).status == "ok"
-    assert sensor.read_verdict(claim("Now it is done.")).status == "warn"
-    halted = sensor.read_verdict(claim("Now it is done."))
+    assert sensor.read_verdict(claim("Now it is done."), "gap").status == "ok"
+    assert sensor.read_verdict(claim("Now it is done."), "gap").status == "warn"
+    halted = sensor.read_verdict(claim("Now it is done."), "gap")
     assert halted.status == "halt"
     assert halted.message.endswith("rejected it each time: 'Now it is done.'")
     assert repr(sensor) == "RepeatedClaimSensor(bound, remembered=3, limit=3)"
@@ -323,13 +334,13 @@ def test_repeated_claim_counts_identical_rejected_claims() -> None:
 def test_repeated_claim_names_an_empty_claim_and_can_only_warn() -> None:
     """Empty claims repeat too; with action="warn" reaching the limit warns instead of halting."""
     sensor = RepeatedClaimSensor(limit=2).bind()
-    sensor.read_verdict(claim(None))
-    halted = sensor.read_verdict(claim(""))
+    sensor.read_verdict(claim(None), "gap")
+    halted = sensor.read_verdict(claim(""), "gap")
     assert halted.status == "halt"
     assert halted.message.endswith("each time: an empty message")
     advisory = RepeatedClaimSensor(limit=2, action="warn").bind()
-    advisory.read_verdict(claim("done"))
-    assert advisory.read_verdict(claim("done")).status == "warn"
+    advisory.read_verdict(claim("done"), "gap")
+    assert advisory.read_verdict(claim("done"), "gap").status == "warn"
 
 
 def test_new_sensors_build_from_config_tables() -> None:

@@ -18,13 +18,9 @@ from harness import (
     CheckFailed,
     Completed,
     Event,
-    FakeClock,
     Harness,
-    ListSink,
     ScriptedModelClient,
-    SensorReading,
     SessionStateSnapshot,
-    SessionStore,
     StructlogSink,
     Tool,
     ToolCall,
@@ -38,6 +34,8 @@ from harness import (
 from harness._run import Run
 from harness._state import HistoryView
 from harness._tools import render_result
+from harness.extend import SensorReading, SessionStore
+from harness.testing import FakeClock, ListSink
 from strategies import Ralph
 from termination import Budget, TerminationPolicy
 

@@ -14,21 +14,17 @@ from _provider_server import FileCheck
 
 from harness import (
     Event,
-    FakeClock,
     Harness,
-    ListSink,
     ModelFailed,
-    ModelRequest,
-    ModelResponse,
     RecordingModelClient,
     RunResult,
     ScriptedModelClient,
     SinkFailed,
-    fixture_from_transcript,
     list_files,
     write_file,
-    write_fixture,
 )
+from harness.extend import ModelRequest, ModelResponse
+from harness.testing import FakeClock, ListSink, fixture_from_transcript, write_fixture
 from strategies._viewer import write_view
 from termination import TerminationPolicy
 

@@ -15,11 +15,12 @@ import checks
 import harness
 import termination
 from checks._config import CHECKS, SANDBOXES
-from harness import ConfigurationError, SensorReading, SessionStateSnapshot
+from harness import ConfigurationError, SessionStateSnapshot
 from harness._providers._config import MODELS
 from harness._providers._pricing import PRICE
 from harness._providers._retry import RETRY
 from harness._schema import REQUIRED, Key, Schema, Variants
+from harness.extend import SensorReading
 from strategies import Ralph, SelfVerifying
 from strategies._cli import main
 from strategies._cli._reference import COMMAND, render

@@ -16,10 +16,8 @@ from _tools_support import tool_results
 
 from harness import (
     ConfigurationError,
-    FakeClock,
     Harness,
     ScriptedModelClient,
-    SessionStore,
     Tool,
     ToolArgumentError,
     ToolCall,
@@ -27,6 +25,8 @@ from harness import (
     tool,
     workspace_tools,
 )
+from harness.extend import SessionStore
+from harness.testing import FakeClock
 from termination import TerminationPolicy
 
 

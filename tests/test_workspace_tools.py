@@ -23,8 +23,6 @@ from hypothesis import strategies as st
 import harness._builtin_tools as builtin
 import harness._workspace as workspace_module
 from harness import (
-    FakeClock,
-    SessionStore,
     ToolCall,
     ToolContext,
     WorkspaceEscape,
@@ -34,6 +32,8 @@ from harness import (
     workspace_tools,
     write_file,
 )
+from harness.extend import SessionStore
+from harness.testing import FakeClock
 
 
 def _context(workspace: Path) -> ToolContext:

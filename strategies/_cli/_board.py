@@ -22,7 +22,7 @@ import structlog
 
 from harness import ConfigurationError, EventSink, HarnessError
 
-from ._progress import Progress, is_live_terminal, open_progress
+from ._progress import ProgressDisplay, is_live_terminal, open_progress
 from ._run import _Stderr, logging_to_stderr
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ class _Writes(Protocol):
     def flush(self) -> None: ...
 
 
-class _Progress:
+class _BoardEventPrinter:
     """Prints each board event as one line on stderr (or on `out`)."""
 
     def __init__(self, out: _Writes | None = None) -> None:
@@ -129,7 +129,7 @@ class _Tracking:
     """Gives each running attempt a status line on the live display (an `AttemptWatcher`):
     labelled ``TASK#N``, fed by the attempt's run events, gone when the attempt is over."""
 
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: ProgressDisplay) -> None:
         self._progress = progress
         self._sinks: dict[AttemptInfo, EventSink] = {}
 
@@ -154,7 +154,7 @@ def handle_run(args: argparse.Namespace) -> int:
         return _run(args, progress)
 
 
-def _run(args: argparse.Namespace, progress: Progress | None) -> int:
+def _run(args: argparse.Namespace, progress: ProgressDisplay | None) -> int:
     from strategies.board import Board, BoardBusy
 
     stderr = _Stderr(progress)
@@ -176,7 +176,7 @@ def _run(args: argparse.Namespace, progress: Progress | None) -> int:
             state=args.state,
             engine=args.engine,
             ray_address=args.ray_address,
-            sinks=[] if args.quiet else [_Progress(stderr)],
+            sinks=[] if args.quiet else [_BoardEventPrinter(stderr)],
             watchers=watchers,
         )
     except ConfigurationError as exc:

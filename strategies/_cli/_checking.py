@@ -6,30 +6,18 @@ from pathlib import Path
 
 from attrs import frozen
 
-from harness import Clock, SessionStateSnapshot
-from harness._clock import SystemClock
-from termination import TerminationPolicy
+from checks import CheckVerdict, run_check
+from harness import SessionStateSnapshot
+from harness.extend import Clock, SystemClock
 
 from ._spec import Spec
-
-
-@frozen
-class Verdict:
-    """One check's verdict: `reason` is None when it passed."""
-
-    description: str
-    reason: str | None
-
-    @property
-    def passed(self) -> bool:
-        return self.reason is None
 
 
 @frozen
 class Checked:
     """The verdict of every check, in order, and whether the overall deadline cut them off."""
 
-    verdicts: tuple[Verdict, ...]
+    verdicts: tuple[CheckVerdict, ...]
     timed_out: bool = False
 
     @property
@@ -59,19 +47,16 @@ async def run_checks(
         now=clock.now(),
     )
     deadline = float("inf") if time_limit is None else clock.now() + time_limit
-    verdicts: list[Verdict] = []
+    timeout = spec.policy.check_timeout
+    verdicts: list[CheckVerdict] = []
     with clock.deadline_scope(deadline) as scope:
         for check in spec.checks:
-            policy = TerminationPolicy(
-                completion_check=check, check_timeout=spec.policy.check_timeout
-            )
-            reason = await policy.start_session(clock=clock).check(snapshot)
-            verdicts.append(Verdict(check.description(), reason))
+            verdicts.append(await run_check(check, snapshot, time_limit=timeout, clock=clock))
     if not scope.cancelled_caught:
         return Checked(tuple(verdicts))
     for i, check in enumerate(spec.checks[len(verdicts) :]):
         status = "did not finish" if i == 0 else "was not started"
         verdicts.append(
-            Verdict(check.description(), f"{status} within the checks' {time_limit:g}s deadline")
+            CheckVerdict(check, f"{status} within the checks' {time_limit:g}s deadline")
         )
     return Checked(tuple(verdicts), timed_out=True)

@@ -41,8 +41,8 @@ from typing import Any, Literal
 import anyio
 from attrs import frozen
 
-from harness import Clock, ConfigurationError
-from harness._validate import check_positive
+from harness import ConfigurationError
+from harness.extend import Clock, check_positive
 
 from ._checking import run_checks
 from ._claude_transcript import TranscriptError, last_answer

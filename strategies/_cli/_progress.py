@@ -7,7 +7,8 @@ The pieces, for `harness run` and for anything else that runs several at once (a
   tokens, cost, last tool, what it is doing now), and prints nothing.
 - A display, made by `open_progress(stream)`: `LiveProgress` (in `_live`) on a terminal,
   which keeps a status line per run redrawn in place and prints what happened above it, or
-  `PlainProgress` anywhere else, which prints one plain line per step. Both have the same API:
+  `PlainProgress` anywhere else, which prints one plain line per step. Both have the same
+  API, the `ProgressDisplay` protocol:
 
       with open_progress(sys.stderr) as progress:
           sink = progress.track(label="T-1", budget=policy.budget)  # one per run
@@ -48,7 +49,7 @@ from ._tracker import RunStatus, RunTracker, short
 
 __all__ = [
     "PlainProgress",
-    "Progress",
+    "ProgressDisplay",
     "ProgressPrinter",
     "RunStatus",
     "RunTracker",
@@ -92,7 +93,7 @@ def describe(event: Event) -> tuple[str, Tone] | None:
     return None
 
 
-class Progress(Protocol):
+class ProgressDisplay(Protocol):
     """What every display offers (see the module's docstring)."""
 
     def track(self, label: str = "", budget: Budget | None = None) -> EventSink: ...
@@ -101,7 +102,7 @@ class Progress(Protocol):
 
     def write(self, text: str) -> None: ...
 
-    def __enter__(self) -> Progress: ...
+    def __enter__(self) -> ProgressDisplay: ...
 
     def __exit__(
         self,
@@ -163,7 +164,7 @@ def is_live_terminal(stream: TextIO) -> bool:
     return tty and os.environ.get("TERM", "") not in ("dumb", "")
 
 
-def open_progress(stream: TextIO | None = None, *, live: bool | None = None) -> Progress:
+def open_progress(stream: TextIO | None = None, *, live: bool | None = None) -> ProgressDisplay:
     """The display for `stream` (stderr by default): live on a terminal, plain lines otherwise
     (`live` forces one or the other)."""
     out = stream if stream is not None else sys.stderr

@@ -12,12 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from checks._config import CHECKS, SANDBOXES
-from harness._providers._config import MODELS
-from harness._providers._pricing import PRICE
-from harness._providers._retry import RETRY
-from harness._reference import render_schema, render_variants
-from termination._keys import BUDGET, FEEDBACK, POLICY, SENSORS, TRIGGER
+from checks.extend import CHECKS, SANDBOXES
+from harness.extend import MODELS, PRICE, RETRY, render_schema, render_variants
+from termination.extend import BUDGET, FEEDBACK, POLICY, SENSORS, TRIGGER
 
 from .._config import STRATEGIES
 from ._spec import SPEC

@@ -25,19 +25,18 @@ from harness import (
     ConfigurationError,
     Event,
     EventSink,
-    FastForwardClock,
     FixtureError,
     Harness,
     ModelClient,
     RecordingModelClient,
     RunResult,
     SinkFailed,
-    SystemClock,
 )
-from harness._jsonl import check_output_file, dump_json
+from harness.extend import SystemClock, check_output_file, dump_json
+from harness.testing import FastForwardClock
 from termination import Budget, TerminationPolicy
 
-from ._progress import Progress, open_progress
+from ._progress import ProgressDisplay, open_progress
 from ._signals import SignalCancel
 from ._spec import Spec, load_spec
 from ._telemetry import otel_sink_for, tracer_provider_from_env
@@ -108,7 +107,7 @@ class _Stderr:
     """Whatever `sys.stderr` is at the moment of writing (tests swap it), or the live
     display's `write`, which prints above its panel."""
 
-    def __init__(self, progress: Progress | None = None) -> None:
+    def __init__(self, progress: ProgressDisplay | None = None) -> None:
         self._progress = progress
 
     def write(self, text: str) -> int:
@@ -123,7 +122,7 @@ class _Stderr:
 
 
 @contextmanager
-def logging_to_stderr(verbose: bool, progress: Progress | None = None) -> Iterator[None]:
+def logging_to_stderr(verbose: bool, progress: ProgressDisplay | None = None) -> Iterator[None]:
     """Structured logs go to stderr for the command's duration: warnings by default, every
     event with --verbose. The caller's structlog configuration is restored afterwards (or none,
     so that the library is silent again in a process that had not configured structlog)."""
@@ -178,7 +177,7 @@ class _Temporary:
             )
 
 
-def _handle(args: argparse.Namespace, progress: Progress | None) -> Outcome:
+def _handle(args: argparse.Namespace, progress: ProgressDisplay | None) -> Outcome:
     temporary = _Temporary(keep=args.keep_workspace)
     try:
         return _run_spec(args, progress, temporary)
@@ -187,7 +186,7 @@ def _handle(args: argparse.Namespace, progress: Progress | None) -> Outcome:
 
 
 def _run_spec(
-    args: argparse.Namespace, progress: Progress | None, temporary: _Temporary
+    args: argparse.Namespace, progress: ProgressDisplay | None, temporary: _Temporary
 ) -> Outcome:
     out = sys.stderr if args.json else sys.stdout
     workspace: Path | None = None

@@ -18,25 +18,22 @@ from typing import Any
 from attrs import frozen
 
 from checks import AllOf, CompletionCheck, check_from_config
-from checks._config import CHECKS
+from checks.extend import CHECKS
 from harness import (
     ConfigurationError,
     ModelClient,
-    Strategy,
     Tool,
     list_files,
+    model_from_config,
     read_file,
     update_plan,
     write_file,
 )
-from harness._providers import model_from_config
-from harness._providers._config import MODELS
-from harness._schema import REQUIRED, Key, Schema
-from harness._validate import check_positive
+from harness.extend import MODELS, REQUIRED, Key, Schema, Strategy, check_positive
 from strategies._config import STRATEGIES, strategy_from_config
 from strategies._self_verifying import SelfVerifying
 from termination import Budget, TerminationPolicy, feedback_from_config, sensor_from_config
-from termination._keys import BUDGET, FEEDBACK, POLICY, SENSORS
+from termination.extend import BUDGET, FEEDBACK, POLICY, SENSORS
 
 BUILTIN_TOOLS: dict[str, Tool] = {
     t.name: t for t in (read_file, list_files, write_file, update_plan)

@@ -11,13 +11,15 @@ The task file format, ``board.toml``, the statuses, the database and the engines
 described in the modules' docstrings and in the README's "Task board" section.
 """
 
+import warnings as _warnings
+
 from ._attempt import AttemptOutcome, AttemptSpec, AttemptWatcher, classify, execute_attempt
 from ._board import Board, BoardResult, board_state, open_store
 from ._config import Agent, AttemptInfo, BoardConfig, BoardSettings, load_config, pool
 from ._engine import Engine, LocalEngine
 from ._events import KINDS, BoardEvent, BoardSink, StructlogBoardSink
 from ._lock import BoardBusy, holder
-from ._progress import AttemptRecord, Progress, read_attempt
+from ._progress import AttemptProgress, AttemptRecord, read_attempt
 from ._ray import RayEngine
 from ._records import STATUSES, AttemptState, TaskState
 from ._store import BoardStore
@@ -27,6 +29,7 @@ __all__ = [
     "Agent",
     "AttemptInfo",
     "AttemptOutcome",
+    "AttemptProgress",
     "AttemptRecord",
     "AttemptSpec",
     "AttemptState",
@@ -44,7 +47,6 @@ __all__ = [
     "Engine",
     "KINDS",
     "LocalEngine",
-    "Progress",
     "RayEngine",
     "STATUSES",
     "StructlogBoardSink",
@@ -61,3 +63,16 @@ __all__ = [
     "pool",
     "read_attempt",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # Old names, importable for one release with a DeprecationWarning naming the new one.
+    if name == "Progress":
+        _warnings.warn(
+            "strategies.board.Progress is deprecated and will be removed in the next release; "
+            "use strategies.board.AttemptProgress",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return AttemptProgress
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

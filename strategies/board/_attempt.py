@@ -37,13 +37,13 @@ from harness import (
     RunResult,
     model_from_config,
 )
-from harness._log import LibraryLogger
+from harness.extend import LibraryLogger
 from termination import Budget, TerminationPolicy
 
 from .._cli._spec import Spec, spec_from_table
 from .._ralph import Ralph
 from ._config import AttemptInfo, ModelSource
-from ._progress import Progress
+from ._progress import AttemptProgress
 
 Outcome = Literal["complete", "review", "failed", "retry"]
 TRANSIENT = frozenset({"rate_limit", "server", "timeout", "connection"})
@@ -63,7 +63,7 @@ class AttemptSpec:
     model: ModelSource = field(eq=False)
     model_base: Path | None
     workspace: Path | None
-    carry: Progress = Progress()
+    carry: AttemptProgress = AttemptProgress()
     check_first: bool = False
     spec: Spec | None = field(default=None, eq=False, repr=False)
     """The task's spec, already built (in the board's process); else built from `table`."""
@@ -210,7 +210,7 @@ def build_model(spec: AttemptSpec) -> ModelClient:
     return model_from_config(dict(source), where=where, base=spec.model_base)
 
 
-_LIMITS: dict[str, Callable[[Progress], float | None]] = {
+_LIMITS: dict[str, Callable[[AttemptProgress], float | None]] = {
     "max_turns": lambda p: p.turns,
     "max_tool_calls": lambda p: p.tool_calls,
     "max_input_tokens": lambda p: p.input_tokens,
@@ -221,7 +221,7 @@ _LIMITS: dict[str, Callable[[Progress], float | None]] = {
 }
 
 
-def remaining_budget(budget: Budget, carry: Progress) -> Budget | str:
+def remaining_budget(budget: Budget, carry: AttemptProgress) -> Budget | str:
     """`budget` less what interrupted attempts used, or why nothing is left."""
     changes: dict[str, Any] = {}
     for name, used_of in _LIMITS.items():

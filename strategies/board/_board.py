@@ -25,9 +25,8 @@ import anyio
 import anyio.to_thread
 from attrs import define, evolve, field, frozen
 
-from harness import ConfigurationError, EventSink, EventStream
-from harness._log import LibraryLogger
-from harness._streaming import stream_events
+from harness import ConfigurationError, EventSink
+from harness.extend import EventStream, LibraryLogger, stream_events
 
 from ._attempt import AttemptOutcome, AttemptSpec, AttemptWatcher
 from ._config import (

@@ -37,7 +37,7 @@ from typing import Any, Literal
 from attrs import field, frozen
 
 from harness import ConfigurationError, ModelClient
-from harness._validate import check_positive
+from harness.extend import check_positive
 
 from ._tasks import BoardConfigError
 

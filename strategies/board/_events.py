@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_chec
 
 from attrs import asdict, frozen
 
-from harness._log import LibraryLogger
+from harness.extend import LibraryLogger
 
 if TYPE_CHECKING:
     pass

@@ -19,7 +19,7 @@ from attrs import asdict, frozen
 
 
 @frozen
-class Progress:
+class AttemptProgress:
     """Work done by interrupted attempts, carried into the next one: budgets count it, and a
     Ralph task resumes after its completed iterations."""
 
@@ -32,11 +32,11 @@ class Progress:
     wall_time: float = 0.0
     last_reason: str | None = None
 
-    def __add__(self, other: Progress) -> Progress:
+    def __add__(self, other: AttemptProgress) -> AttemptProgress:
         cost = None
         if self.cost_usd is not None and other.cost_usd is not None:
             cost = self.cost_usd + other.cost_usd
-        return Progress(
+        return AttemptProgress(
             iterations=self.iterations + other.iterations,
             turns=self.turns + other.turns,
             tool_calls=self.tool_calls + other.tool_calls,
@@ -49,13 +49,13 @@ class Progress:
 
     @property
     def empty(self) -> bool:
-        return self == Progress()
+        return self == AttemptProgress()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> Progress:
+    def from_dict(cls, data: Mapping[str, Any] | None) -> AttemptProgress:
         return cls(**data) if data else cls()
 
 
@@ -63,7 +63,7 @@ class Progress:
 class AttemptRecord:
     """An attempt's transcript, summed up: its own progress, and its halt if it got that far."""
 
-    progress: Progress
+    progress: AttemptProgress
     halt: dict[str, Any] | None = None
     verified: bool = False
 
@@ -74,7 +74,7 @@ def read_attempt(path: str | Path) -> AttemptRecord:
     try:
         lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
     except FileNotFoundError:
-        return AttemptRecord(Progress())
+        return AttemptRecord(AttemptProgress())
     turns = tool_calls = input_tokens = output_tokens = 0
     cost: float | None = 0.0
     wall = 0.0
@@ -114,7 +114,7 @@ def read_attempt(path: str | Path) -> AttemptRecord:
             reason = event.get("reason")
             halt = reason if isinstance(reason, dict) else {"type": str(reason)}
             verified = event.get("verified") is True
-    progress = Progress(
+    progress = AttemptProgress(
         iterations=len(completed),
         turns=turns,
         tool_calls=tool_calls,

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from attrs import frozen
 
 from ._events import BoardEvent
-from ._progress import Progress
+from ._progress import AttemptProgress
 
 Status = Literal["pending", "blocked", "in_progress", "complete", "review", "failed"]
 STATUSES: tuple[Status, ...] = (
@@ -31,7 +31,7 @@ class Claim:
     task: str
     number: int
     agent: str
-    carry: Progress
+    carry: AttemptProgress
     transcript: Path
 
 
@@ -95,7 +95,7 @@ class AttemptState:
     ended_at: float | None
     outcome: str | None
     message: str | None
-    resume: Progress
+    resume: AttemptProgress
     transcript: Path
 
 
@@ -154,7 +154,7 @@ class BoardReader:
                 ended_at=r["ended_at"],
                 outcome=r["outcome"],
                 message=r["message"],
-                resume=Progress.from_dict(json.loads(r["resume"])),
+                resume=AttemptProgress.from_dict(json.loads(r["resume"])),
                 transcript=Path(r["transcript"]),
             )
             for r in rows

@@ -25,7 +25,7 @@ from typing import Any
 
 from ._attempt import AttemptOutcome, classify
 from ._events import BoardEvent, Kind
-from ._progress import Progress, read_attempt
+from ._progress import AttemptProgress, read_attempt
 from ._records import FINISHED, BoardReader, Claim, OpenAttempt, Status
 from ._schema import connect
 from ._tasks import BoardConfigError, BoardTask
@@ -172,10 +172,10 @@ class BoardStore(BoardReader):
                     turns=record.progress.turns,
                     tool_calls=record.progress.tool_calls,
                 )
-                claim = Claim(task, number, agent, Progress(), Path(row["transcript"]))
+                claim = Claim(task, number, agent, AttemptProgress(), Path(row["transcript"]))
                 self._finish(claim, outcome, owner=owner, max_attempts=max_attempts, now=now)
                 continue
-            carried = Progress.from_dict(json.loads(row["resume"])) + record.progress
+            carried = AttemptProgress.from_dict(json.loads(row["resume"])) + record.progress
             self._db.execute(
                 "UPDATE attempts SET ended_at = ?, outcome = 'interrupted', message = ?, "
                 "turns = ?, tool_calls = ? WHERE task_id = ? AND number = ?",
@@ -254,7 +254,11 @@ class BoardStore(BoardReader):
                 ).fetchone()
                 return None if busy else FINISHED
             task, number = row["id"], row["attempts"] + 1
-            carry = Progress.from_dict(json.loads(row["carry"])) if row["carry"] else Progress()
+            carry = (
+                AttemptProgress.from_dict(json.loads(row["carry"]))
+                if row["carry"]
+                else AttemptProgress()
+            )
             transcript = self.transcripts / f"{task}.{number}.jsonl"
             self._db.execute(
                 "UPDATE tasks SET status = 'in_progress', attempts = ?, owner = ?, agent = ?, "

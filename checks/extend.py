@@ -1,0 +1,20 @@
+"""What extenders of `checks` need: the descriptions of the config tables a spec's
+``[[checks]]`` and sandboxes accept (`CHECKS`, `SANDBOXES`), for loaders and the spec reference.
+
+They load on first use, so importing `checks` does not pay for them.
+"""
+
+import typing
+
+from harness.extend import lazy_exports as _lazy_exports
+
+from ._protocol import CompletionCheck, PreparesForRun
+
+if typing.TYPE_CHECKING:
+    from ._config import CHECKS, SANDBOXES
+
+__getattr__, __dir__ = _lazy_exports(
+    __name__, globals(), {"CHECKS": "checks._config", "SANDBOXES": "checks._config"}
+)
+
+__all__ = ["CHECKS", "CompletionCheck", "PreparesForRun", "SANDBOXES"]
