@@ -26,7 +26,6 @@ from harness import (
     Event,
     EventSink,
     FixtureError,
-    Harness,
     ModelClient,
     RecordingModelClient,
     RunResult,
@@ -36,9 +35,9 @@ from harness.extend import SystemClock, check_output_file, dump_json
 from harness.testing import FastForwardClock
 from termination import Budget, TerminationPolicy
 
+from .._spec import Spec, load_spec
 from ._progress import ProgressDisplay, open_progress
 from ._signals import SignalCancel
-from ._spec import Spec, load_spec
 from ._telemetry import otel_sink_for, tracer_provider_from_env
 
 EXIT_VERIFIED = 0
@@ -196,12 +195,15 @@ def _run_spec(
     try:
         if args.backend == "trio":
             require_trio()
-        spec = load_spec(args.spec)
-        if args.replay is not None:
+        if args.replay is None:
+            spec = load_spec(args.spec)  # for a run: it has a prompt and a [model]
+        else:
             if args.record is not None:
                 return _error("--record and --replay cannot be combined: record a real model")
-            spec = replaying(spec, args.replay)
-        prompt = spec.require_run()
+            # The recording is the model: the spec needs a prompt, not a [model].
+            spec = replaying(load_spec(args.spec, purpose="task"), args.replay)
+        prompt = spec.prompt
+        assert prompt is not None  # a spec loaded for a run or a task has one
         policy = with_overrides(spec.policy, max_turns=args.max_turns, wall=args.max_wall_time)
         capped = not policy.budget.bounded  # an unattended run is never unbounded
         if capped:
@@ -234,18 +236,13 @@ def _run_spec(
         if args.otel:
             provider = tracer_provider_from_env()
             sinks.append(otel_sink(spec, provider))
-        harness = Harness(
+        harness = spec.harness(
             model=model,
-            policy=policy,
-            tools=spec.tools,
-            strategy=spec.build_strategy(wrap_model=wrap),
             workspace=workspace,
-            system_prompt=spec.system_prompt,
+            policy=policy,
             sinks=sinks,
             transcript=transcript,
-            tool_timeout=spec.tool_timeout,
-            done_tool=spec.done_tool,
-            context_window=spec.context_window,
+            wrap_model=wrap,
             # A replay fast-forwards unless asked: recorded delays take no time, and
             # wall-time budgets read the recorded time, so the replay halts where the run did.
             clock=SystemClock() if args.realtime or not replays_only(spec) else FastForwardClock(),
