@@ -142,3 +142,22 @@ def test_harness_run_replays_hour_long_delays_at_once(tmp_path: Path) -> None:
     outcome = json.loads(done.stdout)
     assert outcome["verified"] is True
     assert outcome["elapsed"] >= 2 * HOUR
+
+
+@pytest.mark.anyio
+async def test_a_harness_from_a_spec_replays_fast_too(
+    harness_fixture: Callable[..., Harness], tmp_path: Path
+) -> None:
+    """`harness_fixture(path, spec=...)` builds the spec's harness on the same fast clock."""
+    fixture = _fixture(tmp_path / "slow.jsonl", SLOW, HOUR)
+    (tmp_path / "ws").mkdir()
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        'workspace = "ws"\n[budget]\nmax_turns = 5\n[[checks]]\ntype = "always_complete"\n'
+    )
+    harness = harness_fixture(fixture, spec=spec)
+    assert isinstance(harness.clock, FastForwardClock)
+    with anyio.fail_after(30):
+        result = await harness.run("write a.txt")
+    assert_halted(result, Completed)
+    assert result.elapsed >= 2 * HOUR
