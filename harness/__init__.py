@@ -65,6 +65,7 @@ from ._transcript import RunTally, TranscriptReader
 from ._workspace import WorkspaceEscape, open_in_workspace, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
+    from ._agent_clients import CursorAgentClient, GeminiCliClient, OpenCodeClient
     from ._builtin_tools import list_files, read_file, workspace_tools, write_file
     from ._cli_agent import CliAgentClient
     from ._otel import OtelSink
@@ -87,6 +88,9 @@ _LAZY = {
     "workspace_tools": "._builtin_tools",
     "write_file": "._builtin_tools",
     "CliAgentClient": "._cli_agent",
+    "CursorAgentClient": "._agent_clients",
+    "GeminiCliClient": "._agent_clients",
+    "OpenCodeClient": "._agent_clients",
     "OtelSink": "._otel",
     "Plan": "._plan",
     "PlanStep": "._plan",
@@ -162,6 +166,7 @@ __all__ = [
     "CliAgentClient",
     "Completed",
     "ConfigurationError",
+    "CursorAgentClient",
     "DEFAULT_SYSTEM_PROMPT",
     "Event",
     "EventSink",
@@ -170,6 +175,7 @@ __all__ = [
     "FixtureError",
     "FixtureExhausted",
     "FixtureUnconsumed",
+    "GeminiCliClient",
     "HaltReason",
     "Harness",
     "HarnessError",
@@ -181,6 +187,7 @@ __all__ = [
     "ModelFailed",
     "ModelPrice",
     "OpenAIClient",
+    "OpenCodeClient",
     "OtelSink",
     "Plan",
     "PlanStep",
