@@ -130,20 +130,27 @@ def _finish_recordings(request: pytest.FixtureRequest, pending: list[tuple[Path,
 
 @pytest.fixture
 def harness_fixture(
-    request: pytest.FixtureRequest, harness_model: Callable[..., ModelClient]
+    request: pytest.FixtureRequest,
+    harness_model: Callable[..., ModelClient],
+    harness_recording: bool,
 ) -> Iterator[Callable[..., Harness]]:
-    """A factory: ``harness_fixture(path, *, record=None, spec=None, **harness_options)`` is a
-    `Harness` whose model is ``harness_model(path, record=record)``.
+    """A factory: ``harness_fixture(path, *, record=None, spec=None, realtime=False,
+    **harness_options)`` is a `Harness` whose model is ``harness_model(path, record=record)``.
 
     With ``spec`` (a run spec's path, relative to the test file) the harness is the spec's
     (`Spec.harness`: its tools, policy, strategy, workspace, ...), and the keywords replace
-    the spec's ``policy``, ``strategy``, ``workspace``, ``sinks`` or ``transcript``; the spec
-    needs no ``[model]`` or prompt (the fixture is the model, the test gives the task).
+    the spec's ``policy``, ``strategy``, ``workspace``, ``sinks``, ``transcript`` or ``clock``;
+    the spec needs no ``[model]`` or prompt (the fixture is the model, the test gives the task).
     Without one, every keyword goes to `Harness` (``tools``, ``policy``, ``strategy``,
     ``workspace``, ...), and without a ``policy`` the run has no budget and the agent's claim
-    of done is accepted (`AlwaysComplete`). The harness keeps its runs' events for
-    `assert_events`."""
+    of done is accepted (`AlwaysComplete`). A replay runs on a `FastForwardClock`, so the
+    fixture's recorded delays take no time, unless ``realtime=True`` (the system clock, at the
+    recorded pace), a ``clock`` is given, or the test records. The harness keeps its runs'
+    events for `assert_events`."""
     from harness import Harness
+
+    def recording(record: Callable[[], ModelClient] | None) -> bool:
+        return harness_recording and record is not None
 
     runs: list[_RunLog] = []
 
@@ -152,8 +159,15 @@ def harness_fixture(
         *,
         record: Callable[[], ModelClient] | None = None,
         spec: str | os.PathLike[str] | None = None,
+        realtime: bool = False,
         **options: Any,
     ) -> Harness:
+        if "clock" not in options and not realtime and not recording(record):
+            # Recorded delays take no time; wall-time budgets count them, so the replay halts
+            # where the recording did, and real work (tools, checks) keeps real deadlines.
+            from harness.testing import FastForwardClock
+
+            options["clock"] = FastForwardClock()
         log = _RunLog()
         runs.append(log)
         options["sinks"] = [*options.get("sinks", ()), log]

@@ -12,7 +12,7 @@ from attrs import Factory, define, field, frozen
 
 from harness import SessionStateSnapshot, WorkspaceEscape, resolve_in_workspace
 from harness.checkpoints import WorkProgress
-from harness.extend import check_positive
+from harness.extend import check_positive, of_type
 
 from ._compose import Combinable
 from ._progress import Assessment
@@ -143,7 +143,9 @@ class FeatureListCheck(Combinable):
 
     # Reads one small JSON file with plain file I/O, as `prepare` does: nothing to wait for.
 
-    path: str = "feature_list.json"
+    path: str = field(
+        default="feature_list.json", validator=of_type(str, "a path in the workspace, as a string")
+    )
     max_runs: int = field(default=DEFAULT_MAX_RUNS, converter=_max_runs)
     _baselines: _Baselines = field(
         init=False,

@@ -26,7 +26,7 @@ from ._run_state import RunConfig
 from ._state import SessionStateSnapshot
 from ._streaming import EventStream, stream_events
 from ._tools import Tool, as_tools
-from ._validate import check_positive
+from ._validate import check_positive, check_type, got
 from ._verification import BaselineRecorded, ProtectedPathsRecorded
 
 
@@ -73,6 +73,17 @@ class Harness:
         if not isinstance(self.strategy, Strategy):
             raise ConfigurationError(f"'strategy' must be a Strategy (got {self.strategy!r})")
         check_positive("tool_timeout", self.tool_timeout)
+        check_type("workspace", self.workspace, (str, os.PathLike), "a path", allow_none=True)
+        check_type("transcript", self.transcript, (str, os.PathLike), "a path", allow_none=True)
+        check_type("system_prompt", self.system_prompt, str, "a string", allow_none=True)
+        check_type("done_tool", self.done_tool, bool, "True or False")
+        check_type("clock", self.clock, Clock, "a Clock (SystemClock(), FakeClock(), ...)")
+        check_type("sinks", self.sinks, (list, tuple), "a list of event sinks")
+        for index, sink in enumerate(self.sinks):
+            if not callable(getattr(sink, "emit", None)):
+                raise ConfigurationError(
+                    f"sinks[{index}] must be an event sink, with emit(event) (got {got(sink)})"
+                )
         check_positive("context_window", self.context_window, integer=True, allow_none=True)
         self._tools = as_tools(self.tools)
         # Protocols asked once, not per run: on Python 3.11 each question costs ~10 µs.

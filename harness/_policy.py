@@ -146,6 +146,11 @@ class Policy(Protocol):
         """True when a cost budget is set, so every model call must report its price."""
         ...
 
+    @property
+    def bounded(self) -> bool:
+        """True when some budget limit caps the run (turns, tool calls, tokens, cost, time)."""
+        ...
+
     def description(self) -> str:
         """What "done" means, told to the agent at the start of every session."""
         ...

@@ -38,7 +38,7 @@ from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
 from ._streaming import EventStream, stream_events
 from ._tools import as_tools
 from ._transcript import UnknownEvent, UnknownHalt
-from ._validate import check_positive, positive
+from ._validate import check_positive, check_type, of_type, positive
 from ._workspace import open_in_workspace, remove_tree, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
@@ -131,10 +131,12 @@ __all__ = [
     "as_tools",
     "check_output_file",
     "check_positive",
+    "check_type",
     "dump_json",
     "dump_line",
     "get_logger",
     "lazy_exports",
+    "of_type",
     "open_in_workspace",
     "positive",
     "read_regular_file",

@@ -19,7 +19,7 @@ from harness import (
     Tool,
     VerdictReached,
 )
-from harness.extend import Run, as_tools, check_positive
+from harness.extend import Run, as_tools, check_positive, check_type
 from termination import Budget
 
 from ._reasons import SelfVerifyExhausted
@@ -59,6 +59,8 @@ class SelfVerifying:
 
     def __attrs_post_init__(self) -> None:
         check_positive("max_rounds", self.max_rounds, integer=True)
+        check_type("evaluator_prompt", self.evaluator_prompt, str, "a string (the system prompt)")
+        check_type("evaluator_budget", self.evaluator_budget, Budget, "a Budget", allow_none=True)
         if not isinstance(self.evaluator_must_use_tools, bool):
             raise ConfigurationError(
                 "'evaluator_must_use_tools' must be true or false "
@@ -67,7 +69,9 @@ class SelfVerifying:
         if not callable(getattr(self.evaluator, "complete", None)):
             raise ConfigurationError(f"'evaluator' must be a ModelClient (got {self.evaluator!r})")
         if self.evaluator_tools is not None:
-            object.__setattr__(self, "_tools", as_tools(self.evaluator_tools))
+            object.__setattr__(
+                self, "_tools", as_tools(self.evaluator_tools, name="evaluator_tools")
+            )
 
     async def run(self, run: Run) -> HaltReason:
         tools = self._evaluator_tools(run)

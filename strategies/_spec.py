@@ -44,7 +44,16 @@ from harness import (
     write_file,
 )
 from harness.checkpoints import Checkpointing
-from harness.extend import MODELS, REQUIRED, Key, Schema, Strategy, check_positive
+from harness.extend import (
+    MODELS,
+    REQUIRED,
+    Clock,
+    Key,
+    Schema,
+    Strategy,
+    SystemClock,
+    check_positive,
+)
 from termination import Budget, TerminationPolicy, feedback_from_config, sensor_from_config
 from termination.extend import BUDGET, FEEDBACK, POLICY, SENSORS
 
@@ -202,12 +211,15 @@ class Spec:
         sinks: Sequence[EventSink] = (),
         transcript: Path | None = None,
         wrap_model: Callable[[ModelClient, str], ModelClient] | None = None,
+        clock: Clock | None = None,
+        logger: Any = None,
     ) -> Harness:
         """The `Harness` this spec describes; each keyword replaces the spec's own.
 
         `model` defaults to a fresh client from ``[model]``, `strategy` to a fresh one from
         ``[strategy]`` (`wrap_model(client, role)` may wrap the extra model it uses, such as a
-        recording of the evaluator), `workspace` and `transcript` to the spec's.
+        recording of the evaluator), `workspace` and `transcript` to the spec's; `clock` and
+        `logger` to the harness's own defaults (the system clock, the library's logger).
         """
         return Harness(
             model=model if model is not None else self.build_model(),
@@ -222,6 +234,8 @@ class Spec:
             done_tool=self.done_tool,
             context_window=self.context_window,
             checkpoints=self.checkpoints,
+            clock=clock if clock is not None else SystemClock(),
+            logger=logger,
         )
 
     def build_model(

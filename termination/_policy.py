@@ -30,6 +30,7 @@ from harness.extend import (
     ProtectedPaths,
     SensorReading,
     check_positive,
+    check_type,
 )
 
 from ._budget import Budget
@@ -133,6 +134,7 @@ class TerminationPolicy:
     def __attrs_post_init__(self) -> None:
         check_positive("check_timeout", self.check_timeout, allow_none=True)
         check_positive("max_rejections", self.max_rejections, integer=True, allow_none=True)
+        check_type("check_before_first_turn", self.check_before_first_turn, bool, "True or False")
         size = self.feedback_max_chars
         if isinstance(size, bool) or not isinstance(size, int) or size < 200:
             raise ConfigurationError(f"'feedback_max_chars' must be an int >= 200 (got {size!r})")
@@ -167,6 +169,10 @@ class TerminationPolicy:
     @property
     def requires_known_cost(self) -> bool:
         return self.budget.max_cost_usd is not None
+
+    @property
+    def bounded(self) -> bool:
+        return self.budget.bounded
 
     def description(self) -> str:
         return self.completion_check.description()

@@ -145,7 +145,8 @@ def test_a_terminal_gets_a_live_status_line(spec: Path, columns: int, colour: bo
     the model thinks and never wider than the terminal; notable events print above it;
     at the end the line is cleared and the cursor restored; the outcome goes to stdout."""
     env = _env(TERM="xterm-256color", NO_COLOR=None if colour else "1")
-    screen, out, code = run_on_terminal(_command(spec), env, columns)
+    # --realtime: the fixture's delays pass for real, so the model is seen thinking.
+    screen, out, code = run_on_terminal(_command(spec, "--realtime"), env, columns)
     assert code == 0, screen
     assert out.startswith("VERIFIED COMPLETE")
     assert screen.startswith(HIDE_CURSOR)

@@ -211,11 +211,16 @@ def register(sub: Any) -> None:
 
 
 def _stop_options(stop: argparse.ArgumentParser) -> None:
-    stop.add_argument("--spec", type=Path, required=True, help="the spec whose checks to run")
-    stop.add_argument("--workspace", type=Path, help="check this folder (default: payload's)")
+    stop.add_argument(
+        "--spec", type=Path, required=True, metavar="SPEC.toml", help="the spec whose checks to run"
+    )
+    stop.add_argument(
+        "--workspace", type=Path, metavar="DIR", help="check this folder (default: payload's)"
+    )
     stop.add_argument(
         "--max-blocks",
         type=int,
+        metavar="N",
         default=DEFAULT_MAX_BLOCKS,
         help=f"blocks in a row before a stop is allowed anyway (default {DEFAULT_MAX_BLOCKS})",
     )
@@ -228,13 +233,14 @@ def _stop_options(stop: argparse.ArgumentParser) -> None:
     stop.add_argument(
         "--timeout",
         type=float,
+        metavar="SECONDS",
         default=DEFAULT_TIME_LIMIT,
         help=(
             f"seconds all checks may take together (default {DEFAULT_TIME_LIMIT:g}); keep it below "
             "the hook's \"timeout\" in the agent's settings"
         ),
     )
-    stop.add_argument("--state-dir", type=Path, help="where block counts are kept")
+    stop.add_argument("--state-dir", type=Path, metavar="DIR", help="where block counts are kept")
 
 
 def read_payload(

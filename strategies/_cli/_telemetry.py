@@ -30,7 +30,7 @@ def tracer_provider_from_env(environ: Mapping[str, str] | None = None) -> Tracer
     ``OTEL_*`` variables.
 
     ``OTEL_TRACES_EXPORTER`` picks the exporter: ``console`` (the default: one JSON object per
-    span on stderr, so stdout keeps the outcome) or ``otlp`` (also chosen when an
+    span, on one line, on stderr, so stdout keeps the outcome) or ``otlp`` (also chosen when an
     ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``..._TRACES_ENDPOINT`` is set; it needs
     ``opentelemetry-exporter-otlp-proto-http``, which reads its own ``OTEL_EXPORTER_OTLP_*``
     settings). ``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES`` name the service
@@ -64,7 +64,8 @@ def tracer_provider_from_env(environ: Mapping[str, str] | None = None) -> Tracer
     provider = SdkTracerProvider(resource=Resource.create(attributes), shutdown_on_exit=False)
     exporter: SpanExporter
     if chosen == "console":
-        exporter = ConsoleSpanExporter(out=sys.stderr)
+        # One line per span: the exporter's default (indented JSON) buries the progress.
+        exporter = ConsoleSpanExporter(out=sys.stderr, formatter=_one_line)
         provider.add_span_processor(SimpleSpanProcessor(exporter))
     elif chosen == "otlp":
         try:
@@ -123,6 +124,10 @@ def shutdown_provider(provider: Any, timeout: float | None = None) -> bool:
         file=sys.stderr,
     )
     return False
+
+
+def _one_line(span: Any) -> str:
+    return str(span.to_json(indent=None)) + "\n"
 
 
 def otel_sink_for(spec: Spec | None, model: Mapping[str, Any] | None, provider: Any) -> EventSink:

@@ -132,6 +132,7 @@ class _RunBuilder:
     waiting: list[NoteView | tuple[_Segment, bool]] = field(factory=list)
     unanswered: int | None = None
     halt: HaltView | None = None
+    last_rejection: NoteView | None = None
 
     def add(self, line: int, event: Event) -> None:
         self.tally = self.tally.add(event)
@@ -160,6 +161,7 @@ class _RunBuilder:
                 self._session_note(event.agent, note)
             case CheckFailed():
                 note = _note(event, line, "bad", "completion check failed", event.reason)
+                self.last_rejection = note
                 self._session_note(event.agent, note)
             case FeedbackInjected():
                 title = f"feedback from {event.source} goes into the next turn"
@@ -168,6 +170,8 @@ class _RunBuilder:
                 verdict = "PASS" if event.passed else "FAIL"
                 title = f"evaluator round {event.round}: {verdict}"
                 note = _note(event, line, "good" if event.passed else "bad", title, event.reasons)
+                if not event.passed:
+                    self.last_rejection = note
                 self._enter(None, None)
                 self._put(note)
             case CheckpointSaved():
@@ -215,6 +219,7 @@ class _RunBuilder:
             halt=self.halt,
             unanswered=self.unanswered,
             timeline=(self.start, self.writer.tell()),
+            last_rejection=self.last_rejection,
         )
 
     # -- where an event goes
