@@ -34,6 +34,8 @@ from ._events import (
     IterationStarted,
     JsonlTranscript,
     RunHalted,
+    RunPaused,
+    RunResumed,
     RunStarted,
     SensorRead,
     SinkFailed,
@@ -48,6 +50,7 @@ from ._harness import Harness
 from ._lazy import lazy_exports as _lazy_exports
 from ._messages import FEEDBACK_TAG, Message, Role, ToolCall, Usage
 from ._model import ModelClient
+from ._pause import PauseSettings
 from ._result import (
     BudgetExceeded,
     Cancelled,
@@ -58,6 +61,7 @@ from ._result import (
     RunResult,
     SensorTripped,
     SessionTranscript,
+    UsageLimitReached,
 )
 from ._run import DEFAULT_SYSTEM_PROMPT
 from ._scripted import ScriptedModelClient
@@ -191,6 +195,7 @@ __all__ = [
     "ModelPrice",
     "OpenAIClient",
     "OtelSink",
+    "PauseSettings",
     "Plan",
     "PlanStep",
     "PriceTable",
@@ -199,7 +204,9 @@ __all__ = [
     "RetryPolicy",
     "Role",
     "RunHalted",
+    "RunPaused",
     "RunResult",
+    "RunResumed",
     "RunStarted",
     "ScriptedModelClient",
     "SensorRead",
@@ -217,6 +224,7 @@ __all__ = [
     "TurnFinished",
     "TurnStarted",
     "Usage",
+    "UsageLimitReached",
     "VerdictReached",
     "WorkspaceEscape",
     "list_files",

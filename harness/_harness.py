@@ -16,6 +16,7 @@ from ._errors import ConfigurationError, FixtureError
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
 from ._jsonl import check_output_file
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
+from ._pause import PauseSettings
 from ._policy import Policy
 from ._result import BudgetExceeded, Cancelled, Completed, HaltReason, ModelFailed, RunResult
 from ._run import Run, SingleSession, Strategy
@@ -29,6 +30,7 @@ from ._validate import check_positive
 class Harness:
     """Runs an agent on a task until the policy halts it; `run` returns a `RunResult`.
 
+    `pause` says how a usage limit is waited out (see `PauseSettings`).
     `transcript` names a JSONL file that receives every event as it happens. `sinks` receive
     events too (the library's logger always does: see `StructlogSink`); a sink that raises is
     detached and reported in `RunResult.sink_failures`, and the run goes on. `done_tool` offers
@@ -47,6 +49,7 @@ class Harness:
     tool_timeout: float = 120.0
     done_tool: bool = False
     context_window: int | None = None
+    pause: PauseSettings = field(factory=PauseSettings)
     logger: Any = None
     _tools: dict[str, Tool] = field(init=False)
     _workspace: Path | None = field(init=False)
@@ -60,6 +63,8 @@ class Harness:
             raise ConfigurationError(f"'strategy' must be a Strategy (got {self.strategy!r})")
         check_positive("tool_timeout", self.tool_timeout)
         check_positive("context_window", self.context_window, integer=True, allow_none=True)
+        if not isinstance(self.pause, PauseSettings):
+            raise ConfigurationError(f"'pause' must be a PauseSettings (got {self.pause!r})")
         self._tools = as_tools(self.tools)
         if isinstance(self.model, ReadsClock):
             self.model.bind_clock(self.clock)
@@ -142,6 +147,7 @@ class Harness:
             tool_timeout=self.tool_timeout,
             done_tool=self.done_tool,
             context_window=self.context_window,
+            pause=self.pause,
         )
 
     def _finish(self, run: Run, reason: HaltReason) -> RunResult:
@@ -169,9 +175,15 @@ class Harness:
     async def _within_deadline(self, run: Run) -> HaltReason:
         if run.deadline is None:
             return await self._begin_and_run(run)
-        with run.clock.deadline_scope(run.deadline):
-            return await self._begin_and_run(run)
-        return BudgetExceeded("max_wall_time", run.elapsed(), run.deadline - run.started_at)
+        with run.clock.deadline_scope(run.deadline) as scope:
+            run.wall_scopes.append(scope)
+            try:
+                return await self._begin_and_run(run)
+            finally:
+                run.wall_scopes.remove(scope)
+        # Reached only when the deadline cancelled the scope; time paused uncounted is not used.
+        limit = run.deadline - run.started_at - run.paused
+        return BudgetExceeded("max_wall_time", run.elapsed() - run.paused, limit)
 
     async def _begin_and_run(self, run: Run) -> HaltReason:
         early = await self._begin(run)

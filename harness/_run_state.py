@@ -9,12 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import anyio
 from attrs import define, field, frozen
 
 from ._clock import Clock
 from ._events import CheckFailed, CheckPassed, Event, EventSink, SinkFailed
 from ._messages import NO_USAGE, Message, Usage
 from ._model import ModelClient
+from ._pause import PauseSettings
 from ._policy import Policy
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
 from ._tools import Tool
@@ -42,6 +44,7 @@ class RunConfig:
     tool_timeout: float = 120.0
     done_tool: bool = False
     context_window: int | None = None
+    pause: PauseSettings = PauseSettings()
 
 
 @define(eq=False, kw_only=True)
@@ -62,6 +65,11 @@ class RunState:
     check_reasons: list[str] = field(factory=list)
     store: SessionStore = field(factory=SessionStore)
     sink_failures: list[SinkFailed] = field(factory=list)
+    paused: float = 0.0
+    """Seconds spent paused for usage limits that do not count toward wall time: budgets
+    measure the run's time from `started_at` plus this (events keep the clock's time)."""
+    wall_scopes: list[anyio.CancelScope] = field(factory=list)
+    """The run's wall-time cancel scopes in force, which such a pause postpones."""
     description: str = field(init=False, repr=False)
     """What "done" means (the policy's description), read once for the run."""
 
@@ -189,7 +197,7 @@ class RunState:
             run_turns=self.turns,
             run_tool_calls=self.tool_calls,
             run_usage=self.usage,
-            started_at=self.started_at,
+            started_at=self.started_at + self.paused,
             now=now,
             deadline=self.deadline,
             claims_done=claims_done,

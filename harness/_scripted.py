@@ -23,6 +23,7 @@ from ._errors import (
     ModelError,
 )
 from ._jsonl import dump_line, json_rows, read_lines
+from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
 from ._messages import ModelRequest, ModelResponse, ToolCall, Usage
 
 _LINE_KEYS = frozenset(
@@ -67,6 +68,7 @@ _ERROR_KINDS = frozenset(
         "malformed",
         "recording",
         "other",
+        USAGE_LIMIT,
     }
 )
 
@@ -206,7 +208,7 @@ def _parse_line(row: object, path: str, lineno: int) -> ScriptLine:
         raise fail(
             f"expect.{bad[0]}", f"unknown expectation (expected some of {sorted(_EXPECT_KEYS)})"
         )
-    error = None
+    error: ModelError | None = None
     if "error" in row:
         spec = row["error"]
         if not isinstance(spec, dict) or not isinstance(spec.get("message"), str):
@@ -214,7 +216,11 @@ def _parse_line(row: object, path: str, lineno: int) -> ScriptLine:
         kind = spec.get("kind", "other")
         if kind not in _ERROR_KINDS:
             raise fail("error.kind", f"must be one of {sorted(_ERROR_KINDS)} (got {kind!r})")
-        error = ModelError(spec["message"], kind=kind, retryable=bool(spec.get("retryable", False)))
+        if kind == USAGE_LIMIT:
+            error = UsageLimitError(_parse_limit(spec, fail))
+        else:
+            retryable = bool(spec.get("retryable", False))
+            error = ModelError(spec["message"], kind=kind, retryable=retryable)
     response = None
     if error is None:
         response = ModelResponse(
@@ -225,6 +231,23 @@ def _parse_line(row: object, path: str, lineno: int) -> ScriptLine:
             stop_reason=row.get("stop_reason"),
         )
     return ScriptLine(path, lineno, response, error, float(delay), expect, row.get("agent"))
+
+
+def _parse_limit(spec: Mapping[str, Any], fail: Any) -> UsageLimit:
+    """A ``usage_limit`` error line: ``{"kind": "usage_limit", "message": ..., "source": ...,
+    "retry_in": seconds or null, "resets_at": Unix time or null}``."""
+    source = spec.get("source", "fixture")
+    if not isinstance(source, str):
+        raise fail("error.source", f"must be a string (got {type(source).__name__})")
+    numbers: dict[str, float | None] = {}
+    for key in ("retry_in", "resets_at"):
+        value = spec.get(key)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | float) or value < 0
+        ):
+            raise fail(f"error.{key}", f"must be a number >= 0 or null (got {value!r})")
+        numbers[key] = None if value is None else float(value)
+    return UsageLimit(source, spec["message"], numbers["retry_in"], numbers["resets_at"])
 
 
 def _parse_calls(value: object, lineno: int, fail: Any) -> tuple[ToolCall, ...]:
@@ -389,7 +412,11 @@ def _line_from_response(response: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _line_cut_off(latency: float, next_row: Mapping[str, Any]) -> dict[str, Any]:
+    if next_row["event"] == "run.paused":  # the call met a usage limit; the run waited
+        return {"delay": latency, "error": _limit_error(next_row)}
     reason = next_row.get("reason") if next_row["event"] == "run.halted" else None
+    if isinstance(reason, dict) and reason.get("type") == "UsageLimitReached":
+        return {"delay": latency, "error": _limit_error(reason)}
     if isinstance(reason, dict) and reason.get("type") == "ModelFailed":
         kind = reason.get("kind")
         return {
@@ -404,6 +431,14 @@ def _line_cut_off(latency: float, next_row: Mapping[str, Any]) -> dict[str, Any]
         "delay": latency,
         "error": {"kind": "timeout", "message": f"the call was cut off after {latency:g}s"},
     }
+
+
+def _limit_error(row: Mapping[str, Any]) -> dict[str, Any]:
+    error: dict[str, Any] = {"kind": USAGE_LIMIT, "message": str(row.get("message", ""))}
+    for key in ("source", "retry_in", "resets_at"):
+        if row.get(key) is not None:
+            error[key] = row[key]
+    return error
 
 
 def write_fixture(lines: Iterable[Mapping[str, Any]], path: str | Path) -> Path:

@@ -36,6 +36,7 @@ from harness import (
     EventSink,
     Harness,
     ModelClient,
+    PauseSettings,
     Tool,
     list_files,
     model_from_config,
@@ -43,7 +44,7 @@ from harness import (
     update_plan,
     write_file,
 )
-from harness.extend import MODELS, REQUIRED, Key, Schema, Strategy, check_positive
+from harness.extend import MODELS, PAUSE, REQUIRED, Key, Schema, Strategy, check_positive
 from termination import Budget, TerminationPolicy, feedback_from_config, sensor_from_config
 from termination.extend import BUDGET, FEEDBACK, POLICY, SENSORS
 
@@ -124,6 +125,13 @@ SPEC = Schema(
             see=FEEDBACK,
         ),
         Key("policy", "table", "How the completion check is treated.", see=POLICY),
+        Key(
+            "pause",
+            "table",
+            "How a usage limit is waited out.",
+            default_text="pause up to 6 hours",
+            see=PAUSE,
+        ),
     ],
     heading="The spec file",
     help="The top level of a spec (TOML). Paths are relative to the spec file's folder.",
@@ -162,6 +170,8 @@ class Spec:
     policy: TerminationPolicy
     checks: tuple[CompletionCheck, ...]
     purpose: Purpose = "run"
+    pause: PauseSettings = PauseSettings()
+    """The ``[pause]`` table: how a usage limit is waited out."""
 
     def harness(
         self,
@@ -173,6 +183,7 @@ class Spec:
         sinks: Sequence[EventSink] = (),
         transcript: Path | None = None,
         wrap_model: Callable[[ModelClient, str], ModelClient] | None = None,
+        pause: PauseSettings | None = None,
     ) -> Harness:
         """The `Harness` this spec describes; each keyword replaces the spec's own.
 
@@ -192,6 +203,7 @@ class Spec:
             tool_timeout=self.tool_timeout,
             done_tool=self.done_tool,
             context_window=self.context_window,
+            pause=pause if pause is not None else self.pause,
         )
 
     def build_model(
@@ -311,6 +323,9 @@ def _spec(
     check_positive("context_window", context_window, integer=True, allow_none=True)
     tools = _tools(data.get("tools", ["read_file", "list_files", "write_file"]), where)
     _evaluator_has_tools(strategy, tools, f"{where}: strategy")
+    pause = PauseSettings.from_config(
+        _table(data.get("pause", {}), f"{where}: pause"), where=f"{where}: pause"
+    )
     spec = Spec(
         path=file,
         prompt=prompt,
@@ -331,6 +346,7 @@ def _spec(
         policy=policy,
         checks=checks,
         purpose=purpose,
+        pause=pause,
     )
     _require(spec, purpose)
     return spec
