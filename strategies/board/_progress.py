@@ -5,7 +5,9 @@ stops in the middle of an attempt (killed, or the machine went down), the next b
 that transcript: if it ends with ``run.halted`` the attempt had finished and only its outcome
 was not recorded; otherwise the turns, tool calls, tokens, cost and time it used and the Ralph
 iterations it completed (an iteration is complete once the check at its end has run) are
-carried into the next attempt, which resumes after them.
+carried into the next attempt, which resumes after them. The turn a usage limit cut off was
+not executed (it has no ``turn.finished``) and a pause that does not count toward wall time is
+taken off the time used: neither is carried.
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ def read_attempt(path: str | Path) -> AttemptRecord:
     last_reason: str | None = None
     halt: dict[str, Any] | None = None
     verified = False
+    paused = 0.0  # time paused for usage limits that does not count toward wall time
     for line in lines:
         try:
             event = json.loads(line)
@@ -105,6 +108,9 @@ def read_attempt(path: str | Path) -> AttemptRecord:
             cost = None if cost is None or spent is None else cost + float(spent)
         elif name == "tool.called":
             tool_calls += 1
+        elif name == "run.resumed" and event.get("counted") is False:
+            spent = event.get("paused_for")
+            paused += float(spent) if isinstance(spent, int | float) else 0.0
         elif name in ("check.failed", "check.passed"):
             if iteration > 0:
                 completed.add(iteration)
@@ -121,7 +127,7 @@ def read_attempt(path: str | Path) -> AttemptRecord:
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         cost_usd=cost,
-        wall_time=wall,
+        wall_time=max(wall - paused, 0.0),
         last_reason=last_reason,
     )
     return AttemptRecord(progress, halt, verified)
