@@ -7,6 +7,7 @@ trio's MockClock, so the pause is proven on the injected clock and on the event 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from harness import (
     Event,
     Harness,
     PauseSettings,
+    RecordingModelClient,
     RunPaused,
     RunResumed,
     ScriptedModelClient,
@@ -222,3 +224,36 @@ async def test_a_recorded_pause_replays_identically(clock: Clock, tmp_path: Path
         return [{k: v for k, v in row.items() if k != "run_id"} for row in read_transcript(path)]
 
     assert keys(replayed) == keys(recorded)
+
+
+async def test_a_recording_of_a_pause_replays_identically(clock: Clock, tmp_path: Path) -> None:
+    """`RecordingModelClient` keeps the limit's reset in its error line, so the replayed run
+    waits the same and its events match."""
+    recording = tmp_path / "calls.jsonl"
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    pause = PauseSettings(jitter=30)
+    inner = ScriptedModelClient.from_responses(SCRIPT)
+    recorder = RecordingModelClient(inner, recording)
+    policy = TerminationPolicy(budget=Budget(max_turns=4), completion_check=TwoNotes())
+    harness = Harness(
+        model=recorder,
+        policy=policy,
+        tools=[note],
+        clock=clock,
+        pause=pause,
+        transcript=first,
+    )
+    await harness.run("take two notes")
+    error = json.loads(recording.read_text().splitlines()[1])["error"]
+    assert (error["kind"], error["retry_in"], error["source"]) == ("usage_limit", 3600, "claude")
+    again = FakeClock() if isinstance(clock, FakeClock) else clock
+    replay = ScriptedModelClient.from_jsonl(recording)
+    replayed = Harness(
+        model=replay, policy=policy, tools=[note], clock=again, pause=pause, transcript=second
+    )
+    await replayed.run("take two notes")
+
+    def keys(path: Path) -> list[dict[str, Any]]:
+        return [{k: v for k, v in row.items() if k != "run_id"} for row in read_transcript(path)]
+
+    assert keys(second) == keys(first)
