@@ -26,8 +26,8 @@ import anyio
 
 from ._clock import Clock, SystemClock
 from ._errors import ModelError
-from ._limits import UsageLimit, UsageLimitError
 from ._jsonl import LineFile
+from ._limits import UsageLimit, UsageLimitError
 from ._log import LibraryLogger
 from ._messages import ModelRequest, ModelResponse
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock

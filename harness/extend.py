@@ -29,6 +29,7 @@ from ._session import DONE_TOOL, NOT_EXECUTED, Session, SessionEnd, rejection_fe
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
 from ._streaming import EventStream, stream_events
 from ._tools import as_tools
+from ._transcript import UnknownEvent, UnknownHalt
 from ._validate import check_positive, positive
 from ._workspace import open_in_workspace, resolve_in_workspace
 
@@ -95,6 +96,8 @@ __all__ = [
     "ToolOutcome",
     "ToolSpec",
     "USAGE_LIMIT",
+    "UnknownEvent",
+    "UnknownHalt",
     "UsageLimit",
     "UsageLimitError",
     "Variants",

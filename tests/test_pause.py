@@ -25,8 +25,10 @@ from harness import (
     RecordingModelClient,
     RunPaused,
     RunResumed,
+    RunTally,
     ScriptedModelClient,
     SessionStateSnapshot,
+    TranscriptReader,
     UsageLimitReached,
     read_transcript,
 )
@@ -257,3 +259,20 @@ async def test_a_recording_of_a_pause_replays_identically(clock: Clock, tmp_path
         return [{k: v for k, v in row.items() if k != "run_id"} for row in read_transcript(path)]
 
     assert keys(second) == keys(first)
+
+
+async def test_a_pause_reads_back_and_the_tally_does_not_count_the_cut_off_turn(
+    clock: Clock, tmp_path: Path
+) -> None:
+    """`run.paused` and `run.resumed` read back as their classes, equal to what the run
+    emitted; folded, the events count the turns the run counted (the cut-off call is not one)."""
+    recorded = tmp_path / "recorded.jsonl"
+    sink = ListSink()
+    result = await _harness(clock, transcript=recorded).run("take two notes", sinks=[sink])
+    read = [event for _, event in TranscriptReader(recorded)]
+    assert read == sink.events
+    assert {RunPaused, RunResumed} <= {type(e) for e in read}
+    tally = RunTally()
+    for event in read[:-1]:  # before run.halted, whose totals would say it anyway
+        tally = tally.add(event)
+    assert tally.turns == tally.turns_finished == result.turns == 3

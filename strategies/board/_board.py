@@ -18,7 +18,6 @@ a board started again before the reset waits for it too.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
@@ -27,13 +26,23 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 import anyio
 import anyio.to_thread
 from attrs import define, evolve, field, frozen
 
-from harness import ConfigurationError, EventSink
+from harness import (
+    CheckFailed,
+    ConfigurationError,
+    Event,
+    EventSink,
+    IterationStarted,
+    JsonlTranscript,
+    RunPaused,
+    RunResumed,
+    VerdictReached,
+)
 from harness.extend import EventStream, LibraryLogger, stream_events
 
 from ._attempt import AttemptOutcome, AttemptSpec, AttemptWatcher
@@ -365,7 +374,7 @@ class Board:
             # One trip to a thread for the file system: the workspace (maybe a copy to make)
             # and the transcript, whose creation can take a millisecond on a slow disk.
             workspace, transcript = await anyio.to_thread.run_sync(self._files_for, task, claim)
-        except OSError as exc:
+        except (OSError, ConfigurationError) as exc:
             return AttemptOutcome("failed", f"the workspace could not be prepared: {exc}")
         spec = AttemptSpec(
             info=info,
@@ -386,10 +395,13 @@ class Board:
         key = (claim.task, claim.number)
         recorder = _Recorder(transcript, writer, store, owner, claim, self, account)
         try:
-            with transcript, anyio.CancelScope() as scope:
-                running[key] = scope
-                outcome = await self.engine.run_attempt(spec, recorder.emit)
-            if outcome is None:  # stopped by `pause_account`
+            try:
+                with anyio.CancelScope() as scope:
+                    running[key] = scope
+                    outcome = await self.engine.run_attempt(spec, recorder.emit)
+            finally:
+                transcript.close()
+            if outcome is None:  # stopped by `_pause_account`
                 outcome = AttemptOutcome(
                     "paused", f"paused: the account {account} is at its usage limit"
                 )
@@ -411,10 +423,10 @@ class Board:
                 _log.exception("board.watcher.failed", watcher=repr(watcher))
         return tuple(sinks)
 
-    def _files_for(self, task: BoardTask, claim: Claim) -> tuple[Path | None, IO[str]]:
+    def _files_for(self, task: BoardTask, claim: Claim) -> tuple[Path | None, JsonlTranscript]:
         workspace = self._workspace_for(task)
         claim.transcript.parent.mkdir(parents=True, exist_ok=True)
-        return workspace, claim.transcript.open("w", encoding="utf-8")
+        return workspace, JsonlTranscript(claim.transcript)
 
     def _workspace_for(self, task: BoardTask) -> Path | None:
         """The folder the task works in: its own, a copy of its template kept in the state
@@ -438,7 +450,7 @@ class _Recorder:
 
     def __init__(
         self,
-        transcript: IO[str],
+        transcript: JsonlTranscript,
         writer: Writer,
         store: BoardStore,
         owner: str,
@@ -455,28 +467,25 @@ class _Recorder:
         self._account = account
         self._working = False
 
-    def emit(self, event: dict[str, Any]) -> None:
-        self._file.write(json.dumps(event, ensure_ascii=False) + "\n")
-        self._file.flush()
-        name = event.get("event")
-        if name == "run.paused":
-            wait = event.get("wait")
-            seconds = float(wait) if isinstance(wait, int | float) else 0.0
-            why = f"{event.get('source')}: {one_line(event.get('message'))}"
-            self._board._pause_account(self._account, seconds, why, self._claim)
-            return
-        if name == "run.resumed":
-            self._board._resume_account(self._account, f"{self._claim.task} carries on")
-            return
-        if name == "iteration.started":
-            self._working = True
-        if name == "check.failed" and self._working:  # not the check before the first turn
-            why = one_line(event.get("reason"))
-            message = f"the check sent the claim back: {why}"
-        elif name == "verdict.reached" and not event.get("passed"):
-            message = f"the evaluator failed the work: {one_line(event.get('reasons'))}"
-        else:
-            return
+    def emit(self, row: dict[str, Any]) -> None:
+        self._file.write_row(row)
+        match Event.from_dict(row):
+            case RunPaused(source=source, message=text, wait=wait):
+                why = f"{source}: {one_line(text)}"
+                self._board._pause_account(self._account, wait, why, self._claim)
+                return
+            case RunResumed():
+                self._board._resume_account(self._account, f"{self._claim.task} carries on")
+                return
+            case IterationStarted():
+                self._working = True
+                return
+            case CheckFailed(reason=reason) if self._working:  # not the check before turn 1
+                message = f"the check sent the claim back: {one_line(reason)}"
+            case VerdictReached(passed=False, reasons=reasons):
+                message = f"the evaluator failed the work: {one_line(reasons)}"
+            case _:
+                return
         self._writer.post(self._store.note, self._owner, self._claim, "task.rejected", message)
 
 
