@@ -153,7 +153,8 @@ class CliAgentClient:
         output = _redact(result.output_tail, secrets)
         text = output.strip()
         short = len(text) <= SHORT_OUTPUT
-        limit = find_usage_limit(text, now=time.time(), words=short or result.exit_code != 0)
+        failed = result.exit_code != 0 and not result.timed_out
+        limit = find_usage_limit(text, now=time.time(), words=short or failed)
         if limit is not None:
             raise UsageLimitError(limit)
         if result.timed_out:
