@@ -8,6 +8,7 @@ trio's MockClock, so the pause is proven on the injected clock and on the event 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from harness import (
     Cancelled,
     CancelToken,
     Completed,
+    ConfigurationError,
     Event,
     Harness,
     PauseSettings,
@@ -34,7 +36,7 @@ from harness import (
 )
 from harness.extend import Clock
 from harness.testing import FakeClock, ListSink, fixture_from_transcript
-from strategies import Ralph
+from strategies import Ralph, SpecError, load_spec
 from termination import Budget, TerminationPolicy
 
 anyio_backend = pytest.fixture(params=CLOCK_BACKENDS)(clock_backend)
@@ -276,3 +278,33 @@ async def test_a_pause_reads_back_and_the_tally_does_not_count_the_cut_off_turn(
     for event in read[:-1]:  # before run.halted, whose totals would say it anyway
         tally = tally.add(event)
     assert tally.turns == tally.turns_finished == result.turns == 3
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"max_pause": -1}, "'max_pause' must be a number >= 0 (got -1)"),
+        ({"default_wait": 0}, "'default_wait' must be a positive number (got 0)"),
+        ({"jitter": "5"}, "'jitter' must be a number >= 0 (got '5')"),
+        ({"counts_toward_wall_time": 1}, "'counts_toward_wall_time' must be true or false"),
+    ],
+)
+def test_bad_pause_settings_are_refused_by_name(settings: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigurationError, match=re.escape(message)):
+        PauseSettings(**settings)
+
+
+def test_a_specs_pause_table_is_read_and_checked(tmp_path: Path) -> None:
+    """``[pause]`` reaches the harness the spec builds; a bad key names the file and key."""
+    spec = tmp_path / "spec.toml"
+    checks = '[[checks]]\ntype = "files"\npaths = ["a"]\n'
+    spec.write_text(f"[pause]\nmax_pause = 60\njitter = 0\n{checks}")
+    loaded = load_spec(spec, purpose="checks")
+    assert loaded.pause == PauseSettings(max_pause=60, jitter=0)
+    assert loaded.harness(model=ScriptedModelClient.from_responses([])).pause == loaded.pause
+    spec.write_text(f"[pause]\nmax_pauses = 60\n{checks}")
+    with pytest.raises(SpecError, match=rf"{re.escape(str(spec))}: pause.*max_pauses"):
+        load_spec(spec, purpose="checks")
+    spec.write_text(f"[pause]\ndefault_wait = -5\n{checks}")
+    with pytest.raises(SpecError, match=r"pause: 'default_wait' must be a positive number"):
+        load_spec(spec, purpose="checks")
