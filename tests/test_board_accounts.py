@@ -137,6 +137,8 @@ async def test_the_other_attempts_on_the_account_stop_and_resume_without_a_charg
     with _open_store(tmp_path / "state") as store:
         outcomes = {(a.task, a.number): a.outcome for a in store.attempts()}
         assert outcomes == {("t1", 1): "complete", ("t2", 1): "paused", ("t2", 2): "complete"}
+        charged = {t.id: t.attempts for t in store.tasks()}
+        assert charged == {"t1": 1, "t2": 1}  # the stopped attempt is not charged
         failures = store._db.execute("SELECT failures FROM tasks WHERE id = 't2'").fetchone()[0]
         assert failures == 0
 

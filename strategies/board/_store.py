@@ -255,7 +255,12 @@ class BoardStore(BoardReader):
                     "('pending', 'in_progress') LIMIT 1"
                 ).fetchone()
                 return None if busy else FINISHED
-            task, number = row["id"], row["attempts"] + 1
+            # The attempt's number is the next in `attempts`; `tasks.attempts` counts the
+            # charged ones (an attempt stopped for its account's usage limit is not).
+            task = row["id"]
+            number = self._db.execute(
+                "SELECT COALESCE(MAX(number), 0) + 1 FROM attempts WHERE task_id = ?", (task,)
+            ).fetchone()[0]
             carry = (
                 AttemptProgress.from_dict(json.loads(row["carry"]))
                 if row["carry"]
@@ -263,9 +268,9 @@ class BoardStore(BoardReader):
             )
             transcript = self.transcripts / f"{task}.{number}.jsonl"
             self._db.execute(
-                "UPDATE tasks SET status = 'in_progress', attempts = ?, owner = ?, agent = ?, "
-                "reason = NULL, updated_at = ? WHERE id = ?",
-                (number, owner, agent, now, task),
+                "UPDATE tasks SET status = 'in_progress', attempts = attempts + 1, owner = ?, "
+                "agent = ?, reason = NULL, updated_at = ? WHERE id = ?",
+                (owner, agent, now, task),
             )
             self._db.execute(
                 "INSERT INTO attempts (task_id, number, agent, owner, engine, started_at, "
@@ -375,9 +380,10 @@ class BoardStore(BoardReader):
             ),
         )
         failures_sql = {"retry": "failures + 1", "paused": "failures"}.get(outcome.outcome, "0")
+        attempts_sql = "attempts - 1" if outcome.outcome == "paused" else "attempts"
         self._db.execute(
             f"UPDATE tasks SET status = ?, reason = ?, owner = NULL, carry = ?, "
-            f"failures = {failures_sql}, updated_at = ? WHERE id = ?",
+            f"failures = {failures_sql}, attempts = {attempts_sql}, updated_at = ? WHERE id = ?",
             (
                 status,
                 None if status == "complete" else outcome.message,
