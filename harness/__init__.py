@@ -69,6 +69,7 @@ from ._transcript import RunTally, TranscriptReader
 from ._workspace import WorkspaceEscape, open_in_workspace, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
+    from ._agent_clients import CursorAgentClient, GeminiCliClient, OpenCodeClient
     from ._builtin_tools import list_files, read_file, workspace_tools, write_file
     from ._cli_agent import CliAgentClient
     from ._otel import OtelSink
@@ -91,6 +92,9 @@ _LAZY = {
     "workspace_tools": "._builtin_tools",
     "write_file": "._builtin_tools",
     "CliAgentClient": "._cli_agent",
+    "CursorAgentClient": "._agent_clients",
+    "GeminiCliClient": "._agent_clients",
+    "OpenCodeClient": "._agent_clients",
     "OtelSink": "._otel",
     "Plan": "._plan",
     "PlanStep": "._plan",
@@ -166,6 +170,7 @@ __all__ = [
     "CliAgentClient",
     "Completed",
     "ConfigurationError",
+    "CursorAgentClient",
     "DEFAULT_SYSTEM_PROMPT",
     "Event",
     "EventSink",
@@ -174,6 +179,7 @@ __all__ = [
     "FixtureError",
     "FixtureExhausted",
     "FixtureUnconsumed",
+    "GeminiCliClient",
     "HaltReason",
     "Harness",
     "HarnessError",
@@ -185,6 +191,7 @@ __all__ = [
     "ModelFailed",
     "ModelPrice",
     "OpenAIClient",
+    "OpenCodeClient",
     "OtelSink",
     "PauseSettings",
     "Plan",

@@ -142,7 +142,9 @@ def test_the_top_level_namespace_is_for_users_of_the_loop() -> None:
     live in `harness.extend`, the fakes in `harness.testing`."""
     import harness
 
-    assert len(harness.__all__) <= 74  # 70, and the usage-limit pause (settings, halt, 2 events)
+    # 70, the Gemini CLI, Cursor agent and OpenCode clients, and the usage-limit pause
+    # (its settings, its halt and its two events)
+    assert len(harness.__all__) <= 77
     for internal in ("Session", "PolicySession", "Schema", "FakeClock", "check_positive"):
         assert internal not in harness.__all__
 
