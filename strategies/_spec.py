@@ -36,6 +36,7 @@ from harness import (
     EventSink,
     Harness,
     ModelClient,
+    PauseSettings,
     Tool,
     list_files,
     model_from_config,
@@ -46,6 +47,7 @@ from harness import (
 from harness.checkpoints import Checkpointing
 from harness.extend import (
     MODELS,
+    PAUSE,
     REQUIRED,
     Clock,
     Key,
@@ -149,6 +151,13 @@ SPEC = Schema(
             see=FEEDBACK,
         ),
         Key("policy", "table", "How the completion check is treated.", see=POLICY),
+        Key(
+            "pause",
+            "table",
+            "How a usage limit is waited out.",
+            default_text="pause up to 6 hours",
+            see=PAUSE,
+        ),
     ],
     heading="The spec file",
     help="The top level of a spec (TOML). Paths are relative to the spec file's folder.",
@@ -200,6 +209,8 @@ class Spec:
     purpose: Purpose = "run"
     checkpoints: Checkpointing | None = None
     """``checkpoints = true`` (with ``checkpoint_dir``): how the run checkpoints its workspace."""
+    pause: PauseSettings = PauseSettings()
+    """The ``[pause]`` table: how a usage limit is waited out."""
 
     def harness(
         self,
@@ -213,6 +224,7 @@ class Spec:
         wrap_model: Callable[[ModelClient, str], ModelClient] | None = None,
         clock: Clock | None = None,
         logger: Any = None,
+        pause: PauseSettings | None = None,
     ) -> Harness:
         """The `Harness` this spec describes; each keyword replaces the spec's own.
 
@@ -236,6 +248,7 @@ class Spec:
             checkpoints=self.checkpoints,
             clock=clock if clock is not None else SystemClock(),
             logger=logger,
+            pause=pause if pause is not None else self.pause,
         )
 
     def build_model(
@@ -355,6 +368,9 @@ def _spec(
     check_positive("context_window", context_window, integer=True, allow_none=True)
     tools = _tools(data.get("tools", ["read_file", "list_files", "write_file"]), where)
     _evaluator_has_tools(strategy, tools, f"{where}: strategy")
+    pause = PauseSettings.from_config(
+        _table(data.get("pause", {}), f"{where}: pause"), where=f"{where}: pause"
+    )
     spec = Spec(
         path=file,
         prompt=prompt,
@@ -376,6 +392,7 @@ def _spec(
         checks=checks,
         purpose=purpose,
         checkpoints=_checkpointing(data, base, where),
+        pause=pause,
     )
     _require(spec, purpose)
     return spec
