@@ -335,7 +335,7 @@ async def test_an_evaluators_fail_is_a_rejected_claim_and_is_checkpointed(
     harness = Harness(
         model=builder,
         policy=TerminationPolicy(),
-        strategy=SelfVerifying(evaluator=evaluator),
+        strategy=SelfVerifying(evaluator=evaluator, evaluator_must_use_tools=False),
         tools=workspace_tools(),
         workspace=ws,
         clock=FakeClock(),

@@ -216,7 +216,7 @@ async def test_a_failure_that_predates_the_task_does_not_hold_the_agent_back(
     chosen = {
         "loop": None,
         "ralph": Ralph(max_iterations=3),
-        "self_verifying": SelfVerifying(evaluator=evaluator),
+        "self_verifying": SelfVerifying(evaluator=evaluator, evaluator_must_use_tools=False),
     }[strategy]
     result, events = await run(repo, script, strategy=chosen)
     assert result.halt_reason == Completed()
