@@ -13,6 +13,7 @@ import pytest
 from _board_support import task_toml
 
 from checks import AnyOf, CommandCheck, FilesCheck, TestSuiteCheck
+from strategies._spec import DEFAULT_CAP
 from strategies.board import (
     AttemptInfo,
     AttemptProgress,
@@ -23,7 +24,6 @@ from strategies.board import (
     read_attempt,
 )
 from strategies.board._attempt import missing_command, remaining_budget
-from strategies._spec import DEFAULT_CAP
 from strategies.board._tasks import load_task
 from termination import Budget, TerminationPolicy
 
