@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from checks import AllOf, CompletionCheck, check_from_config
 from checks.extend import CHECKS
@@ -179,6 +179,16 @@ def _checkpointing(data: Mapping[str, Any], base: Path, where: str) -> Checkpoin
     if folder is None:
         return Checkpointing()
     return Checkpointing(state_dir=(base / _string(folder, f"{where}: checkpoint_dir")).resolve())
+
+
+# The budget of an unattended run (`harness run`, a board attempt) whose spec sets none:
+# nobody watches it, and an agent that never claims done would otherwise run for ever.
+DEFAULT_CAP = Budget(max_turns=100, max_wall_time=3600.0)
+
+
+def capped(policy: TerminationPolicy) -> TerminationPolicy:
+    """`policy`, under `DEFAULT_CAP` when its budget sets no limit at all."""
+    return policy if policy.budget.bounded else evolve(policy, budget=DEFAULT_CAP)
 
 
 class SpecError(ConfigurationError):

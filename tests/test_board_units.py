@@ -13,6 +13,7 @@ import pytest
 from _board_support import task_toml
 
 from checks import AnyOf, CommandCheck, FilesCheck, TestSuiteCheck
+from strategies._spec import DEFAULT_CAP
 from strategies.board import (
     AttemptInfo,
     AttemptProgress,
@@ -253,3 +254,24 @@ def test_a_database_of_another_schema_is_refused(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(ValueError, match="has schema 99, this version reads 2"):
         BoardStore(tmp_path / "board.db")
+
+
+@pytest.mark.anyio
+async def test_an_attempt_whose_task_sets_no_budget_runs_under_the_default_cap(
+    tmp_path: Path,
+) -> None:
+    """A board attempt is an unattended run: with no [budget] it stops at the default cap
+    (100 turns) and goes to review, where an agent that never claims done ran for ever."""
+    (tmp_path / "t.toml").write_text(task_toml("t"))
+    turns = [
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": f"n{i}.md", "content": "x"}}]}
+        for i in range(DEFAULT_CAP.max_turns or 0)
+    ]
+    (tmp_path / "loop.jsonl").write_text("".join(json.dumps(line) + "\n" for line in turns))
+    events: list[dict[str, Any]] = []
+    outcome = await execute_attempt(_spec(tmp_path, "loop.jsonl"), events.append)
+    assert outcome.outcome == "review"
+    halted = [e for e in events if e["event"] == "run.halted"]
+    assert halted[-1]["reason"]["type"] == "BudgetExceeded"
+    assert halted[-1]["reason"]["limit"] == "max_turns"
+    assert sum(e["event"] == "turn.finished" for e in events) == DEFAULT_CAP.max_turns

@@ -194,7 +194,7 @@ def test_a_spec_without_a_budget_runs_under_the_default_cap(
     out = capsys.readouterr().out
     assert code == 1
     assert out.startswith("NOT VERIFIED: budget exceeded: max_turns used 100 of 100")
-    assert "the spec sets no [budget], so harness run's default cap applied" in out
+    assert "the spec sets no [budget], so the default cap for unattended runs applied" in out
 
 
 def test_a_budget_on_the_command_line_replaces_the_default_cap(

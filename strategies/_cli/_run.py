@@ -32,9 +32,9 @@ from harness import (
 )
 from harness.extend import SystemClock, check_output_file, dump_json, remove_tree
 from harness.testing import FastForwardClock
-from termination import Budget, TerminationPolicy
+from termination import TerminationPolicy
 
-from .._spec import Spec, load_spec
+from .._spec import DEFAULT_CAP, Spec, capped, load_spec
 from ._progress import ProgressDisplay, open_progress
 from ._signals import SignalCancel
 from ._telemetry import otel_sink_for, shutdown_provider, tracer_provider_from_env
@@ -46,7 +46,6 @@ EXIT_ERROR = 2
 
 # The budget of a run whose spec sets none, and no --max-turns or --max-wall-time: nobody
 # watches an unattended run, so it never runs without a bound (documented in the README).
-DEFAULT_CAP = Budget(max_turns=100, max_wall_time=3600.0)
 
 
 def register(sub: Any) -> None:
@@ -199,7 +198,7 @@ def _run_spec(
     workspace: Path | None = None
     transcript: Path | None = None
     provider: Any = None
-    capped = False
+    capped_run = False
     try:
         if args.backend == "trio":
             require_trio()
@@ -213,9 +212,8 @@ def _run_spec(
         prompt = spec.prompt
         assert prompt is not None  # a spec loaded for a run or a task has one
         policy = with_overrides(spec.policy, max_turns=args.max_turns, wall=args.max_wall_time)
-        capped = not policy.budget.bounded  # an unattended run is never unbounded
-        if capped:
-            policy = evolve(policy, budget=DEFAULT_CAP)
+        capped_run = not policy.budget.bounded  # an unattended run is never unbounded
+        policy = capped(policy)
         if args.workspace is not None and not args.workspace.is_dir():
             return _error(f"--workspace {str(args.workspace)!r} is not a folder")
         # Every path checked before anything is created (a workspace, an emptied recording).
@@ -273,7 +271,7 @@ def _run_spec(
         print(f"harness: {for_terminal(exc, lines=True)}", file=sys.stderr)
         if exc.result is not None:
             _report(exc.result, workspace, transcript, out, temporary.removed)
-            if capped:
+            if capped_run:
                 _cap_note(exc.result, out)
         return Outcome(EXIT_ERROR, exc.result, workspace, transcript, str(exc), temporary.removed)
     except ConfigurationError as exc:
@@ -282,7 +280,7 @@ def _run_spec(
         if provider is not None:
             shutdown_provider(provider)  # flushes the exporter before the outcome is printed
     _report(result, workspace, transcript, out, temporary.removed)
-    if capped:
+    if capped_run:
         _cap_note(result, out)
     code = EXIT_VERIFIED if result.verified else EXIT_UNVERIFIED
     if isinstance(result.halt_reason, Cancelled) and watch.exit_code is not None:
@@ -422,7 +420,7 @@ def _cap_note(result: RunResult, out: TextIO) -> None:
     """Where the limit came from, when the default cap halted the run."""
     if isinstance(result.halt_reason, BudgetExceeded):
         print(
-            "  the spec sets no [budget], so harness run's default cap applied "
+            "  the spec sets no [budget], so the default cap for unattended runs applied "
             f"(max_turns={DEFAULT_CAP.max_turns}, max_wall_time={DEFAULT_CAP.max_wall_time:g}s); "
             "set [budget] or --max-turns to choose",
             file=out,

@@ -45,7 +45,7 @@ from harness.extend import LibraryLogger, Run, Strategy
 from termination import Budget, TerminationPolicy
 
 from .._ralph import Ralph
-from .._spec import Spec, spec_from_table
+from .._spec import Spec, capped, spec_from_table
 from ._board_config import AttemptInfo, ModelSource
 from ._progress import AttemptProgress, BestCheckpoint
 
@@ -81,7 +81,7 @@ class AttemptSpec:
         is not built here, or nothing is left)."""
         if self.spec is None:
             return None
-        budget = remaining_budget(self.spec.policy.budget, self.carry)
+        budget = remaining_budget(capped(self.spec.policy).budget, self.carry)
         return None if isinstance(budget, str) else budget
 
 
@@ -204,7 +204,7 @@ def _prepare(spec: AttemptSpec, forward: _Forward) -> Harness | AttemptOutcome:
     task = spec.spec or spec_from_table(
         {**spec.table, "prompt": spec.body}, spec.file, purpose="task"
     )
-    policy = task.policy
+    policy = capped(task.policy)  # an attempt is an unattended run: never unbounded
     strategy: Strategy = task.build_strategy()
     carry = spec.carry
     spent: str | None = None  # why nothing is left to spend, if so
