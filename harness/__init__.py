@@ -28,6 +28,7 @@ from ._errors import (
 from ._events import (
     CheckFailed,
     CheckPassed,
+    ContextCompacted,
     Event,
     EventSink,
     FeedbackInjected,
@@ -68,6 +69,8 @@ from ._workspace import WorkspaceEscape, open_in_workspace, resolve_in_workspace
 if typing.TYPE_CHECKING:
     from ._builtin_tools import list_files, read_file, workspace_tools, write_file
     from ._cli_agent import CliAgentClient
+    from ._compaction import Compaction
+    from ._edit_tools import edit_file, search_files
     from ._otel import OtelSink
     from ._plan import Plan, PlanStep, update_plan
     from ._providers import (
@@ -79,6 +82,7 @@ if typing.TYPE_CHECKING:
         model_from_config,
     )
     from ._recording import RecordingModelClient
+    from ._shell import run_command_tool
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
@@ -88,6 +92,9 @@ _LAZY = {
     "workspace_tools": "._builtin_tools",
     "write_file": "._builtin_tools",
     "CliAgentClient": "._cli_agent",
+    "Compaction": "._compaction",
+    "edit_file": "._edit_tools",
+    "search_files": "._edit_tools",
     "OtelSink": "._otel",
     "Plan": "._plan",
     "PlanStep": "._plan",
@@ -99,6 +106,7 @@ _LAZY = {
     "RetryPolicy": "._providers",
     "model_from_config": "._providers",
     "RecordingModelClient": "._recording",
+    "run_command_tool": "._shell",
 }
 
 # Names that left this namespace for their audience's module; importable from here, with a
@@ -169,8 +177,10 @@ __all__ = [
     "CheckFailed",
     "CheckPassed",
     "CliAgentClient",
+    "Compaction",
     "Completed",
     "ConfigurationError",
+    "ContextCompacted",
     "DEFAULT_SYSTEM_PROMPT",
     "Event",
     "EventSink",
@@ -219,12 +229,15 @@ __all__ = [
     "Usage",
     "VerdictReached",
     "WorkspaceEscape",
+    "edit_file",
     "list_files",
     "model_from_config",
     "open_in_workspace",
     "read_file",
     "read_transcript",
     "resolve_in_workspace",
+    "run_command_tool",
+    "search_files",
     "tool",
     "update_plan",
     "workspace_tools",

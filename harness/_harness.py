@@ -12,6 +12,7 @@ from attrs import define, evolve, field
 
 from ._cancel import CancelToken
 from ._clock import Clock, SystemClock
+from ._compaction import Compaction, as_compaction
 from ._errors import ConfigurationError, FixtureError
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
 from ._jsonl import check_output_file
@@ -31,7 +32,9 @@ class Harness:
     `transcript` names a JSONL file that receives every event as it happens. `sinks` receive
     events too (the library's logger always does: see `StructlogSink`); a sink that raises is
     detached and reported in `RunResult.sink_failures`, and the run goes on. `done_tool` offers
-    the model a `done` tool as an explicit way to claim the task is done.
+    the model a `done` tool as an explicit way to claim the task is done. `compaction`
+    (``"drop_tool_outputs"``, ``"summarize"`` or a `Compaction`) keeps a long session inside
+    `context_window` (see `Compaction`).
     """
 
     model: ModelClient
@@ -46,6 +49,7 @@ class Harness:
     tool_timeout: float = 120.0
     done_tool: bool = False
     context_window: int | None = None
+    compaction: Compaction | None = field(default=None, converter=as_compaction)
     logger: Any = None
     _tools: dict[str, Tool] = field(init=False)
     _workspace: Path | None = field(init=False)
@@ -59,6 +63,10 @@ class Harness:
             raise ConfigurationError(f"'strategy' must be a Strategy (got {self.strategy!r})")
         check_positive("tool_timeout", self.tool_timeout)
         check_positive("context_window", self.context_window, integer=True, allow_none=True)
+        if self.compaction is not None and self.context_window is None:
+            raise ConfigurationError(
+                "'compaction' needs the model's context window: set context_window too"
+            )
         self._tools = as_tools(self.tools)
         if isinstance(self.model, ReadsClock):
             self.model.bind_clock(self.clock)
@@ -108,6 +116,7 @@ class Harness:
             tool_timeout=self.tool_timeout,
             done_tool=self.done_tool,
             context_window=self.context_window,
+            compaction=self.compaction,
         )
         run.started_at = run.now()
         run.deadline = None if wall is None else run.started_at + wall

@@ -12,6 +12,7 @@ from pathlib import Path
 from attrs import define, field
 
 from ._clock import Clock
+from ._compaction import Compaction
 from ._events import CheckFailed, CheckPassed, Event, EventSink, SinkFailed
 from ._messages import NO_USAGE, Message, Usage
 from ._model import ModelClient
@@ -43,6 +44,7 @@ class RunState:
     tool_timeout: float = 120.0
     done_tool: bool = False
     context_window: int | None = None
+    compaction: Compaction | None = None
     started_at: float = 0.0
     deadline: float | None = None
     turns: int = 0

@@ -13,8 +13,16 @@ from typing import Literal
 import anyio
 from attrs import evolve, frozen
 
+from ._compaction import drop_tool_outputs, summary_message, summary_request
 from ._errors import ConfigurationError, ModelError
-from ._events import FeedbackInjected, SensorRead, ToolCalled, TurnFinished, TurnStarted
+from ._events import (
+    ContextCompacted,
+    FeedbackInjected,
+    SensorRead,
+    ToolCalled,
+    TurnFinished,
+    TurnStarted,
+)
 from ._messages import NO_USAGE, Message, ModelRequest, ModelResponse, ToolCall
 from ._model import ModelClient
 from ._policy import Decision, Limit, PolicySession
@@ -98,6 +106,7 @@ class Session:
         self.turns = 0
         self.tool_calls = 0
         self.usage = NO_USAGE
+        self._latest_input = 0  # the input tokens of the latest call, for compaction
         self.started_at = self._last_reading = run.now()
         self._wall_time = limit.wall_time if limit is not None else None
         self._deadline = _earlier(
@@ -181,6 +190,7 @@ class Session:
     async def _call_model(self) -> ModelResponse:
         """One model call: counted, announced, accounted and appended to the conversation."""
         run = self._run
+        await self._compact()
         self.turns += 1
         run.turns += 1
         run.emit(TurnStarted(run.elapsed(), self.agent, self.iteration, self.turns))
@@ -195,10 +205,58 @@ class Session:
         response = await self._model.complete(request)
         self._read_clock()
         self._account(response)
+        self._latest_input = response.usage.input_tokens
         self._messages.append(Message.assistant(response.text, response.tool_calls))
         at = self._last_reading - run.started_at
         run.emit(TurnFinished(at, self.agent, self.iteration, self.turns, response))
         return response
+
+    async def _compact(self) -> None:
+        """Compact the older turns when the conversation nears the context window (see
+        `harness._compaction`); a no-op without a `Compaction` and a window."""
+        run = self._run
+        compaction, window = run.compaction, run.context_window
+        messages = self._messages
+        if compaction is None or window is None:
+            return
+        if not compaction.due(messages, self._latest_input, window):
+            return
+        start, end = compaction.span(messages)
+        tokens = compaction.size(messages, self._latest_input)
+        chars = sum(len(m.content) for m in messages)
+        summary: str | None = None
+        usage = NO_USAGE
+        if compaction.method == "drop_tool_outputs":
+            replaced = drop_tool_outputs(messages, start, end)
+        elif sum(m.role == "assistant" for m in messages[start:end]) >= 2:
+            request = summary_request(messages, start, end, agent=self.agent, turn=self.turns)
+            response = await self._model.complete(request)
+            self._read_clock()
+            self._account(response)
+            summary, usage = response.text, response.usage
+            messages[start:end] = [summary_message(summary)]
+            replaced = end - start
+        else:
+            replaced = 0  # too little to summarise yet
+        if not replaced:
+            return
+        # The latest call's input tokens measured the conversation before this compaction.
+        self._latest_input = 0
+        after = sum(len(m.content) for m in messages)
+        run.emit(
+            ContextCompacted(
+                run.elapsed(),
+                self.agent,
+                self.turns,
+                compaction.method,
+                replaced,
+                tokens,
+                chars,
+                after,
+                summary,
+                usage,
+            )
+        )
 
     def _read_clock(self) -> None:
         """Read the clock after an await; until the next await every event and snapshot

@@ -35,6 +35,7 @@ if typing.TYPE_CHECKING:
     from ._providers._pricing import PRICE
     from ._providers._retry import RETRY
     from ._reference import render_schema, render_variants
+    from ._shell import CommandSandbox, is_secret_name
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -48,6 +49,8 @@ __getattr__, __dir__ = lazy_exports(
         "RETRY": "harness._providers._retry",
         "render_schema": "harness._reference",
         "render_variants": "harness._reference",
+        "CommandSandbox": "harness._shell",
+        "is_secret_name": "harness._shell",
     },
 )
 
@@ -55,6 +58,7 @@ __all__ = [
     "CONTINUE",
     "ChecksConsumed",
     "Clock",
+    "CommandSandbox",
     "DONE_TOOL",
     "Decision",
     "EventStream",
@@ -94,6 +98,7 @@ __all__ = [
     "dump_json",
     "dump_line",
     "get_logger",
+    "is_secret_name",
     "lazy_exports",
     "open_in_workspace",
     "positive",
