@@ -5,6 +5,7 @@ files and ignored folders; both stay inside the workspace."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _tools_support import tool_results
@@ -94,7 +95,7 @@ async def test_search_gives_file_and_line_and_skips_what_it_should(
     (workspace / ".venv" / "lib.py").write_text("return from venv\n")
     (workspace / "image.png").write_bytes(b"\x89PNG\x00return")
     (workspace / "out.txt").symlink_to(tmp_path / "outside.txt")
-    calls = [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("search_files", {"pattern": r"return \w"}),
         ("search_files", {"pattern": "RETURN A", "path": "pkg/calc.py", "ignore_case": True}),
         ("search_files", {"pattern": "nowhere"}),
