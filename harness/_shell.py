@@ -33,6 +33,14 @@ MAX_OUTPUT = 16_000  # characters of output the model sees at most, head and tai
 # The tool's own deadline lets the process deadline fire first and the tree be stopped cleanly.
 _STOP_MARGIN = 10.0
 
+# The agent edits and reruns within seconds: Python's bytecode cache, keyed by a source's mtime
+# in whole seconds and its size, could run stale code, so commands neither read nor write it
+# (as the checks' commands do) unless `env` says otherwise.
+FRESH_BYTECODE = {
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONPYCACHEPREFIX": "/nonexistent/harness-command-pycache",
+}
+
 SECRET_NAME = re.compile(
     r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?|AUTH)(?:_|$)"
     r"|^(?:AWS|AZURE|GOOGLE|GCP|OPENAI|ANTHROPIC|GEMINI|HF|HUGGING_?FACE|GITHUB|GH)_",
@@ -93,10 +101,12 @@ def run_command_tool(
     """The `run_command` tool: a shell command in the workspace, under `sandbox`.
 
     `timeout` is a call's deadline unless the model asks for another (default: 60 seconds, or
-    `max_timeout` if that is less), at most `max_timeout` seconds. The model sees at most `max_output` characters of output, half from its start and
-    half from its end. `env` adds variables to the minimal environment and `pass_env` copies
-    the named ones from this process's at call time; a name that looks like a credential
-    (`is_secret_name`) is a `ConfigurationError` in either.
+    `max_timeout` if that is less), at most `max_timeout` seconds. The model sees at most
+    `max_output` characters of output, half from its start and half from its end. `env` adds
+    variables to the minimal environment (which also turns off Python's bytecode cache, see
+    `FRESH_BYTECODE`) and `pass_env` copies the named ones from this process's at call time;
+    a name that looks like a credential (`is_secret_name`) is a `ConfigurationError` in
+    either.
     """
     check_positive("timeout", timeout, allow_none=True, owner="run_command")
     check_positive("max_timeout", max_timeout, owner="run_command")
@@ -139,7 +149,7 @@ def run_command_tool(
         if ctx.workspace is None:
             raise RuntimeError("this run has no workspace")
         folder = resolve_in_workspace(ctx.workspace, cwd)
-        variables = {n: os.environ[n] for n in names if n in os.environ}
+        variables = {**FRESH_BYTECODE, **{n: os.environ[n] for n in names if n in os.environ}}
         variables.update(extra)
         if sandbox is None:
             result = await run_process(
