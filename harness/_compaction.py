@@ -92,10 +92,10 @@ def as_compaction(value: Compaction | str | None) -> Compaction | None:
     )
 
 
-def drop_tool_outputs(messages: list[Message], start: int, end: int) -> int:
+def drop_tool_outputs(messages: list[Message], start: int, end: int) -> list[str]:
     """Replace the text of each tool result in ``messages[start:end]`` that is not yet a
-    note with one; the number replaced."""
-    dropped = 0
+    note with one; the ids of the calls whose output was replaced."""
+    dropped: list[str] = []
     for index in range(start, end):
         message = messages[index]
         if message.role != "tool" or message.content.startswith(DROPPED_PREFIX):
@@ -108,7 +108,7 @@ def drop_tool_outputs(messages: list[Message], start: int, end: int) -> int:
         messages[index] = Message(
             "tool", note, (), message.tool_call_id, message.name, message.is_error
         )
-        dropped += 1
+        dropped.append(message.tool_call_id or "")
     return dropped
 
 

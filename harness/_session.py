@@ -227,17 +227,19 @@ class Session:
         summary: str | None = None
         usage = NO_USAGE
         if compaction.method == "drop_tool_outputs":
-            replaced = drop_tool_outputs(messages, start, end)
+            calls = drop_tool_outputs(messages, start, end)
+            replaced = len(calls)
         elif sum(m.role == "assistant" for m in messages[start:end]) >= 2:
             request = summary_request(messages, start, end, agent=self.agent, turn=self.turns)
             response = await self._model.complete(request)
             self._read_clock()
             self._account(response)
             summary, usage = response.text, response.usage
+            calls = [m.tool_call_id or "" for m in messages[start:end] if m.role == "tool"]
             messages[start:end] = [summary_message(summary)]
             replaced = end - start
         else:
-            replaced = 0  # too little to summarise yet
+            return  # too little to summarise yet
         if not replaced:
             return
         # The latest call's input tokens measured the conversation before this compaction.
@@ -250,6 +252,7 @@ class Session:
                 self.turns,
                 compaction.method,
                 replaced,
+                tuple(calls),
                 tokens,
                 chars,
                 after,

@@ -73,6 +73,7 @@ async def test_old_tool_outputs_are_replaced_by_a_note(workspace: Path) -> None:
     assert result.halt_reason.verified
     [event] = [e for e in sink.events if isinstance(e, ContextCompacted)]
     assert (event.method, event.messages, event.turn) == ("drop_tool_outputs", 1, 2)
+    assert event.tool_calls == ("r1",)
     assert event.tokens_before >= 1100  # the latest call's input, or the text's estimate
     assert event.chars_before - event.chars_after > 3500
     assert event.summary is None
@@ -87,6 +88,7 @@ async def test_older_turns_are_summarised_by_the_model_and_tagged(workspace: Pat
     assert result.halt_reason.verified
     [event] = [e for e in sink.events if isinstance(e, ContextCompacted)]
     assert (event.method, event.messages, event.turn) == ("summarize", 4, 3)
+    assert event.tool_calls == ("r1", "r2")
     assert event.summary == "Read big.txt (4,000 characters of B and I) and small.txt."
     assert event.usage.input_tokens == 600
     assert result.usage.input_tokens == 100 + 1100 + 1150 + 600 + 300
