@@ -164,6 +164,9 @@ class Session:
         halt = self._policy.before_call(snapshot)
         while halt is None:
             try:
+                halt = await self._compact()
+                if halt is not None:
+                    break
                 response = await self._call_model()
             except ModelError as exc:
                 halt = ModelFailed(exc.kind, str(exc))
@@ -190,7 +193,6 @@ class Session:
     async def _call_model(self) -> ModelResponse:
         """One model call: counted, announced, accounted and appended to the conversation."""
         run = self._run
-        await self._compact()
         self.turns += 1
         run.turns += 1
         run.emit(TurnStarted(run.elapsed(), self.agent, self.iteration, self.turns))
@@ -211,16 +213,17 @@ class Session:
         run.emit(TurnFinished(at, self.agent, self.iteration, self.turns, response))
         return response
 
-    async def _compact(self) -> None:
+    async def _compact(self) -> HaltReason | None:
         """Compact the older turns when the conversation nears the context window (see
-        `harness._compaction`); a no-op without a `Compaction` and a window."""
+        `harness._compaction`); a no-op without a `Compaction` and a window. A summary is a
+        model call: the budgets are asked again after it, and their halt is returned."""
         run = self._run
         compaction, window = run.compaction, run.context_window
         messages = self._messages
         if compaction is None or window is None:
-            return
+            return None
         if not compaction.due(messages, self._latest_input, window):
-            return
+            return None
         start, end = compaction.span(messages)
         tokens = compaction.size(messages, self._latest_input)
         chars = sum(len(m.content) for m in messages)
@@ -239,9 +242,9 @@ class Session:
             messages[start:end] = [summary_message(summary)]
             replaced = end - start
         else:
-            return  # too little to summarise yet
+            return None  # too little to summarise yet
         if not replaced:
-            return
+            return None
         # The latest call's input tokens measured the conversation before this compaction.
         self._latest_input = 0
         after = sum(len(m.content) for m in messages)
@@ -260,6 +263,7 @@ class Session:
                 usage,
             )
         )
+        return None if summary is None else self._policy.before_call(self.snapshot())
 
     def _read_clock(self) -> None:
         """Read the clock after an await; until the next await every event and snapshot

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness import (
+    BudgetExceeded,
     Compaction,
     ConfigurationError,
     ContextCompacted,
@@ -151,3 +152,30 @@ def test_compaction_settings_are_checked() -> None:
         context_window=100,
     )
     assert harness.compaction == Compaction("drop_tool_outputs")
+
+
+@pytest.mark.anyio
+async def test_a_summary_that_uses_up_the_budget_halts_before_the_next_call(
+    workspace: Path,
+) -> None:
+    """The budgets are asked again after the summary call: one that takes the run past its
+    token budget halts it before the agent's next call."""
+    lines = (FIXTURES / "summarize.jsonl").read_text().splitlines()
+    script = [json.loads(line) for line in lines if line.startswith("{")][:-1]
+    sink = ListSink()
+    harness = Harness(
+        model=ScriptedModelClient.from_responses(script),
+        policy=TerminationPolicy(budget=Budget(max_total_tokens=2900)),
+        tools=workspace_tools(),
+        workspace=workspace,
+        clock=FakeClock(),
+        sinks=[sink],
+        context_window=1000,
+        compaction=Compaction("summarize", keep_turns=1),
+    )
+    result = await harness.run("Read the files.")
+    assert isinstance(result.halt_reason, BudgetExceeded)
+    assert result.halt_reason.limit == "max_total_tokens"
+    assert result.turns == 3
+    assert result.usage.total_tokens == 3000
+    assert [e for e in sink.events if isinstance(e, ContextCompacted)] != []
