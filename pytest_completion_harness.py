@@ -129,12 +129,20 @@ def _finish_recordings(request: pytest.FixtureRequest, pending: list[tuple[Path,
 
 
 @pytest.fixture
-def harness_fixture(harness_model: Callable[..., ModelClient]) -> Iterator[Callable[..., Harness]]:
-    """A factory: ``harness_fixture(path, *, record=None, **harness_options)`` is a `Harness`
-    whose model is ``harness_model(path, record=record)``; every other keyword goes to
-    `Harness` (``tools``, ``policy``, ``strategy``, ``workspace``, ...). Without a ``policy``
-    the run has no budget and the agent's claim of done is accepted (`AlwaysComplete`). The
-    harness keeps its runs' events for `assert_events`."""
+def harness_fixture(
+    request: pytest.FixtureRequest, harness_model: Callable[..., ModelClient]
+) -> Iterator[Callable[..., Harness]]:
+    """A factory: ``harness_fixture(path, *, record=None, spec=None, **harness_options)`` is a
+    `Harness` whose model is ``harness_model(path, record=record)``.
+
+    With ``spec`` (a run spec's path, relative to the test file) the harness is the spec's
+    (`Spec.harness`: its tools, policy, strategy, workspace, ...), and the keywords replace
+    the spec's ``policy``, ``strategy``, ``workspace``, ``sinks`` or ``transcript``; the spec
+    needs no ``[model]`` or prompt (the fixture is the model, the test gives the task).
+    Without one, every keyword goes to `Harness` (``tools``, ``policy``, ``strategy``,
+    ``workspace``, ...), and without a ``policy`` the run has no budget and the agent's claim
+    of done is accepted (`AlwaysComplete`). The harness keeps its runs' events for
+    `assert_events`."""
     from harness import Harness
 
     runs: list[_RunLog] = []
@@ -143,17 +151,24 @@ def harness_fixture(harness_model: Callable[..., ModelClient]) -> Iterator[Calla
         path: str | os.PathLike[str],
         *,
         record: Callable[[], ModelClient] | None = None,
+        spec: str | os.PathLike[str] | None = None,
         **options: Any,
     ) -> Harness:
+        log = _RunLog()
+        runs.append(log)
+        options["sinks"] = [*options.get("sinks", ()), log]
+        model = harness_model(path, record=record)
+        if spec is not None:
+            from strategies import load_spec
+
+            loaded = load_spec(Path(request.path).parent / spec, purpose="checks")
+            return loaded.harness(model=model, **options)
         if "policy" not in options:
             from checks import AlwaysComplete
             from termination import TerminationPolicy
 
             options["policy"] = TerminationPolicy(completion_check=AlwaysComplete())
-        log = _RunLog()
-        runs.append(log)
-        options["sinks"] = [*options.get("sinks", ()), log]
-        return Harness(model=harness_model(path, record=record), **options)
+        return Harness(model=model, **options)
 
     yield make
     for log in runs:

@@ -34,7 +34,7 @@ from typing import Any
 import anyio
 import structlog
 
-from harness import Harness, ModelClient, ScriptedModelClient
+from harness import ModelClient, ScriptedModelClient
 from strategies.board import Agent, AttemptInfo, Board, BoardSettings, BoardTask, load_tasks
 
 TASK = """id = "t{i:04d}"
@@ -106,11 +106,8 @@ async def run_plain(
         nonlocal done
         async with limiter:
             spec = task.spec
-            harness = Harness(
+            harness = spec.harness(
                 model=script(task.id, delay),
-                policy=spec.policy,
-                tools=spec.tools,
-                strategy=spec.build_strategy(),
                 workspace=folder / "workspace",
                 transcript=folder / "plain" / f"{task.id}.jsonl" if transcripts else None,
             )

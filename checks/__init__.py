@@ -17,8 +17,8 @@ from ._protocol import CompletionCheck, PreparesForRun
 from ._run_check import CheckVerdict, run_check
 
 if typing.TYPE_CHECKING:
+    from ._check_config import CHECK_TYPES, check_from_config
     from ._command import CommandCheck
-    from ._config import CHECK_TYPES, check_from_config
     from ._feature_list import Feature, FeatureListCheck, FeatureListError, load_features
     from ._files import FilesCheck
     from ._judge import JUDGE_SYSTEM, QuestionAnsweredCheck
@@ -34,8 +34,8 @@ if typing.TYPE_CHECKING:
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
 _LAZY = {
     "CommandCheck": "._command",
-    "CHECK_TYPES": "._config",
-    "check_from_config": "._config",
+    "CHECK_TYPES": "._check_config",
+    "check_from_config": "._check_config",
     "Feature": "._feature_list",
     "FeatureListCheck": "._feature_list",
     "FeatureListError": "._feature_list",

@@ -11,10 +11,10 @@ from harness.extend import lazy_exports as _lazy_exports
 from ._protocol import CompletionCheck, PreparesForRun
 
 if typing.TYPE_CHECKING:
-    from ._config import CHECKS, SANDBOXES
+    from ._check_config import CHECKS, SANDBOXES
 
 __getattr__, __dir__ = _lazy_exports(
-    __name__, globals(), {"CHECKS": "checks._config", "SANDBOXES": "checks._config"}
+    __name__, globals(), {"CHECKS": "checks._check_config", "SANDBOXES": "checks._check_config"}
 )
 
 __all__ = ["CHECKS", "CompletionCheck", "PreparesForRun", "SANDBOXES"]

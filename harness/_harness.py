@@ -20,6 +20,7 @@ from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._policy import Policy
 from ._result import BudgetExceeded, Cancelled, Completed, HaltReason, ModelFailed, RunResult
 from ._run import Run, SingleSession, Strategy
+from ._run_state import RunConfig
 from ._streaming import EventStream, stream_events
 from ._tools import Tool, as_tools
 from ._validate import check_positive
@@ -103,21 +104,7 @@ class Harness:
         if transcript is not None:
             all_sinks.append(transcript)
         wall = self.policy.wall_time
-        run = Run(
-            run_id=run_id,
-            task=task,
-            model=self.model,
-            tools=self._tools,
-            policy=self.policy,
-            clock=self.clock,
-            sinks=all_sinks,
-            workspace=self._workspace,
-            system_prompt=self.system_prompt,
-            tool_timeout=self.tool_timeout,
-            done_tool=self.done_tool,
-            context_window=self.context_window,
-            compaction=self.compaction,
-        )
+        run = Run(run_id=run_id, task=task, config=self._config(), sinks=all_sinks)
         run.started_at = run.now()
         run.deadline = None if wall is None else run.started_at + wall
         try:
@@ -150,6 +137,21 @@ class Harness:
         finally:
             if transcript is not None:
                 transcript.close()
+
+    def _config(self) -> RunConfig:
+        """This harness's settings as one frozen value: what the run reads, fixed at its start."""
+        return RunConfig(
+            model=self.model,
+            tools=self._tools,
+            policy=self.policy,
+            clock=self.clock,
+            workspace=self._workspace,
+            system_prompt=self.system_prompt,
+            tool_timeout=self.tool_timeout,
+            done_tool=self.done_tool,
+            context_window=self.context_window,
+            compaction=self.compaction,
+        )
 
     def _finish(self, run: Run, reason: HaltReason) -> RunResult:
         result = run.result(reason)

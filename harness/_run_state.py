@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from attrs import define, field
+from attrs import define, field, frozen
 
 from ._clock import Clock
 from ._compaction import Compaction
@@ -26,25 +26,36 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 
-@define(eq=False, kw_only=True)
-class RunState:
-    """Configuration, counters and event sinks shared by the sessions of one run."""
+@frozen(kw_only=True)
+class RunConfig:
+    """What a run is configured with: fixed when it starts and read by every session.
 
-    run_id: str
-    task: str
+    The `Harness` makes one per run; sessions and strategies read it through `RunState`'s
+    accessors (``run.model``, ``run.clock``, ...).
+    """
+
     model: ModelClient
     tools: Mapping[str, Tool]
     policy: Policy
     clock: Clock
-    sinks: list[EventSink]
-    """The sinks still attached: one that raises is dropped (see `emit`). A plain field: a
-    converter here would make attrs check every counter the loop updates."""
     workspace: Path | None = None
     system_prompt: str | None = None
     tool_timeout: float = 120.0
     done_tool: bool = False
     context_window: int | None = None
     compaction: Compaction | None = None
+
+
+@define(eq=False, kw_only=True)
+class RunState:
+    """The run's configuration, counters and event sinks, shared by its sessions."""
+
+    run_id: str
+    task: str
+    config: RunConfig
+    sinks: list[EventSink]
+    """The sinks still attached: one that raises is dropped (see `emit`). A plain field: a
+    converter here would make attrs check every counter the loop updates."""
     started_at: float = 0.0
     deadline: float | None = None
     turns: int = 0
@@ -58,6 +69,34 @@ class RunState:
 
     def __attrs_post_init__(self) -> None:
         self.description = self.policy.description()
+
+    @property
+    def model(self) -> ModelClient:
+        return self.config.model
+
+    @property
+    def tools(self) -> Mapping[str, Tool]:
+        return self.config.tools
+
+    @property
+    def policy(self) -> Policy:
+        return self.config.policy
+
+    @property
+    def clock(self) -> Clock:
+        return self.config.clock
+
+    @property
+    def workspace(self) -> Path | None:
+        return self.config.workspace
+
+    @property
+    def tool_timeout(self) -> float:
+        return self.config.tool_timeout
+
+    @property
+    def done_tool(self) -> bool:
+        return self.config.done_tool
 
     def now(self) -> float:
         return self.clock.now()
@@ -107,7 +146,7 @@ class RunState:
             else "reply with your final answer and no tool calls"
         )
         text = (
-            f"{base or self.system_prompt or DEFAULT_SYSTEM_PROMPT}\n\n"
+            f"{base or self.config.system_prompt or DEFAULT_SYSTEM_PROMPT}\n\n"
             f"## When the task is done\n{self.description}\n\n"
             f"When you believe the task is done, {how}. An automated completion check then "
             "verifies the work; if something is missing you will be told what, and you must "
@@ -158,6 +197,6 @@ class RunState:
             claims_done=claims_done,
             final_text=final_text,
             store=self.store.frozen(),
-            context_window=self.context_window,
+            context_window=self.config.context_window,
             session_started_at=now if session_started_at is None else session_started_at,
         )

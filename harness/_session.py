@@ -218,7 +218,7 @@ class Session:
         `harness._compaction`); a no-op without a `Compaction` and a window. A summary is a
         model call: the budgets are asked again after it, and their halt is returned."""
         run = self._run
-        compaction, window = run.compaction, run.context_window
+        compaction, window = run.config.compaction, run.config.context_window
         messages = self._messages
         if compaction is None or window is None:
             return None

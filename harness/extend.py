@@ -20,6 +20,7 @@ from ._messages import ModelRequest, ModelResponse, ToolSpec
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._policy import CONTINUE, Decision, Limit, Policy, PolicySession, Scope, SensorReading
 from ._run import Run, SingleSession, Strategy
+from ._run_state import RunConfig
 from ._schema import REQUIRED, Key, Schema, Variants
 from ._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
@@ -31,7 +32,7 @@ from ._workspace import open_in_workspace, resolve_in_workspace
 if typing.TYPE_CHECKING:
     from ._cli_agent import render_prompt
     from ._process import ProcessResult, run_process
-    from ._providers._config import MODELS
+    from ._providers._model_config import MODELS
     from ._providers._pricing import PRICE
     from ._providers._retry import RETRY
     from ._reference import render_schema, render_variants
@@ -44,7 +45,7 @@ __getattr__, __dir__ = lazy_exports(
         "render_prompt": "harness._cli_agent",
         "ProcessResult": "harness._process",
         "run_process": "harness._process",
-        "MODELS": "harness._providers._config",
+        "MODELS": "harness._providers._model_config",
         "PRICE": "harness._providers._pricing",
         "RETRY": "harness._providers._retry",
         "render_schema": "harness._reference",
@@ -79,6 +80,7 @@ __all__ = [
     "RETRY",
     "ReadsClock",
     "Run",
+    "RunConfig",
     "Schema",
     "Scope",
     "SensorReading",

@@ -1,4 +1,4 @@
-"""Loop strategies: the plain loop, Ralph, and SelfVerifying."""
+"""Loop strategies (the plain loop, Ralph, SelfVerifying) and the run spec that builds a run."""
 
 import typing
 import warnings as _warnings
@@ -13,6 +13,7 @@ if typing.TYPE_CHECKING:
 
     from ._ralph import Ralph
     from ._self_verifying import EVALUATOR_PROMPT, SelfVerifying
+    from ._spec import Spec, SpecError, load_spec, spec_from_table
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
@@ -20,6 +21,11 @@ _LAZY = {
     "Ralph": "._ralph",
     "EVALUATOR_PROMPT": "._self_verifying",
     "SelfVerifying": "._self_verifying",
+    # The run spec: a TOML table -> a validated `Spec` -> `Spec.harness()`.
+    "Spec": "._spec",
+    "SpecError": "._spec",
+    "load_spec": "._spec",
+    "spec_from_table": "._spec",
     # One verdict reading for the evaluator and QuestionAnsweredCheck's judge (checks._verdict).
     "ModelVerdict": "._self_verifying",
     "parse_verdict": "._self_verifying",
@@ -52,5 +58,9 @@ __all__ = [
     "RalphCompletionUnmet",
     "SelfVerifyExhausted",
     "SelfVerifying",
+    "Spec",
+    "SpecError",
+    "load_spec",
     "parse_verdict",
+    "spec_from_table",
 ]

@@ -30,12 +30,6 @@ from ._sensors import (
 
 if typing.TYPE_CHECKING:
     from ._check_churn import CheckChurnSensor
-    from ._config import (
-        feedback_from_config,
-        register_feedback,
-        register_sensor,
-        sensor_from_config,
-    )
     from ._context_pressure import ContextPressureSensor
     from ._no_progress import NoProgressSensor
     from ._oscillation import OscillationSensor
@@ -46,15 +40,21 @@ if typing.TYPE_CHECKING:
         ToolUsageFeedback,
     )
     from ._repeated_claim import RepeatedClaimSensor
+    from ._sensor_config import (
+        feedback_from_config,
+        register_feedback,
+        register_sensor,
+        sensor_from_config,
+    )
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
 _LAZY = {
     "CheckChurnSensor": "._check_churn",
-    "feedback_from_config": "._config",
-    "register_feedback": "._config",
-    "register_sensor": "._config",
-    "sensor_from_config": "._config",
+    "feedback_from_config": "._sensor_config",
+    "register_feedback": "._sensor_config",
+    "register_sensor": "._sensor_config",
+    "sensor_from_config": "._sensor_config",
     "ContextPressureSensor": "._context_pressure",
     "NoProgressSensor": "._no_progress",
     "OscillationSensor": "._oscillation",

@@ -163,3 +163,99 @@ def test_readme_lists_the_public_names_of_each_module() -> None:
     listed = readme[readme.index(start) + len(start) : readme.index(end)].strip()
     expected = _public_names_block()
     assert listed == expected, f"replace the README's public-names block with:\n{expected}"
+
+
+# Inside `strategies` the applications sit on top of the library: loop strategies < the run
+# spec < the board < the command line and the viewer. A module never imports a higher layer.
+STRATEGY_LAYERS: dict[str, int] = {
+    "strategies._loop": 0,
+    "strategies._ralph": 0,
+    "strategies._reasons": 0,
+    "strategies._self_verifying": 0,
+    "strategies._strategy_config": 0,
+    "strategies._spec": 1,
+    "strategies.board": 2,
+    "strategies._cli": 3,
+    "strategies._viewer": 3,
+    "strategies.__main__": 3,
+}
+
+
+def _strategy_layer(module: str) -> int | None:
+    """The layer of a module of `strategies` (a subpackage's modules share its layer)."""
+    parts = module.split(".")
+    for end in range(len(parts), 1, -1):
+        layer = STRATEGY_LAYERS.get(".".join(parts[:end]))
+        if layer is not None:
+            return layer
+    return None
+
+
+def _strategies_imports(path: Path, root: Path = ROOT) -> set[str]:
+    """The `strategies` modules (and names) a file imports, relative imports resolved, inside
+    functions and `TYPE_CHECKING` blocks too."""
+    package = ".".join(path.relative_to(root).with_suffix("").parts[:-1])
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                stem = ".".join([*base, node.module] if node.module else base)
+            else:
+                stem = node.module or ""
+            found.add(stem)
+            found.update(f"{stem}.{alias.name}" for alias in node.names)
+    return {name for name in found if name.startswith("strategies.")}
+
+
+def _strategies_modules() -> list[tuple[str, Path]]:
+    modules = []
+    for path in sorted((ROOT / "strategies").rglob("*.py")):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        modules.append((name.removesuffix(".__init__"), path))
+    return modules
+
+
+def test_every_strategies_module_has_a_layer() -> None:
+    """A new module of `strategies` is placed in a layer, so the layering test covers it."""
+    unplaced = [
+        name
+        for name, _ in _strategies_modules()
+        if name != "strategies" and _strategy_layer(name) is None
+    ]
+    assert unplaced == []
+
+
+def test_strategies_layers_point_down() -> None:
+    """Loop strategies < spec < board < command line and viewer: a library piece never
+    imports the command line, and the board never imports `_cli`."""
+    offenders = []
+    for name, path in _strategies_modules():
+        own = _strategy_layer(name)
+        if own is None:
+            continue  # the package's facade re-exports every layer
+        for imported in sorted(_strategies_imports(path)):
+            layer = _strategy_layer(imported)
+            if layer is not None and layer > own:
+                offenders.append(f"{name} imports {imported}")
+    assert offenders == []
+
+
+def test_the_layering_test_sees_relative_imports(tmp_path: Path) -> None:
+    """The import reader resolves relative imports, also inside a function: a board module
+    that reached into the command line would be found and refused."""
+    fake = tmp_path / "strategies" / "board" / "_probe.py"
+    fake.parent.mkdir(parents=True)
+    fake.write_text(
+        "from .._spec import Spec\n\ndef later():\n    from .._cli._run import main\n",
+        encoding="utf-8",
+    )
+    imported = _strategies_imports(fake, tmp_path)
+    assert {"strategies._spec", "strategies._cli._run"} <= imported
+    own = _strategy_layer("strategies.board._probe")
+    assert own is not None
+    above = [name for name in imported if (_strategy_layer(name) or 0) > own]
+    assert sorted(above) == ["strategies._cli._run", "strategies._cli._run.main"]

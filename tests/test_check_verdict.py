@@ -14,10 +14,9 @@ import pytest
 from checks import AllOf, AnyOf, CheckVerdict, CompletionCheck, run_check
 from harness import CheckFailed, Harness, RejectionLimit, ScriptedModelClient, SessionStateSnapshot
 from harness.testing import FakeClock, ListSink
-from strategies import Ralph, RalphCompletionUnmet
+from strategies import Ralph, RalphCompletionUnmet, Spec, load_spec
 from strategies._cli._checking import run_checks
 from strategies._cli._hook import claude_stop
-from strategies._cli._spec import Spec, load_spec
 from termination import TerminationPolicy
 
 pytestmark = pytest.mark.anyio

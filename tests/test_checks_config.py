@@ -196,6 +196,7 @@ def test_the_type_list_is_complete() -> None:
         "feature_list",
         "files",
         "plan",
+        "python",
         "question_answered",
         "signal",
         "sql_result",

@@ -397,3 +397,47 @@ def test_ctrl_c_before_the_run_is_a_one_line_exit_130(
     monkeypatch.setattr(run_module, "load_spec", interrupted)
     assert main(["run", "spec.toml"]) == 130
     assert capsys.readouterr().err == "harness: interrupted\n"
+
+
+@pytest.mark.parametrize(
+    ("strategy", "fragment"),
+    [
+        (
+            '[strategy]\ntype = "ralph"\n[strategy.iteration_budget]\nmax_turnz = 3\n',
+            "strategy.iteration_budget: unknown key 'max_turnz'",
+        ),
+        (
+            '[strategy]\ntype = "ralph"\n[strategy.iteration_budget]\nmax_turns = 0\n',
+            "max_turns",
+        ),
+        (
+            '[strategy]\ntype = "self_verifying"\n[strategy.evaluator]\ntype = "fixture"\n'
+            'pth = "script.jsonl"\n',
+            "strategy.evaluator: unknown key 'pth'",
+        ),
+        (
+            '[strategy]\ntype = "self_verifying"\n[strategy.evaluator]\ntype = "fixture"\n'
+            'path = "script.jsonl"\n[strategy.evaluator_budget]\nmax_tool_calls = -1\n',
+            "max_tool_calls",
+        ),
+        (
+            '[strategy]\ntype = "self_verifying"\nmax_rounds = 0\n[strategy.evaluator]\n'
+            'type = "fixture"\npath = "script.jsonl"\n',
+            "max_rounds",
+        ),
+    ],
+)
+def test_check_refuses_nested_strategy_tables_as_run_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], strategy: str, fragment: str
+) -> None:
+    """`harness check` validates [strategy.iteration_budget] and [strategy.evaluator] exactly
+    as `harness run` does: the same exit code and the same message naming the key."""
+    body = BASE[: BASE.index("[strategy]")] + strategy + BASE[BASE.index("[[checks]]") :]
+    spec = _spec(tmp_path, body, "")
+    (tmp_path / "ws" / "done.txt").write_text("yes")
+    assert main(["run", str(spec)]) == 2
+    run_err = capsys.readouterr().err
+    assert main(["check", str(spec)]) == 2
+    check_err = capsys.readouterr().err
+    assert fragment in run_err
+    assert check_err == run_err

@@ -330,8 +330,8 @@ def test_registered_providers_are_available_to_config_tables() -> None:
                 {"type": "greeter", "greting": "x", "trigger": {"every_n_calls": 1}}, where="f"
             )
     finally:
-        from termination._config import _PROVIDERS
         from termination._keys import FEEDBACK
+        from termination._sensor_config import _PROVIDERS
 
         del _PROVIDERS["greeter"]
         del FEEDBACK.schemas["greeter"]

@@ -20,7 +20,7 @@ from harness.testing import FakeClock
 from strategies._cli import main
 from strategies._cli._claude_transcript import TAIL_BYTES, TranscriptError, last_answer
 from strategies._cli._hook import DEFAULT_TIME_LIMIT, claude_stop, register
-from strategies._cli._spec import load_spec
+from strategies._spec import load_spec
 
 PAYLOADS = Path(__file__).resolve().parent.parent / "fixtures" / "hooks"
 

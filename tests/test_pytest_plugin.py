@@ -270,3 +270,35 @@ def test_assert_halted_names_a_missing_field() -> None:
     with pytest.raises(AssertionError, match="events were not kept"):
         assert_events(result, ["run.started"])
     assert not isinstance(result.halt_reason, Completed)
+
+
+def test_a_spec_gives_the_harness_its_tools_checks_and_budget(pytester: pytest.Pytester) -> None:
+    """``harness_fixture(path, spec=...)`` builds the spec's harness (its tools, checks and
+    budget) with the fixture as its model; a spec needs neither a [model] nor a prompt."""
+    fixtures = _suite(pytester)
+    (fixtures / "run.toml").write_text(
+        'tools = ["write_file"]\n[budget]\nmax_turns = 5\n'
+        '[[checks]]\ntype = "files"\npaths = ["hello.txt"]\n'
+    )
+    pytester.makepyfile(
+        test_agent_spec="""
+        import pytest
+        from harness import Completed
+        from pytest_completion_harness import assert_events, assert_halted
+
+        pytestmark = pytest.mark.anyio
+
+        async def test_spec_harness(harness_fixture, tmp_path):
+            harness = harness_fixture(
+                "fixtures/hello.jsonl", spec="fixtures/run.toml", workspace=tmp_path
+            )
+            assert [t.name for t in harness.tools] == ["write_file"]
+            assert harness.policy.budget.max_turns == 5
+            result = await harness.run("Write hello.txt.")
+            assert_halted(result, Completed)
+            assert_events(result, ["tool.called", "check.passed"])
+            assert (tmp_path / "hello.txt").read_text() == "hi"
+        """
+    )
+    result = pytester.runpytest_inprocess("test_agent_spec.py")
+    result.assert_outcomes(passed=2)

@@ -34,7 +34,7 @@ from harness import (
 from harness._run import Run
 from harness._state import HistoryView
 from harness._tools import render_result
-from harness.extend import SensorReading, SessionStore
+from harness.extend import RunConfig, SensorReading, SessionStore
 from harness.testing import FakeClock, ListSink
 from strategies import Ralph
 from termination import Budget, TerminationPolicy
@@ -46,13 +46,15 @@ def _run(clock: FakeClock) -> Run:
     return Run(
         run_id="run-1",
         task="the task",
-        model=ScriptedModelClient([]),
-        tools={},
-        policy=TerminationPolicy(),
-        clock=clock,
+        config=RunConfig(
+            model=ScriptedModelClient([]),
+            tools={},
+            policy=TerminationPolicy(),
+            clock=clock,
+            workspace=Path("/work/space"),
+            context_window=8_000,
+        ),
         sinks=[],
-        workspace=Path("/work/space"),
-        context_window=8_000,
         started_at=1.0,
         deadline=500.0,
         turns=11,
@@ -338,10 +340,7 @@ async def test_every_tool_call_is_admitted_against_the_state_before_its_turn() -
     run = Run(
         run_id="r",
         task="ping",
-        model=model,
-        tools={"ping": ping},
-        policy=policy,
-        clock=FakeClock(),
+        config=RunConfig(model=model, tools={"ping": ping}, policy=policy, clock=FakeClock()),
         sinks=[],
     )
     log = _AdmissionLog(policy.start_session(clock=run.clock))

@@ -14,9 +14,9 @@ import pytest
 import checks
 import harness
 import termination
-from checks._config import CHECKS, SANDBOXES
+from checks._check_config import CHECKS, SANDBOXES
 from harness import ConfigurationError, SessionStateSnapshot
-from harness._providers._config import MODELS
+from harness._providers._model_config import MODELS
 from harness._providers._pricing import PRICE
 from harness._providers._retry import RETRY
 from harness._schema import REQUIRED, Key, Schema, Variants
@@ -24,10 +24,10 @@ from harness.extend import SensorReading
 from strategies import Ralph, SelfVerifying
 from strategies._cli import main
 from strategies._cli._reference import COMMAND, render
-from strategies._cli._spec import SpecError, load_spec
-from strategies._config import STRATEGIES
-from termination._config import _PROVIDERS, _SENSORS, register_sensor
+from strategies._spec import SpecError, load_spec
+from strategies._strategy_config import STRATEGIES
 from termination._keys import BUDGET, FEEDBACK, POLICY, SENSORS, TRIGGER
+from termination._sensor_config import _PROVIDERS, _SENSORS, register_sensor
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "spec-reference.md"
@@ -131,7 +131,7 @@ def test_every_constructor_argument_is_described_with_its_default(
 
 
 def _every_schema() -> list[Schema]:
-    from strategies._cli._spec import SPEC
+    from strategies._spec import SPEC
 
     schemas: list[Schema] = [SPEC, PRICE, RETRY, BUDGET, TRIGGER, POLICY]
     for family in (MODELS, STRATEGIES, CHECKS, SANDBOXES, SENSORS, FEEDBACK):
@@ -181,7 +181,7 @@ def _spec(tmp_path: Path, body: str) -> Path:
             '[[checks]]\ntype = "feature_lst"\n',
             "spec.toml: checks[0].type must be one of 'always_complete', 'feature_list', "
             "'test_suite', 'command', 'files', 'signal', 'plan', 'sql_result', "
-            "'question_answered', 'all_of', 'any_of' (got 'feature_lst'); "
+            "'question_answered', 'python', 'all_of', 'any_of' (got 'feature_lst'); "
             "did you mean 'feature_list'?",
         ),
         (

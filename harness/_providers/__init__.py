@@ -5,7 +5,7 @@ Importing this package does not import the SDKs; a client imports its SDK on fir
 """
 
 from ._anthropic import AnthropicClient
-from ._config import model_from_config
+from ._model_config import model_from_config
 from ._openai import OpenAIClient
 from ._pricing import DEFAULT_PRICES, ModelPrice, PriceTable
 from ._retry import RetryPolicy, retry_after_seconds

@@ -14,9 +14,9 @@ import anyio
 
 from harness import ConfigurationError
 
+from .._spec import load_spec
 from ._checking import Checked, run_checks
 from ._signals import SignalCancel
-from ._spec import load_spec
 
 
 def register(sub: Any) -> None:
@@ -31,7 +31,7 @@ def register(sub: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     try:
-        spec = load_spec(args.spec)
+        spec = load_spec(args.spec, purpose="checks")
     except ConfigurationError as exc:
         print(f"harness: {exc}", file=sys.stderr)
         return 2

@@ -10,7 +10,7 @@ from checks import CheckVerdict, run_check
 from harness import SessionStateSnapshot
 from harness.extend import Clock, SystemClock
 
-from ._spec import Spec
+from .._spec import Spec
 
 
 @frozen

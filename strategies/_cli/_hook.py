@@ -44,10 +44,10 @@ from attrs import frozen
 from harness import ConfigurationError
 from harness.extend import Clock, check_positive
 
+from .._spec import Spec, load_spec
 from ._checking import run_checks
 from ._claude_transcript import TranscriptError, last_answer
 from ._signals import SignalCancel
-from ._spec import Spec, load_spec
 
 Reentry = Literal["check", "allow"]
 DEFAULT_MAX_BLOCKS = 5
@@ -281,7 +281,7 @@ def handle_claude_stop(args: argparse.Namespace) -> int:
         return EXIT_BROKEN
     watch = SignalCancel()
     try:
-        spec = load_spec(args.spec)
+        spec = load_spec(args.spec, purpose="checks")
 
         async def decide() -> StopDecision | None:
             return await watch.cancellable(

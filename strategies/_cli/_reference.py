@@ -16,8 +16,8 @@ from checks.extend import CHECKS, SANDBOXES
 from harness.extend import MODELS, PRICE, RETRY, render_schema, render_variants
 from termination.extend import BUDGET, FEEDBACK, POLICY, SENSORS, TRIGGER
 
-from .._config import STRATEGIES
-from ._spec import SPEC
+from .._spec import SPEC
+from .._strategy_config import STRATEGIES
 
 COMMAND = "harness spec-reference > docs/spec-reference.md"
 
@@ -64,6 +64,51 @@ type = "feature_list"
 """
 
 
+_PYTHON_CHECK = """\
+### A check of your own (`type = "python"`)
+
+`function` names a `CompletionCheck` or a callable that returns one, as
+`package.module:name`. The module is imported from Python's `sys.path`: install it with your
+project, or run with `PYTHONPATH` set (`PYTHONPATH=. harness check spec.toml`). Every other
+key of the table is passed to the callable as a keyword argument. A check returns None when the
+work is done, or the reason it is not (that reason goes into the agent's next turn):
+
+```python
+# mychecks.py
+from pathlib import Path
+
+
+class LineCount:
+    def __init__(self, path: str, lines: int = 1) -> None:
+        self.path, self.lines = path, lines
+
+    async def check(self, state) -> str | None:
+        file = Path(state.workspace) / self.path
+        found = len(file.read_text().splitlines()) if file.exists() else 0
+        return None if found >= self.lines else f"{self.path} has {found} of {self.lines} lines"
+
+    def description(self) -> str:
+        return f"{self.path} has at least {self.lines} lines"
+
+
+def line_count(path: str, lines: int = 1) -> LineCount:
+    return LineCount(path, lines)
+```
+
+```toml
+[[checks]]
+type = "python"
+function = "mychecks:line_count"
+path = "notes.txt"
+lines = 3
+```
+
+A module that cannot be imported, a missing name, something that is not callable, a call
+that fails and a return that is not a check are each an error naming the spec file, the table
+and the key (`spec.toml: checks[0].function: ...`).
+"""
+
+
 def render() -> str:
     """The whole page."""
     sections = [
@@ -75,6 +120,7 @@ def render() -> str:
         render_schema(BUDGET, level=2),
         render_variants(STRATEGIES, title="[strategy]"),
         render_variants(CHECKS, title="[[checks]]"),
+        _PYTHON_CHECK,
         render_variants(SANDBOXES, title="sandbox", level=3),
         render_variants(SENSORS, title="[[sensors]]"),
         render_variants(FEEDBACK, title="[[feedback]]"),

@@ -24,16 +24,15 @@ from harness import (
     ConfigurationError,
     EventSink,
     FixtureError,
-    Harness,
     ModelClient,
     RecordingModelClient,
     RunResult,
 )
 from harness.extend import check_output_file, dump_json
 
+from .._spec import Spec, load_spec
 from ._progress import ProgressDisplay, open_progress
 from ._signals import SignalCancel
-from ._spec import Spec, load_spec
 from ._telemetry import otel_sink_for, tracer_provider_from_env
 
 EXIT_VERIFIED = 0
@@ -161,8 +160,9 @@ def _run_spec(
     try:
         if args.backend == "trio":
             require_trio()
-        spec = load_spec(args.spec)
-        prompt = spec.require_run()
+        spec = load_spec(args.spec)  # for a run: it has a prompt and a [model]
+        prompt = spec.prompt
+        assert prompt is not None  # a spec loaded for a run has one
         if args.workspace is not None and not args.workspace.is_dir():
             return _error(f"--workspace {str(args.workspace)!r} is not a folder")
         # Every path checked before anything is created (a workspace, an emptied recording).
@@ -191,18 +191,8 @@ def _run_spec(
         if args.otel:
             provider = tracer_provider_from_env()
             sinks.append(otel_sink(spec, provider))
-        harness = Harness(
-            model=model,
-            policy=spec.policy,
-            tools=spec.tools,
-            strategy=spec.build_strategy(wrap_model=wrap),
-            workspace=workspace,
-            system_prompt=spec.system_prompt,
-            sinks=sinks,
-            transcript=transcript,
-            tool_timeout=spec.tool_timeout,
-            done_tool=spec.done_tool,
-            context_window=spec.context_window,
+        harness = spec.harness(
+            model=model, workspace=workspace, sinks=sinks, transcript=transcript, wrap_model=wrap
         )
     except (ConfigurationError, FixtureError) as exc:
         return _error(str(exc), workspace, transcript, temporary.removed)

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
     from strategies.board import AttemptInfo, AttemptOutcome, AttemptSpec, BoardResult
 
-    from ._spec import Spec
+    from .._spec import Spec
 
 
 def tracer_provider_from_env(environ: Mapping[str, str] | None = None) -> TracerProvider:

@@ -15,7 +15,7 @@ import warnings as _warnings
 
 from ._attempt import AttemptOutcome, AttemptSpec, AttemptWatcher, classify, execute_attempt
 from ._board import Board, BoardResult, board_state, open_store
-from ._config import Agent, AttemptInfo, BoardConfig, BoardSettings, load_config, pool
+from ._board_config import Agent, AttemptInfo, BoardConfig, BoardSettings, load_config, pool
 from ._engine import Engine, LocalEngine
 from ._events import KINDS, BoardEvent, BoardSink, StructlogBoardSink
 from ._lock import BoardBusy, holder

@@ -40,9 +40,9 @@ from harness import (
 from harness.extend import LibraryLogger
 from termination import Budget, TerminationPolicy
 
-from .._cli._spec import Spec, spec_from_table
 from .._ralph import Ralph
-from ._config import AttemptInfo, ModelSource
+from .._spec import Spec, spec_from_table
+from ._board_config import AttemptInfo, ModelSource
 from ._progress import AttemptProgress
 
 Outcome = Literal["complete", "review", "failed", "retry"]
@@ -164,7 +164,9 @@ async def execute_attempt(spec: AttemptSpec, emit: Emit) -> AttemptOutcome:
 
 
 def _prepare(spec: AttemptSpec, emit: Emit) -> Harness | AttemptOutcome:
-    task = spec.spec or spec_from_table({**spec.table, "prompt": spec.body}, spec.file)
+    task = spec.spec or spec_from_table(
+        {**spec.table, "prompt": spec.body}, spec.file, purpose="task"
+    )
     policy = task.policy
     strategy = task.build_strategy()
     carry = spec.carry
@@ -187,17 +189,12 @@ def _prepare(spec: AttemptSpec, emit: Emit) -> Harness | AttemptOutcome:
     missing = missing_command(policy, spec.workspace)
     if missing is not None:
         return AttemptOutcome("failed", missing)
-    return Harness(
+    return task.harness(
         model=build_model(spec),
         policy=policy,
-        tools=task.tools,
         strategy=strategy,
         workspace=spec.workspace,
-        system_prompt=task.system_prompt,
         sinks=[_Forward(emit), *spec.sinks],
-        tool_timeout=task.tool_timeout,
-        done_tool=task.done_tool,
-        context_window=task.context_window,
     )
 
 

@@ -29,7 +29,7 @@ from harness import ConfigurationError, EventSink
 from harness.extend import EventStream, LibraryLogger, stream_events
 
 from ._attempt import AttemptOutcome, AttemptSpec, AttemptWatcher
-from ._config import (
+from ._board_config import (
     BOARD_FILE,
     TASKS_FOLDER,
     Agent,

@@ -29,7 +29,7 @@ from attrs import field, frozen
 
 from harness import ConfigurationError
 
-from .._cli._spec import SPEC, Spec, spec_from_table
+from .._spec import SPEC, Spec, spec_from_table
 
 TASK_KEYS = ("id", "title", "role", "priority", "depends_on", "body")
 REFUSED_KEYS = {
@@ -105,7 +105,7 @@ class BoardTask:
             raise BoardConfigError(f"{where}: depends_on names a task twice ({depends!r})")
         table = {k: v for k, v in data.items() if k not in TASK_KEYS}
         try:
-            spec = spec_from_table({**table, "prompt": body}, file)
+            spec = spec_from_table({**table, "prompt": body}, file, purpose="task")
         except ConfigurationError as exc:
             raise BoardConfigError(str(exc)) from None
         return cls(

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from harness import ConfigurationError, ModelClient
-from harness.extend import MODELS, REQUIRED, Key, Schema, Strategy, Variants
+from harness.extend import MODELS, REQUIRED, Key, Schema, Strategy, Variants, check_positive
 from termination import Budget
 from termination.extend import BUDGET
 
@@ -97,21 +97,53 @@ def strategy_from_config(
 
     Errors name `where` and the key at fault.
     """
-    kind, settings = STRATEGIES.validate(table, where)
+    kind, settings = _settings(table, where)
     if kind == "loop":
         return Loop()
-    for name in ("iteration_budget", "evaluator_budget"):
-        if name in settings:
-            settings[name] = Budget.from_config(settings[name], where=f"{where}.{name}")
+    if kind == "ralph":
+        return _ralph(settings, where)
+    from ._self_verifying import SelfVerifying
+
     try:
-        if kind == "ralph":
-            from ._ralph import Ralph
-
-            return Ralph(**settings)
-        from ._self_verifying import SelfVerifying
-
         settings["evaluator"] = build_model(settings["evaluator"], f"{where}.evaluator")
         settings.setdefault("evaluator_must_use_tools", True)
         return SelfVerifying(**settings)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{where}: {exc}") from None
+
+
+def check_strategy_table(table: Mapping[str, Any], *, where: str) -> None:
+    """Validate `table` as `strategy_from_config` would, without building a model client.
+
+    The nested tables are checked too (an iteration or evaluator budget is built, an
+    evaluator's model table is checked against its schema), so `harness check` refuses what
+    `harness run` would. No client is built: a provider's needs its API key, which checking a
+    workspace has no use for.
+    """
+    kind, settings = _settings(table, where)
+    if kind == "ralph":
+        _ralph(settings, where)
+    elif kind == "self_verifying":
+        MODELS.validate(settings["evaluator"], f"{where}.evaluator")
+        try:  # the one value `SelfVerifying` checks beyond the schema's kinds
+            check_positive("max_rounds", settings.get("max_rounds", 3), integer=True)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{where}: {exc}") from None
+
+
+def _settings(table: Mapping[str, Any], where: str) -> tuple[str, dict[str, Any]]:
+    """The type and settings of `table`, its budgets built (every key checked)."""
+    kind, settings = STRATEGIES.validate(table, where)
+    for name in ("iteration_budget", "evaluator_budget"):
+        if name in settings:
+            settings[name] = Budget.from_config(settings[name], where=f"{where}.{name}")
+    return kind, settings
+
+
+def _ralph(settings: dict[str, Any], where: str) -> Strategy:
+    from ._ralph import Ralph
+
+    try:
+        return Ralph(**settings)
     except ConfigurationError as exc:
         raise ConfigurationError(f"{where}: {exc}") from None

@@ -1,8 +1,19 @@
 """Run specs: a TOML file naming the prompt, workspace, model, strategy, budget and checks.
 
-Every error names the spec file and the key at fault. Paths in a spec are relative to the
-spec file's folder. Only ``[[checks]]`` is required to load: that is all `harness check` and
-the stop hook use. `harness run` also needs ``prompt`` and ``[model]`` (`Spec.require_run`).
+``load_spec`` (a file) and ``spec_from_table`` (a parsed table) validate a spec in one pass:
+the schemas check each table's shape, the classes the spec builds (the policy, its budget,
+checks, sensors, the strategy) check the values, and any error becomes one `SpecError` naming
+the file, the table and the key. A loaded `Spec` is complete for its `purpose`:
+
+- ``"run"``: a run of its own (`harness run`): it has a ``prompt`` and a ``[model]``;
+- ``"task"``: a prompt whose model comes from elsewhere (a board task: the agent brings it);
+- ``"checks"``: only the checks are needed (`harness check`, the stop hook, the pytest plugin,
+  whose caller brings the model and the task).
+
+`Spec.harness` is the one builder of a `Harness` from a spec. Model clients (the ``[model]``
+and an evaluator) are built fresh for each harness, since a client is a handle with state; at
+load their tables are checked against their schema. Paths in a spec are relative to the spec
+file's folder.
 """
 
 from __future__ import annotations
@@ -11,9 +22,10 @@ import importlib
 import shutil
 import tempfile
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from attrs import frozen
 
@@ -21,6 +33,8 @@ from checks import AllOf, CompletionCheck, check_from_config
 from checks.extend import CHECKS
 from harness import (
     ConfigurationError,
+    EventSink,
+    Harness,
     ModelClient,
     Tool,
     list_files,
@@ -30,10 +44,10 @@ from harness import (
     write_file,
 )
 from harness.extend import MODELS, REQUIRED, Key, Schema, Strategy, check_positive
-from strategies._config import STRATEGIES, strategy_from_config
-from strategies._self_verifying import SelfVerifying
 from termination import Budget, TerminationPolicy, feedback_from_config, sensor_from_config
 from termination.extend import BUDGET, FEEDBACK, POLICY, SENSORS
+
+from ._strategy_config import STRATEGIES, check_strategy_table, strategy_from_config
 
 BUILTIN_TOOLS: dict[str, Tool] = {
     t.name: t for t in (read_file, list_files, write_file, update_plan)
@@ -116,16 +130,23 @@ SPEC = Schema(
 )
 
 
+Purpose = Literal["run", "task", "checks"]
+"""What a spec is loaded for, and so what it must have (see the module's docstring)."""
+
+_PURPOSES: tuple[Purpose, ...] = ("run", "task", "checks")
+
+
 class SpecError(ConfigurationError):
     """A run spec is missing, malformed, or names something that cannot work."""
 
 
 @frozen
 class Spec:
-    """A loaded spec: everything needed to build a `Harness` and run it."""
+    """A loaded spec: everything needed to build a `Harness` and run it (`Spec.harness`)."""
 
     path: Path
     prompt: str | None
+    """The task; never None when the spec was loaded for a ``"run"`` or a ``"task"``."""
     workspace: Path | None
     workspace_template: Path | None
     transcript: Path | None
@@ -135,27 +156,43 @@ class Spec:
     tool_timeout: float
     context_window: int | None
     model: Mapping[str, Any] | None
+    """The ``[model]`` table (validated); never None when loaded for a ``"run"``."""
     strategy: Mapping[str, Any]
+    """The ``[strategy]`` table (validated with its nested tables)."""
     policy: TerminationPolicy
     checks: tuple[CompletionCheck, ...]
+    purpose: Purpose = "run"
 
-    def require_run(self) -> str:
-        """The prompt to run, or a `SpecError` naming what a run needs and the spec lacks."""
-        if self.model is None or self.prompt is None:
-            missing = [
-                name
-                for name, absent in (
-                    ("[model] table", self.model is None),
-                    ("'prompt' (or 'prompt_file')", self.prompt is None),
-                )
-                if absent
-            ]
-            raise SpecError(
-                f"{self.path}: cannot run this spec: it has no {' and no '.join(missing)} "
-                "(a spec with only [[checks]] serves `harness check` and `harness hook`; "
-                'to run it, add e.g. [model] type = "fixture", path = ...)'
-            )
-        return self.prompt
+    def harness(
+        self,
+        *,
+        model: ModelClient | None = None,
+        workspace: Path | None = None,
+        policy: TerminationPolicy | None = None,
+        strategy: Strategy | None = None,
+        sinks: Sequence[EventSink] = (),
+        transcript: Path | None = None,
+        wrap_model: Callable[[ModelClient, str], ModelClient] | None = None,
+    ) -> Harness:
+        """The `Harness` this spec describes; each keyword replaces the spec's own.
+
+        `model` defaults to a fresh client from ``[model]``, `strategy` to a fresh one from
+        ``[strategy]`` (`wrap_model(client, role)` may wrap the extra model it uses, such as a
+        recording of the evaluator), `workspace` and `transcript` to the spec's.
+        """
+        return Harness(
+            model=model if model is not None else self.build_model(),
+            policy=policy if policy is not None else self.policy,
+            tools=self.tools,
+            strategy=strategy if strategy is not None else self.build_strategy(wrap_model),
+            workspace=workspace if workspace is not None else self.workspace,
+            system_prompt=self.system_prompt,
+            sinks=tuple(sinks),
+            transcript=transcript if transcript is not None else self.transcript,
+            tool_timeout=self.tool_timeout,
+            done_tool=self.done_tool,
+            context_window=self.context_window,
+        )
 
     def build_model(
         self, table: Mapping[str, Any] | None = None, *, where: str = "model"
@@ -165,30 +202,25 @@ class Spec:
             if self.model is None:
                 raise SpecError(f'{self.path}: a [model] table is required (type = "...")')
             table = self.model
-        return model_from_config(dict(table), where=f"{self.path}: {where}", base=self.path.parent)
+        with _named(str(self.path)):
+            return model_from_config(
+                dict(table), where=f"{self.path}: {where}", base=self.path.parent
+            )
 
     def build_strategy(
-        self, *, wrap_model: Callable[[ModelClient, str], ModelClient] | None = None
+        self, wrap_model: Callable[[ModelClient, str], ModelClient] | None = None
     ) -> Strategy:
-        """The spec's strategy; `wrap_model(client, role)` may wrap any extra model it uses."""
+        """A fresh strategy from the spec's; `wrap_model(client, role)` may wrap any extra
+        model it uses."""
 
         def build_model(table: Mapping[str, Any], where: str) -> ModelClient:
             model = model_from_config(dict(table), where=where, base=self.path.parent)
             return wrap_model(model, "evaluator") if wrap_model is not None else model
 
-        where = f"{self.path}: strategy"
-        try:
-            strategy = strategy_from_config(self.strategy, where=where, build_model=build_model)
-        except ConfigurationError as exc:
-            raise SpecError(str(exc)) from None
-        looks = isinstance(strategy, SelfVerifying) and strategy.evaluator_must_use_tools
-        if looks and not any(t.read_only for t in self.tools):
-            raise SpecError(
-                f"{where}.evaluator_must_use_tools is on (the default), but the evaluator "
-                "would have no tools: it gets the spec's read-only tools and `tools` has "
-                "none (add read_file or list_files, or set evaluator_must_use_tools = false)"
+        with _named(str(self.path)):
+            return strategy_from_config(
+                self.strategy, where=f"{self.path}: strategy", build_model=build_model
             )
-        return strategy
 
     def prepare_workspace(self, override: Path | None = None) -> Path | None:
         """The folder the run works in: the override, the spec's, or a fresh copy of a template."""
@@ -201,8 +233,13 @@ class Spec:
         return self.workspace
 
 
-def load_spec(path: str | Path, *, model_factory: Callable[..., ModelClient] | None = None) -> Spec:
-    """Read and validate a spec file."""
+def load_spec(
+    path: str | Path,
+    *,
+    purpose: Purpose = "run",
+    model_factory: Callable[..., ModelClient] | None = None,
+) -> Spec:
+    """Read and validate a spec file for `purpose` (``"run"``, ``"task"`` or ``"checks"``)."""
     file = Path(path)
     try:
         data = tomllib.loads(file.read_text(encoding="utf-8"))
@@ -214,25 +251,49 @@ def load_spec(path: str | Path, *, model_factory: Callable[..., ModelClient] | N
         raise SpecError(f"{file}: not UTF-8 (byte 0x{exc.object[exc.start]:02x})") from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{file}: not valid TOML: {exc}") from None
-    return spec_from_table(data, file, model_factory=model_factory)
+    return spec_from_table(data, file, purpose=purpose, model_factory=model_factory)
 
 
 def spec_from_table(
     data: Mapping[str, Any],
     file: Path,
     *,
+    purpose: Purpose = "run",
     model_factory: Callable[..., ModelClient] | None = None,
 ) -> Spec:
-    """Validate an already-parsed spec; errors name `file`, and paths are relative to its
-    folder (a board task file is a spec table plus the task's own keys)."""
+    """Validate an already-parsed spec for `purpose`; errors name `file`, and paths are
+    relative to its folder (a board task file is a spec table plus the task's own keys)."""
+    if purpose not in _PURPOSES:
+        raise ValueError(f"purpose must be one of {_PURPOSES} (got {purpose!r})")
     where = str(file)
+    with _named(where):
+        return _spec(data, file, purpose, model_factory)
+
+
+@contextmanager
+def _named(where: str) -> Iterator[None]:
+    """The one place a configuration error becomes a `SpecError` naming the file (and, when
+    `where` says so, the table): the classes that check values do not know where their
+    settings came from."""
     try:
-        SPEC.validate(data, where)
-        if isinstance(data.get("model"), dict):
-            MODELS.validate(data["model"], f"{where}: model")
-        STRATEGIES.validate(data.get("strategy", {}), f"{where}: strategy")
+        yield
     except ConfigurationError as exc:
-        raise SpecError(str(exc)) from None
+        message = str(exc)
+        raise SpecError(message if message.startswith(where) else f"{where}: {message}") from None
+
+
+def _spec(
+    data: Mapping[str, Any],
+    file: Path,
+    purpose: Purpose,
+    model_factory: Callable[..., ModelClient] | None,
+) -> Spec:
+    where = str(file)
+    SPEC.validate(data, where)
+    if "model" in data:
+        MODELS.validate(data["model"], f"{where}: model")
+    strategy = data.get("strategy", {"type": "loop"})
+    check_strategy_table(strategy, where=f"{where}: strategy")
     base = file.parent
     prompt = _prompt(data, base, where)
     workspace = _path(data.get("workspace"), base, f"{where}: workspace", must_be_dir=True)
@@ -242,50 +303,68 @@ def spec_from_table(
     if workspace is not None and template is not None:
         raise SpecError(f"{where}: give 'workspace' or 'workspace_template', not both")
     transcript = data.get("transcript")
-    transcript_path = (
-        (base / _string(transcript, f"{where}: transcript")).resolve()
-        if transcript is not None
-        else None
-    )
-    model = data.get("model")
-    if model is not None and not isinstance(model, dict):
-        raise SpecError(f"{where}: model must be a table (got {type(model).__name__})")
-    strategy = data.get("strategy", {"type": "loop"})
-    if not isinstance(strategy, dict):
-        raise SpecError(f"{where}: strategy must be a table")
-    try:
-        policy, checks = _policy(data, where, model_factory, base)
-    except ConfigurationError as exc:
-        raise SpecError(str(exc)) from None
+    system_prompt = data.get("system_prompt")
+    policy, checks = _policy(data, where, model_factory, base)
     tool_timeout = data.get("tool_timeout", 120.0)
     context_window = data.get("context_window")
-    try:
-        check_positive("tool_timeout", tool_timeout)
-        check_positive("context_window", context_window, integer=True, allow_none=True)
-    except ConfigurationError as exc:
-        raise SpecError(f"{where}: {exc}") from None
-    done_tool = data.get("done_tool", False)
-    if not isinstance(done_tool, bool):
-        raise SpecError(f"{where}: done_tool must be true or false (got {done_tool!r})")
-    system_prompt = data.get("system_prompt")
-    return Spec(
+    check_positive("tool_timeout", tool_timeout)  # a value error is named by `_named`
+    check_positive("context_window", context_window, integer=True, allow_none=True)
+    tools = _tools(data.get("tools", ["read_file", "list_files", "write_file"]), where)
+    _evaluator_has_tools(strategy, tools, f"{where}: strategy")
+    spec = Spec(
         path=file,
         prompt=prompt,
         workspace=workspace,
         workspace_template=template,
-        transcript=transcript_path,
+        transcript=(base / _string(transcript, f"{where}: transcript")).resolve()
+        if transcript is not None
+        else None,
         system_prompt=_string(system_prompt, f"{where}: system_prompt")
         if system_prompt is not None
         else None,
-        tools=_tools(data.get("tools", ["read_file", "list_files", "write_file"]), where),
-        done_tool=done_tool,
+        tools=tools,
+        done_tool=data.get("done_tool", False),
         tool_timeout=float(tool_timeout),
         context_window=context_window,
-        model=model,
+        model=data.get("model"),
         strategy=strategy,
         policy=policy,
         checks=checks,
+        purpose=purpose,
     )
+    _require(spec, purpose)
+    return spec
+
+
+def _evaluator_has_tools(strategy: Mapping[str, Any], tools: Sequence[Tool], where: str) -> None:
+    """A spec's evaluator must read the work by default, and it gets the read-only tools."""
+    looks = strategy.get("type") == "self_verifying" and strategy.get(
+        "evaluator_must_use_tools", True
+    )
+    if looks and not any(t.read_only for t in tools):
+        raise SpecError(
+            f"{where}.evaluator_must_use_tools is on (the default), but the evaluator "
+            "would have no tools: it gets the spec's read-only tools and `tools` has "
+            "none (add read_file or list_files, or set evaluator_must_use_tools = false)"
+        )
+
+
+def _require(spec: Spec, purpose: Purpose) -> None:
+    """What `purpose` needs beyond the checks: a prompt, and for a run a [model]."""
+    missing = [
+        name
+        for name, absent in (
+            ("[model] table", purpose == "run" and spec.model is None),
+            ("'prompt' (or 'prompt_file')", purpose != "checks" and spec.prompt is None),
+        )
+        if absent
+    ]
+    if missing:
+        raise SpecError(
+            f"{spec.path}: cannot run this spec: it has no {' and no '.join(missing)} "
+            "(a spec with only [[checks]] serves `harness check` and `harness hook`; "
+            'to run it, add e.g. [model] type = "fixture", path = ...)'
+        )
 
 
 def _prompt(data: Mapping[str, Any], base: Path, where: str) -> str | None:
@@ -340,12 +419,10 @@ def _policy(
         for i, t in enumerate(_list(data.get("feedback", []), f"{where}: feedback"))
     ]
     options = POLICY.validate(data.get("policy", {}), f"{where}: policy")
-    try:
+    with _named(f"{where}: policy"):
         policy = TerminationPolicy(
             budget=budget, sensors=sensors, feedback=feedback, completion_check=check, **options
         )
-    except (ConfigurationError, TypeError) as exc:
-        raise SpecError(f"{where}: policy: {exc}") from None
     return policy, tuple(built)
 
 

@@ -8,6 +8,8 @@ table, which `model_factory(table, where)` turns into a `ModelClient`.
 
 from __future__ import annotations
 
+import importlib
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -184,6 +186,22 @@ CHECKS = Variants(
             help="`QuestionAnsweredCheck`: an LLM judge gives exactly one `VERDICT: PASS`; "
             "anything unclear, or a judge error, is a reason.",
         ),
+        "python": Schema(
+            "a python check",
+            [
+                Key(
+                    "function",
+                    "string",
+                    "`package.module:name`: a `CompletionCheck`, or a callable that returns one "
+                    "(the module is imported as Python imports it: from `sys.path`).",
+                    default=REQUIRED,
+                ),
+            ],
+            help="A check of your own, written in Python. Every other key of the table is "
+            "passed to the callable as a keyword argument; a `CompletionCheck` named directly "
+            "takes no keys.",
+            open=True,
+        ),
         "all_of": Schema(
             "an all_of check",
             [
@@ -259,6 +277,8 @@ def _build(
     }
     if kind in simple:
         return simple[kind](**options)
+    if kind == "python":
+        return _python_check(options, where)
     if kind in ("all_of", "any_of"):
         children = [
             check_from_config(child, where=f"{where}.checks[{i}]", model_factory=model_factory)
@@ -273,3 +293,64 @@ def _build(
         )
     judge = model_factory(options["judge"], f"{where}.judge")
     return QuestionAnsweredCheck(judge, options["question"], options.get("rubric"))
+
+
+def _python_check(options: dict[str, Any], where: str) -> CompletionCheck:
+    """The check a ``type = "python"`` table names: ``function = "package.module:name"``."""
+    spec = options.pop("function")
+    at = f"{where}.function"
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ConfigurationError(f"{at} must be 'package.module:name' (got {spec!r})")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = f"no module named {exc.name!r}" if exc.name else str(exc)
+        raise ConfigurationError(f"{at}: cannot import {module_name!r}: {missing}") from None
+    except Exception as exc:  # the module itself is broken: say how, not a traceback
+        raise ConfigurationError(
+            f"{at}: importing {module_name!r} failed: {type(exc).__name__}: {exc}"
+        ) from None
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise ConfigurationError(
+                f"{at}: {module_name!r} has no attribute {attribute!r} (got {spec!r})"
+            )
+        target = getattr(target, part)
+    if isinstance(target, CompletionCheck) and not isinstance(target, type):
+        if options:
+            raise ConfigurationError(
+                f"{at}: {spec!r} is a check, not a function that makes one, so it takes no "
+                f"keys (got {sorted(options)})"
+            )
+        return target
+    if not callable(target):
+        raise ConfigurationError(
+            f"{at}: {spec!r} is neither a CompletionCheck nor callable "
+            f"(it is a {type(target).__name__})"
+        )
+    try:
+        made = target(**options)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{where}: {spec}: {exc}") from None
+    except Exception as exc:  # user code: reported, never a traceback
+        raise ConfigurationError(
+            f"{where}: calling {spec}({_keywords(options)}) failed: {type(exc).__name__}: {exc}"
+        ) from None
+    if inspect.isawaitable(made):
+        if inspect.iscoroutine(made):
+            made.close()  # never awaited: close it so no warning follows
+        raise ConfigurationError(
+            f"{at}: {spec!r} is async; the function must return a CompletionCheck, not an "
+            "awaitable (make it a plain def; the check's own check() is the async part)"
+        )
+    if not isinstance(made, CompletionCheck):
+        raise ConfigurationError(
+            f"{at}: {spec!r} returned {type(made).__name__}, not a CompletionCheck "
+            "(an object with async check(state) and description())"
+        )
+    return made
+
+
+def _keywords(options: Mapping[str, Any]) -> str:
+    return ", ".join(f"{name}={value!r}" for name, value in options.items())
