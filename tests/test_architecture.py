@@ -173,6 +173,7 @@ STRATEGY_LAYERS: dict[str, int] = {
     "strategies._reasons": 0,
     "strategies._self_verifying": 0,
     "strategies._strategy_config": 0,
+    "strategies._tools_config": 1,
     "strategies._spec": 1,
     "strategies.board": 2,
     "strategies._cli": 3,
