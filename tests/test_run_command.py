@@ -118,7 +118,10 @@ async def test_a_daemon_the_command_leaves_behind_is_killed(tmp_path: Path, kind
     marker = "4321.0017"
     clock = SystemClock()
     tool = _tool(kind, clock)
-    command = f"(setsid sh -c 'sleep {marker} & echo $! > pid' &); sleep 0.2; echo left it"
+    command = (
+        f"(setsid sh -c 'sleep {marker} & echo $! > pid' &); "
+        "until [ -s pid ]; do sleep 0.05; done; echo left it"
+    )
     result = await _call(tool, tmp_path, clock, command=command)
     assert result.content.startswith("exit code: 0\n")
     assert "left it" in result.content
@@ -150,6 +153,7 @@ async def test_a_hung_command_is_stopped_at_its_timeout_with_its_tree(
     async with anyio.create_task_group() as tg:
         tg.start_soon(run)
         await anyio.to_thread.run_sync(fifo.read_text)
+        assert len(_live(marker)) == 2  # both were running when the deadline came
         fake.advance(7)
     assert results[0].content.startswith("timed out after 7s: the command and every process")
     for pid in _live(marker):
