@@ -19,6 +19,7 @@ sends the same requests.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Literal, get_args
 
@@ -124,7 +125,8 @@ def summary_request(
         label = message.role if message.name is None else f"{message.role} ({message.name})"
         lines.append(f"## {label}\n{text}")
         for call in message.tool_calls:
-            lines.append(f"(called {call.name} with {dict(call.arguments)!r})")
+            arguments = json.dumps(dict(call.arguments), ensure_ascii=False, default=str)
+            lines.append(f"(called {call.name} with {arguments})")
     body = "The earlier part of the session, oldest first:\n\n" + "\n\n".join(lines)
     return ModelRequest(
         messages=(Message.system(SUMMARY_INSTRUCTIONS), Message.user(body)),
