@@ -145,7 +145,11 @@ async def test_a_hung_command_is_stopped_at_its_timeout_with_its_tree(
     fifo = tmp_path / "started"
     os.mkfifo(fifo)
     results: list[ToolResult] = []
-    command = f"sleep {marker} & sleep {marker} & echo up > started; wait"
+    command = (
+        f"sleep {marker} & a=$!; sleep {marker} & b=$!; "
+        "until grep -q sleep /proc/$a/cmdline && grep -q sleep /proc/$b/cmdline; do :; done; "
+        "echo up > started; wait"
+    )
 
     async def run() -> None:
         results.append(await _call(tool, tmp_path, clock, command=command, timeout=7))
