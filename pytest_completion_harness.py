@@ -257,7 +257,7 @@ def assert_events(
 
 
 def _events_of(source: object) -> list[dict[str, Any]]:
-    from harness import Event, RunResult, read_transcript
+    from harness import Event, RunResult, TranscriptReader
     from harness.testing import ListSink
 
     if isinstance(source, RunResult):
@@ -271,7 +271,7 @@ def _events_of(source: object) -> list[dict[str, Any]]:
     if isinstance(source, ListSink):
         return [_row(e) for e in source.events]
     if isinstance(source, str | os.PathLike):
-        return read_transcript(Path(source))
+        return [_row(e) for _, e in TranscriptReader(Path(source))]
     items = list(source)  # type: ignore[call-overload]
     if not all(isinstance(e, Event) for e in items):
         raise TypeError("assert_events takes a RunResult, a ListSink, events or a transcript")
@@ -279,6 +279,10 @@ def _events_of(source: object) -> list[dict[str, Any]]:
 
 
 def _row(event: Event) -> dict[str, Any]:
+    from harness.extend import UnknownEvent
+
+    if isinstance(event, UnknownEvent):  # a name this harness does not know: as it was written
+        return event.to_dict()
     row = {name: getattr(event, name) for name in _fields(type(event))}
     row["event"] = event.name
     return row

@@ -11,9 +11,7 @@ Names that moved from here to `harness.testing` or `harness.extend` stay importa
 for one release, with a `DeprecationWarning` that names their new home.
 """
 
-import importlib
 import typing
-import warnings
 
 from ._arguments import ToolArgumentError
 from ._cancel import CancelToken
@@ -64,6 +62,7 @@ from ._run import DEFAULT_SYSTEM_PROMPT
 from ._scripted import ScriptedModelClient
 from ._state import SessionStateSnapshot
 from ._tools import Tool, ToolContext, ToolResult, tool
+from ._transcript import RunTally, TranscriptReader
 from ._workspace import WorkspaceEscape, open_in_workspace, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
@@ -153,20 +152,12 @@ _MOVED = {
     **dict.fromkeys(_EXTEND, "harness.extend"),
 }
 
-_lazy_getattr, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
-
-
-def __getattr__(name: str) -> object:
-    home = _MOVED.get(name)
-    if home is None:
-        return _lazy_getattr(name)
-    warnings.warn(
-        f"'harness.{name}' has moved to '{home}.{name}'; import it from {home} "
-        "(the old name will be removed in the next release)",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(importlib.import_module(home), name)
+__getattr__, __dir__ = _lazy_exports(
+    __name__,
+    globals(),
+    _LAZY,
+    moved={name: f"{home}.{name}" for name, home in _MOVED.items()},
+)
 
 
 __all__ = [
@@ -211,6 +202,7 @@ __all__ = [
     "RunHalted",
     "RunResult",
     "RunStarted",
+    "RunTally",
     "ScriptedModelClient",
     "SensorRead",
     "SensorTripped",
@@ -224,6 +216,7 @@ __all__ = [
     "ToolCalled",
     "ToolContext",
     "ToolResult",
+    "TranscriptReader",
     "TurnFinished",
     "TurnStarted",
     "Usage",

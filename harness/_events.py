@@ -15,10 +15,10 @@ the run goes on.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from logging import DEBUG, INFO, WARNING
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, cast, runtime_checkable
 
 from attrs import fields, frozen
 
@@ -41,6 +41,17 @@ class Event:
         for name in _field_names(type(self)):
             data[name] = _plain(getattr(self, name))
         return data
+
+    @staticmethod
+    def from_dict(
+        data: Mapping[str, Any], *, path: str | Path | None = None, line: int | None = None
+    ) -> Event:
+        """The event a transcript line describes, as its class (`UnknownEvent` for a name this
+        harness does not know); a missing or mistyped field is a `FixtureError` naming
+        `path`, `line` and the field."""
+        from ._transcript import event_from_dict
+
+        return event_from_dict(data, path=path, line=line)
 
     def replay_key(self) -> dict[str, Any]:
         """The event without its timing, for comparing a replay with the original run."""
@@ -270,10 +281,16 @@ class JsonlTranscript:
         self.path = self._file.path
 
     def emit(self, event: Event) -> None:
+        if self._file is not None:
+            self.write_row(event.to_dict())
+
+    def write_row(self, row: Mapping[str, Any]) -> None:
+        """Append a line that is already an event's dict (one that came from another process,
+        as a board's attempts do), with the same guarantees as `emit`."""
         if self._file is None:
             return
         try:
-            self._file.write(event.to_dict())
+            self._file.write(row)
         except Exception:
             # Later lines after a lost one would leave a hole mid-file: stop here.
             self.close()
@@ -307,14 +324,15 @@ class ListSink:
 
 
 def read_transcript(path: str | Path) -> list[dict[str, Any]]:
-    """Load a JSONL transcript written by `JsonlTranscript`; a file that cannot be read, a line
-    that is not UTF-8 and a line that is not a JSON event are `FixtureError`s naming the line."""
-    from ._errors import FixtureError
-    from ._jsonl import json_rows, read_lines
+    """Load a JSONL transcript written by `JsonlTranscript`, each line as its dict; every line
+    is read as its event first (see `TranscriptReader`), so a file that cannot be read, a
+    line that is not UTF-8, not JSON or not a valid event are `FixtureError`s naming the
+    line. For the typed events, one line at a time, iterate a `TranscriptReader`."""
+    from ._transcript import TranscriptReader, event_from_dict
 
+    reader = TranscriptReader(path)
     rows: list[dict[str, Any]] = []
-    for lineno, row in json_rows(read_lines(path, what="transcript"), path):
-        if not isinstance(row, dict) or "event" not in row:
-            raise FixtureError("not a transcript event", path=path, line=lineno, field="event")
-        rows.append(row)
+    for line, row in reader.rows():
+        event_from_dict(row, path=path, line=line)
+        rows.append(cast(dict[str, Any], row))
     return rows

@@ -55,17 +55,65 @@ def json_rows(
     lines: Iterable[str], path: str | Path, *, comments: bool = False
 ) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed JSON)`` for each line that is not blank (nor, with `comments`,
-    a ``#`` comment)."""
+    a ``#`` comment); see `load_line`."""
     for lineno, raw in enumerate(lines, 1):
         stripped = raw.strip()
         if not stripped or (comments and stripped.startswith("#")):
             continue
+        yield lineno, load_line(stripped, path=path, line=lineno)
+
+
+MAX_DEPTH = 100
+"""How deeply a JSONL line may nest arrays and objects: deeper is a line error (Python's own
+parser would raise `RecursionError` somewhere near a thousand)."""
+
+
+def load_line(raw: str | bytes, *, path: str | Path | None, line: int | None) -> Any:
+    """One JSONL line parsed; a line that is not UTF-8, not JSON, or nested deeper than
+    `MAX_DEPTH` is a `FixtureError` naming `path` and `line`."""
+    if isinstance(raw, bytes):
         try:
-            yield lineno, json.loads(stripped)
-        except json.JSONDecodeError as exc:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
             raise FixtureError(
-                f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=lineno
+                f"not UTF-8: byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line",
+                path=path,
+                line=line,
             ) from None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise FixtureError(
+            f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=line
+        ) from None
+    except RecursionError:
+        value = None
+        too_deep = True
+    else:
+        # Only a line with more brackets than the limit can nest that deep: most skip the walk.
+        too_deep = raw.count("[") + raw.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH
+    if too_deep:
+        raise FixtureError(
+            f"nested deeper than {MAX_DEPTH} levels of arrays and objects", path=path, line=line
+        )
+    return value
+
+
+def _depth(value: Any) -> int:
+    """How deeply `value` nests lists and dicts (without recursion)."""
+    deepest = 0
+    pending = [(value, 1)]
+    while pending:
+        item, level = pending.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        elif not isinstance(item, list):
+            continue
+        deepest = max(deepest, level)
+        if level > MAX_DEPTH:
+            break
+        pending.extend((child, level + 1) for child in item if isinstance(child, dict | list))
+    return deepest
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -1,21 +1,43 @@
 """Lazy package exports (PEP 562), shared by the four packages' `__init__` modules.
 
 Optional parts (providers, sandboxes, extra sensors, strategies) load on first use, so a run
-that needs none of them does not pay to import them.
+that needs none of them does not pay to import them. The same `__getattr__` keeps names that
+moved or were renamed importable for one release, with a `DeprecationWarning` naming the new
+home.
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from collections.abc import Callable, Mapping, MutableMapping
 
 
 def lazy_exports(
-    package: str, namespace: MutableMapping[str, object], names: Mapping[str, str]
+    package: str,
+    namespace: MutableMapping[str, object],
+    names: Mapping[str, str],
+    *,
+    moved: Mapping[str, str] | None = None,
 ) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
-    """`__getattr__` and `__dir__` for `package`, loading each of `names` from its module."""
+    """`__getattr__` and `__dir__` for `package`, loading each of `names` from its module.
+
+    `moved` maps an old name to its new home, ``"module.NewName"``: the old name still gives
+    that object, with a DeprecationWarning, and is left out of `__dir__`.
+    """
+    moved = moved or {}
 
     def __getattr__(name: str) -> object:
+        target = moved.get(name)
+        if target is not None:
+            warnings.warn(
+                f"'{package}.{name}' has moved to '{target}'; import it from there "
+                "(the old name will be removed in the next release)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            home, _, new = target.rpartition(".")
+            return getattr(importlib.import_module(home), new)
         module = names.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from attrs import fields, frozen
@@ -21,6 +22,14 @@ class HaltReason:
     def describe(self) -> str:
         """One line a person can read."""
         return type(self).__name__
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> HaltReason:
+        """The reason a transcript's ``reason`` object describes: its class when this process
+        knows its ``type`` and its fields fit, else an `UnknownHalt` keeping both."""
+        from ._transcript import halt_from_dict
+
+        return halt_from_dict(data)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"type": type(self).__name__}

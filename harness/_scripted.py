@@ -22,8 +22,10 @@ from ._errors import (
     FixtureUnconsumed,
     ModelError,
 )
+from ._events import Event, RunHalted, TurnFinished, TurnStarted
 from ._jsonl import dump_line, json_rows, read_lines
 from ._messages import ModelRequest, ModelResponse, ToolCall, Usage
+from ._result import ModelFailed
 
 _LINE_KEYS = frozenset(
     {
@@ -355,48 +357,49 @@ def fixture_from_transcript(path: str | Path, *, agent: str | None = None) -> li
     becomes an ``error`` line: the provider's error if that is what halted the run, otherwise
     a line cut off after the time the call ran (a deadline stopped it), so the replay is cut
     off at the same point. Replaying the lines with the same tools, checks, workspace and a
-    `FakeClock` reproduces the run's events, their times included.
+    `FakeClock` reproduces the run's events, their times included. The transcript is read
+    one event at a time: only the fixture lines are kept.
     """
-    from ._events import read_transcript
+    from ._transcript import TranscriptReader
 
     lines: list[dict[str, Any]] = []
-    pending: dict[str, Any] | None = None  # a turn.started whose call has not returned yet
-    for row in read_transcript(path):
+    pending: TurnStarted | None = None  # a turn whose call has not returned yet
+    for _, event in TranscriptReader(path):
         if pending is not None:
             # Nothing else happens in a run while a model call is in flight: the next event
             # either is the call's turn.finished or comes after the call was stopped.
-            latency = row["at"] - pending["at"]
-            if row["event"] == "turn.finished":
-                line = _line_from_response(row["response"])
+            latency = event.at - pending.at
+            if isinstance(event, TurnFinished):
+                line = _line_from_response(event.response)
                 if latency > 0:
                     line["delay"] = latency
             else:
-                line = _line_cut_off(latency, row)
-            line["agent"] = pending.get("agent")
+                line = _line_cut_off(latency, event)
+            line["agent"] = pending.agent
             lines.append(line)
             pending = None
-        if row["event"] == "turn.started" and (agent is None or row.get("agent") == agent):
-            pending = row
+        if isinstance(event, TurnStarted) and (agent is None or event.agent == agent):
+            pending = event
     return lines
 
 
-def _line_from_response(response: Mapping[str, Any]) -> dict[str, Any]:
-    line: dict[str, Any] = {"text": response.get("text", "")}
+def _line_from_response(response: ModelResponse) -> dict[str, Any]:
+    data = response.to_dict()
+    line: dict[str, Any] = {"text": data["text"]}
     for key in ("tool_calls", "usage", "model", "stop_reason"):
-        if key in response:
-            line[key] = response[key]
+        if key in data:
+            line[key] = data[key]
     return line
 
 
-def _line_cut_off(latency: float, next_row: Mapping[str, Any]) -> dict[str, Any]:
-    reason = next_row.get("reason") if next_row["event"] == "run.halted" else None
-    if isinstance(reason, dict) and reason.get("type") == "ModelFailed":
-        kind = reason.get("kind")
+def _line_cut_off(latency: float, next_event: Event) -> dict[str, Any]:
+    if isinstance(next_event, RunHalted) and isinstance(next_event.reason, ModelFailed):
+        kind = next_event.reason.kind
         return {
             "delay": latency,
             "error": {
                 "kind": kind if kind in _ERROR_KINDS else "other",
-                "message": str(reason.get("message", "")),
+                "message": next_event.reason.message,
             },
         }
     return {

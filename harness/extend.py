@@ -26,6 +26,7 @@ from ._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
 from ._streaming import EventStream, stream_events
 from ._tools import as_tools
+from ._transcript import UnknownEvent, UnknownHalt
 from ._validate import check_positive, positive
 from ._workspace import open_in_workspace, resolve_in_workspace
 
@@ -93,6 +94,8 @@ __all__ = [
     "SystemClock",
     "ToolOutcome",
     "ToolSpec",
+    "UnknownEvent",
+    "UnknownHalt",
     "Variants",
     "as_tools",
     "check_output_file",

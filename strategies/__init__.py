@@ -1,7 +1,6 @@
 """Loop strategies (the plain loop, Ralph, SelfVerifying) and the run spec that builds a run."""
 
 import typing
-import warnings as _warnings
 
 from harness.extend import lazy_exports as _lazy_exports
 
@@ -32,22 +31,10 @@ _LAZY = {
 }
 
 
-_lazy_getattr, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
-# Old names, importable for one release with a DeprecationWarning naming the new one.
-_RENAMED = {"Verdict": "ModelVerdict"}
-
-
-def __getattr__(name: str) -> object:
-    if name in _RENAMED:
-        new = _RENAMED[name]
-        _warnings.warn(
-            f"strategies.{name} is deprecated and will be removed in the next release; "
-            f"use checks.{new}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        name = new
-    return _lazy_getattr(name)
+# Renamed, importable from the old name for one release with a DeprecationWarning.
+__getattr__, __dir__ = _lazy_exports(
+    __name__, globals(), _LAZY, moved={"Verdict": "checks.ModelVerdict"}
+)
 
 
 __all__ = [

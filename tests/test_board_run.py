@@ -282,10 +282,14 @@ async def test_an_outcome_the_board_did_not_record_is_taken_from_the_transcript(
         assert not isinstance(claim, str)
         claim.transcript.parent.mkdir(parents=True)
         halted = {"type": "Completed", "early": False}
+        turn = {"agent": "w-1", "iteration": 1, "turn": 1}
+        finished = {"event": "turn.finished", "at": 0.1, **turn, "response": {"usage": {}}}
+        usage = {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+        done = {"verified": True, "turns": 1, "tool_calls": 0, "usage": usage}
         claim.transcript.write_text(
-            json.dumps({"event": "turn.finished", "at": 0.1, "response": {"usage": {}}})
+            json.dumps(finished)
             + "\n"
-            + json.dumps({"event": "run.halted", "at": 0.2, "reason": halted, "verified": True})
+            + json.dumps({"event": "run.halted", "at": 0.2, "reason": halted, **done})
             + "\n"
         )
     result, events = await _run(board)

@@ -32,22 +32,42 @@ def _transcript(path: Path, events: list[dict[str, Any]], torn: str = "") -> Pat
     return path
 
 
-def _turn(at: float, cost: float | None = 0.01) -> dict[str, Any]:
+def _turn(at: float, cost: float | None = 0.01, turn: int = 1) -> dict[str, Any]:
     usage = {"input_tokens": 100, "output_tokens": 10, "cost_usd": cost}
-    return {"event": "turn.finished", "at": at, "response": {"text": "", "usage": usage}}
+    return {
+        "event": "turn.finished",
+        "at": at,
+        "agent": "builder",
+        "iteration": 1,
+        "turn": turn,
+        "response": {"text": "", "usage": usage},
+    }
+
+
+def _started(at: float, turn: int = 1) -> dict[str, Any]:
+    return {"event": "turn.started", "at": at, "agent": "builder", "iteration": 1, "turn": turn}
+
+
+def _check_failed(at: float, reason: str) -> dict[str, Any]:
+    return {"event": "check.failed", "at": at, "agent": "builder", "turn": 0, "reason": reason}
 
 
 def test_a_transcript_sums_up_to_what_the_attempt_got_done(tmp_path: Path) -> None:
     """Turns, tool calls, tokens, cost, time, and iterations whose closing check ran; a torn
     last line (killed mid-write) is ignored."""
+    call = {"id": "c1", "name": "write_file", "arguments": {"path": "one.txt"}}
     events = [
-        {"event": "check.failed", "at": 0.0, "reason": "before the first turn"},
-        {"event": "iteration.started", "at": 0.1, "iteration": 1},
+        _check_failed(0.0, "before the first turn"),
+        {"event": "iteration.started", "at": 0.1, "agent": "builder", "iteration": 1},
+        _started(0.15),
         _turn(0.2),
-        {"event": "tool.called", "at": 0.3},
-        _turn(0.4),
-        {"event": "check.failed", "at": 0.5, "reason": "two.txt is missing"},
-        {"event": "iteration.started", "at": 0.6, "iteration": 2},
+        {"event": "tool.called", "at": 0.3, "agent": "builder", "turn": 1, "call": call}
+        | {"content": "wrote one.txt", "is_error": False},
+        _started(0.35, 2),
+        _turn(0.4, turn=2),
+        _check_failed(0.5, "two.txt is missing"),
+        {"event": "iteration.started", "at": 0.6, "agent": "builder", "iteration": 2},
+        _started(0.65),
         _turn(0.7),
     ]
     record = read_attempt(_transcript(tmp_path / "t.jsonl", events, torn='{"event": "tu'))
@@ -68,10 +88,19 @@ def test_a_transcript_sums_up_to_what_the_attempt_got_done(tmp_path: Path) -> No
 
 def test_an_unknown_cost_stays_unknown_and_a_halt_is_read(tmp_path: Path) -> None:
     """One turn of unknown price makes the total unknown; run.halted gives the outcome."""
-    halted = {"event": "run.halted", "at": 1.0, "reason": {"type": "Completed"}, "verified": True}
+    usage = {"input_tokens": 100, "output_tokens": 10, "cost_usd": None}
+    halted = {
+        "event": "run.halted",
+        "at": 1.0,
+        "reason": {"type": "Completed"},
+        "verified": True,
+        "turns": 1,
+        "tool_calls": 0,
+        "usage": usage,
+    }
     record = read_attempt(_transcript(tmp_path / "t.jsonl", [_turn(0.1, None), halted]))
     assert record.progress.cost_usd is None
-    assert (record.halt, record.verified) == ({"type": "Completed"}, True)
+    assert (record.halt, record.verified) == ({"type": "Completed", "early": False}, True)
 
 
 def test_progress_adds_up_across_interruptions() -> None:

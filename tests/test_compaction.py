@@ -17,7 +17,9 @@ from harness import (
     Harness,
     RecordingModelClient,
     RunResult,
+    RunTally,
     ScriptedModelClient,
+    TranscriptReader,
     workspace_tools,
 )
 from harness.extend import ModelClient, ModelRequest, ModelResponse
@@ -179,3 +181,32 @@ async def test_a_summary_that_uses_up_the_budget_halts_before_the_next_call(
     assert result.turns == 3
     assert result.usage.total_tokens == 3000
     assert [e for e in sink.events if isinstance(e, ContextCompacted)] != []
+
+
+@pytest.mark.anyio
+async def test_the_transcript_reads_back_the_compaction_and_tallies_its_usage(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """`context.compacted` in a JSONL transcript reads back as the event the run emitted, and
+    a tally of the events counts the summary call's usage as the run did."""
+    transcript = tmp_path / "run.jsonl"
+    sink = ListSink()
+    harness = Harness(
+        model=ScriptedModelClient.from_jsonl(FIXTURES / "summarize.jsonl"),
+        policy=TerminationPolicy(),
+        tools=workspace_tools(),
+        workspace=workspace,
+        clock=FakeClock(),
+        sinks=[sink],
+        transcript=transcript,
+        context_window=1000,
+        compaction=Compaction("summarize", keep_turns=1),
+    )
+    result = await harness.run("Read the files.")
+    read = [event for _, event in TranscriptReader(transcript)]
+    [emitted] = [e for e in sink.events if isinstance(e, ContextCompacted)]
+    assert [e for e in read if isinstance(e, ContextCompacted)] == [emitted]
+    tally = RunTally()
+    for event in read[:-1]:  # up to, not including, run.halted
+        tally = tally.add(event)
+    assert tally.usage == result.usage

@@ -103,7 +103,7 @@ def test_renamed_names_stay_importable_for_one_release(
     """An old name still gives the renamed object, with a DeprecationWarning naming its new
     home, and is no longer listed in `__all__`."""
     module = importlib.import_module(package)
-    message = rf"{package}\.{old} is deprecated .* use {home}\.{new}$"
+    message = rf"'{package}\.{old}' has moved to '{home}\.{new}'"
     with pytest.warns(DeprecationWarning, match=message):
         value = getattr(module, old)
     assert value is getattr(importlib.import_module(home), new)

@@ -12,9 +12,20 @@ from pathlib import Path
 import pytest
 from _dom import parse
 from _png import read_png
-from _view_support import HOSTILE, HOSTILE_ATTR, HOSTILE_IMG, self_verifying_transcript
+from _view_support import (
+    HOSTILE,
+    HOSTILE_ATTR,
+    HOSTILE_IMG,
+    halted,
+    self_verifying_transcript,
+    started,
+    tool,
+    turn,
+    write_events,
+)
 
 from strategies._cli import main
+from strategies._viewer._timeline import GROUP
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(
@@ -108,6 +119,30 @@ def test_the_script_runs_builds_the_index_and_nothing_hostile_runs(
     written = articles[1].find("dl", "arguments").text()
     for needle in (HOSTILE, HOSTILE_IMG, HOSTILE_ATTR):
         assert needle in written
+
+
+def test_a_long_run_lists_its_collapsed_groups_once_in_the_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In a run longer than a group, the script's index links each collapsed group once (the
+    one with a failed call marked) instead of every turn inside it."""
+    rows = [started()]
+    for n in range(1, GROUP + 6):
+        call = {"id": f"c{n}", "name": "run", "arguments": {}}
+        rows += [*turn(n, f"step {n}", [call]), tool(n, call, "x", is_error=n == 3)]
+    transcript = write_events(tmp_path / "long.jsonl", [*rows, halted(turns=GROUP + 5)])
+    out = tmp_path / "long.html"
+    assert main(["view", str(transcript), "-o", str(out)]) == 0
+    capsys.readouterr()
+    dom = parse(chromium(tmp_path, out, "--dump-dom"))
+    assert dom.find("html").attrs.get("data-viewer") == "ready", "the page's script did not run"
+    links = [a for a in dom.find("nav", "index").find_all("a") if "halt-link" not in a.classes]
+    assert [(a.attrs["href"], a.text()) for a in links] == [
+        ("#r1-g1", f"turns 1 to {GROUP}"),
+        ("#r1-g2", f"turns {GROUP + 1} to {GROUP + 5}"),
+    ]
+    assert ["err" in a.classes for a in links] == [True, False]
+    assert len(dom.find_all("article", "turn")) == GROUP + 5
 
 
 def _count(colours: dict[tuple[int, int, int], int], match: Callable[[Colour], bool]) -> int:

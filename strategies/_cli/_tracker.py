@@ -12,6 +12,7 @@ from harness import (
     IterationStarted,
     RunHalted,
     RunStarted,
+    RunTally,
     ToolCalled,
     TurnFinished,
     TurnStarted,
@@ -27,34 +28,64 @@ def short(text: str, width: int = 110) -> str:
 
 @frozen
 class RunStatus:
-    """Where one run is: a snapshot a display draws. `turns` counts the turns started (the one
-    waiting for the model too); `at` is the run's clock at the last event; `cost_usd` is None
-    once any price is unknown; `activity` says what the run is doing; `last_tool` is the
-    latest finished call of this turn (name and first argument); `halted` is the halt's
-    description."""
+    """Where one run is: a snapshot a display draws. The counts come from `tally` (the run's
+    `RunTally`): `turns` counts the turns started (the one waiting for the model too), `at`
+    is the run's clock at the last event, `cost_usd` is None once any price is unknown.
+    `activity` says what the run is doing; `last_tool` is the latest finished call of this
+    turn (name and first argument); `halted` is the halt's description."""
 
     label: str = ""
     run_id: str | None = None
     strategy: str | None = None
     agent: str | None = None
     iteration: int = 0
-    turns: int = 0
-    tool_calls: int = 0
-    tool_errors: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float | None = 0.0
-    at: float = 0.0
+    tally: RunTally = RunTally()
     activity: str = "starting"
     last_tool: str | None = None
-    halted: str | None = None
-    verified: bool | None = None
     max_turns: int | None = None
     max_cost_usd: float | None = None
 
     @property
+    def turns(self) -> int:
+        return self.tally.turns
+
+    @property
+    def tool_calls(self) -> int:
+        return self.tally.tool_calls
+
+    @property
+    def tool_errors(self) -> int:
+        return self.tally.tool_errors
+
+    @property
+    def input_tokens(self) -> int:
+        return self.tally.usage.input_tokens
+
+    @property
+    def output_tokens(self) -> int:
+        return self.tally.usage.output_tokens
+
+    @property
     def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
+        return self.tally.usage.total_tokens
+
+    @property
+    def cost_usd(self) -> float | None:
+        return self.tally.usage.cost_usd
+
+    @property
+    def at(self) -> float:
+        return self.tally.at
+
+    @property
+    def halted(self) -> str | None:
+        halt = self.tally.halt
+        return halt.reason.describe() if halt is not None else None
+
+    @property
+    def verified(self) -> bool | None:
+        halt = self.tally.halt
+        return halt.verified if halt is not None else None
 
 
 class RunTracker:
@@ -95,59 +126,30 @@ class OnEvent(Protocol):
 
 
 def _fold(status: RunStatus, event: Event) -> RunStatus:
-    at = max(status.at, event.at)
+    """The status after `event`: the counts from the run's tally, the rest from the event."""
+    tally = status.tally.add(event)
     match event:
         case RunStarted():
-            return evolve(status, run_id=event.run_id, strategy=event.strategy, at=at)
+            return evolve(status, tally=tally, run_id=event.run_id, strategy=event.strategy)
         case IterationStarted():
-            return evolve(status, agent=event.agent, iteration=event.iteration, at=at)
+            return evolve(status, tally=tally, agent=event.agent, iteration=event.iteration)
         case TurnStarted():
             return evolve(
                 status,
+                tally=tally,
                 agent=event.agent,
                 iteration=event.iteration,
-                turns=status.turns + 1,
-                at=at,
                 activity="waiting for the model",
             )
         case TurnFinished():
-            usage = event.response.usage
-            cost = status.cost_usd
-            if cost is not None:
-                cost = None if usage.cost_usd is None else cost + usage.cost_usd
             calls = event.response.tool_calls
             activity = f"running {', '.join(c.name for c in calls)}" if calls else "claims done"
-            return evolve(
-                status,
-                last_tool=None,
-                input_tokens=status.input_tokens + usage.input_tokens,
-                output_tokens=status.output_tokens + usage.output_tokens,
-                cost_usd=cost,
-                at=at,
-                activity=activity,
-            )
+            return evolve(status, tally=tally, last_tool=None, activity=activity)
         case ToolCalled():
-            return evolve(
-                status,
-                tool_calls=status.tool_calls + 1,
-                tool_errors=status.tool_errors + event.is_error,
-                last_tool=_call_text(event),
-                at=at,
-            )
+            return evolve(status, tally=tally, last_tool=_call_text(event))
         case RunHalted():
-            return evolve(
-                status,
-                turns=event.turns,
-                tool_calls=event.tool_calls,
-                input_tokens=event.usage.input_tokens,
-                output_tokens=event.usage.output_tokens,
-                cost_usd=event.usage.cost_usd,
-                halted=event.reason.describe(),
-                verified=event.verified,
-                activity="halted",
-                at=at,
-            )
-    return evolve(status, at=at)
+            return evolve(status, tally=tally, activity="halted")
+    return evolve(status, tally=tally)
 
 
 def _call_text(event: ToolCalled) -> str:

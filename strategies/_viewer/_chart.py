@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 
 from ._markup import Html, cost, tag, tokens
-from ._records import TurnView
+from ._records import TurnPoint
 
 WIDTH, HEIGHT = 960, 260
 LEFT, RIGHT, TOP, BOTTOM = 64, 72, 24, 40
@@ -57,7 +57,7 @@ def _fmt_axis(value: float) -> str:
     return f"{value:g}"
 
 
-def usage_chart(turns: Sequence[TurnView], anchor: str) -> Html:
+def usage_chart(turns: Sequence[TurnPoint], anchor: str) -> Html:
     """The chart for one run's turns; `anchor` prefixes the ids of the turns it links to."""
     measured = [t for t in turns if t.usage is not None]
     if not measured:

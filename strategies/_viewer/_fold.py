@@ -1,51 +1,78 @@
-"""Folding a transcript's events into what the viewer shows: runs, sessions, turns, notes.
+"""Folding a transcript's events into what the viewer shows, one event at a time.
 
 A run's events arrive in the order they happened. Each session (a Ralph iteration, a builder
 or evaluator session) is known by its agent and iteration; a stretch of events from one
-session is a `Segment`, and a session that resumes after another one ran (the SelfVerifying
-builder after its evaluator) opens a new segment marked `resumed`. Tool results attach to
-the turn that called them. Events the viewer does not know are kept as notes, so a
-transcript from a newer harness still shows everything.
+session is a segment, and a session that resumes after another one ran (the SelfVerifying
+builder after its evaluator) opens a new segment marked resumed. Tool results attach to the
+turn that called them. Events the viewer does not know are kept as notes, so a transcript
+from a newer harness still shows everything.
+
+Nothing is held longer than it has to be: a turn is drawn (by `TimelineWriter`, into the
+view's timeline file) as soon as the next turn starts, its session ends or the run halts;
+what came after it meanwhile (notes) waits for it, at most `MAX_WAITING` items. Each run
+keeps only its counts (`RunTally`), its halt, and one small point per turn for the chart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import io
+from typing import IO
 
 from attrs import define, field
 
-from harness import HaltReason, Usage
+from harness import (
+    CheckFailed,
+    CheckPassed,
+    Event,
+    FeedbackInjected,
+    HaltReason,
+    IterationStarted,
+    RunHalted,
+    RunStarted,
+    RunTally,
+    SensorRead,
+    ToolCall,
+    ToolCalled,
+    TranscriptReader,
+    TurnFinished,
+    TurnStarted,
+    Usage,
+    VerdictReached,
+)
 
-from ._read import Row, Transcript
 from ._records import (
     CallView,
     HaltView,
     NoteView,
     RunView,
-    Segment,
     Tone,
     TranscriptView,
+    TurnPoint,
     TurnView,
 )
+from ._timeline import TimelineWriter
+
+MAX_WAITING = 1_000
+"""Notes that wait for an unfinished turn before it is drawn as it is."""
 
 
-def build_view(transcript: Transcript) -> TranscriptView:
+def build_view(transcript: TranscriptReader, timeline: IO[bytes] | None = None) -> TranscriptView:
     """Fold a transcript's events into runs (a file normally holds one; each `run.started`
-    begins another)."""
+    begins another), drawing each run's timeline into `timeline` (in memory if None)."""
+    out = timeline if timeline is not None else io.BytesIO()
     runs: list[RunView] = []
     builder: _RunBuilder | None = None
-    for row in transcript.rows:
-        if row.name == "run.started" or builder is None:
+    events = 0
+    for line, event in transcript:
+        events += 1
+        if isinstance(event, RunStarted) or builder is None:
             if builder is not None:
-                runs.append(builder.build())
-            builder = _RunBuilder()
-        builder.add(row)
+                runs.append(builder.finish())
+            builder = _RunBuilder(TimelineWriter(out, f"r{len(runs) + 1}"), out.tell())
+        builder.add(line, event)
     if builder is not None:
-        runs.append(builder.build())
-    return TranscriptView(
-        str(transcript.path), tuple(runs), transcript.cut_off_line, len(transcript.rows)
-    )
+        runs.append(builder.finish())
+    return TranscriptView(str(transcript.path), tuple(runs), transcript.cut_off_line, events, out)
 
 
 @define
@@ -82,244 +109,216 @@ class _TurnDraft:
         )
 
 
-@define
-class _SegmentDraft:
-    agent: str | None
-    iteration: int | None
-    resumed: bool
-    items: list[_TurnDraft | NoteView] = field(factory=list)
+_Segment = tuple[str | None, int | None]
 
 
 @define
 class _RunBuilder:
-    """Folds one run's events, in order, into a `RunView`."""
+    """Folds one run's events, in order: draws its timeline and sums it up as a `RunView`."""
 
-    started: Row | None = None
-    segments: list[_SegmentDraft] = field(factory=list)
-    turns: list[_TurnDraft] = field(factory=list)
-    # Each agent has one live session at a time: its iteration and its latest turn.
+    writer: TimelineWriter
+    start: int
+    started: RunStarted | None = None
+    tally: RunTally = RunTally()
+    points: list[TurnPoint] = field(factory=list)
+    # Each agent has one live session at a time: its iteration.
     iteration_of: dict[str, int] = field(factory=dict)
-    last_turn: dict[str, _TurnDraft] = field(factory=dict)
-    seen: set[tuple[str | None, int | None]] = field(factory=set)
+    segment: _Segment | None = None
+    seen: set[_Segment] = field(factory=set)
+    # The turn not drawn yet (its results may still come), and what came after it meanwhile.
+    draft: _TurnDraft | None = None
+    waiting: list[NoteView | tuple[_Segment, bool]] = field(factory=list)
+    unanswered: int | None = None
     halt: HaltView | None = None
-    elapsed: float = 0.0
 
-    def add(self, row: Row) -> None:
-        self.elapsed = max(self.elapsed, row.at)
-        handler = _HANDLERS.get(row.name, _RunBuilder._unknown)
-        handler(self, row)
+    def add(self, line: int, event: Event) -> None:
+        self.tally = self.tally.add(event)
+        match event:
+            case RunStarted():
+                self.started = event
+            case IterationStarted():
+                self._draw()
+                self.iteration_of[event.agent] = event.iteration
+                self._enter(event.agent, event.iteration)
+            case TurnStarted():
+                self._draw()
+                self.iteration_of[event.agent] = event.iteration
+                self._enter(event.agent, event.iteration)
+                self._new_turn(event.agent, event.iteration, event.turn, line, event.at)
+            case TurnFinished():
+                self._turn_finished(line, event)
+            case ToolCalled():
+                self._tool_called(line, event)
+            case SensorRead():
+                tone: Tone = "bad" if event.status == "halt" else "warn"
+                title = f"sensor {event.sensor}: {event.status}"
+                self._session_note(event.agent, _note(event, line, tone, title, event.message))
+            case CheckPassed():
+                note = _note(event, line, "good", "completion check passed", event.check)
+                self._session_note(event.agent, note)
+            case CheckFailed():
+                note = _note(event, line, "bad", "completion check failed", event.reason)
+                self._session_note(event.agent, note)
+            case FeedbackInjected():
+                title = f"feedback from {event.source} goes into the next turn"
+                self._session_note(event.agent, _note(event, line, "warn", title, event.text))
+            case VerdictReached():
+                verdict = "PASS" if event.passed else "FAIL"
+                title = f"evaluator round {event.round}: {verdict}"
+                note = _note(event, line, "good" if event.passed else "bad", title, event.reasons)
+                self._enter(None, None)
+                self._put(note)
+            case RunHalted():
+                self._draw()
+                self.halt = _halt_view(line, event)
+            case _:
+                self._other(line, event)
 
-    def build(self) -> RunView:
+    def finish(self) -> RunView:
+        self._draw()
+        self.writer.close()
         started = self.started
-        segments = tuple(
-            Segment(
-                s.agent,
-                s.iteration,
-                s.resumed,
-                tuple(i.freeze() if isinstance(i, _TurnDraft) else i for i in s.items),
-            )
-            for s in self.segments
-        )
-        turns = tuple(item for s in segments for item in s.items if isinstance(item, TurnView))
         return RunView(
-            run_id=started.optional_text("run_id") if started else None,
-            task=started.optional_text("task") if started else None,
-            strategy=started.optional_text("strategy") if started else None,
-            workspace=started.optional_text("workspace") if started else None,
-            check=started.optional_text("check") if started else None,
-            segments=segments,
-            turns=turns,
+            run_id=(started.run_id or None) if started else None,
+            task=started.task if started else None,
+            strategy=started.strategy if started else None,
+            workspace=started.workspace if started else None,
+            check=started.check if started else None,
+            tally=self.tally,
+            sessions=len([key for key in self.seen if key[0] is not None]),
+            points=tuple(self.points),
             halt=self.halt,
-            elapsed=self.elapsed,
+            unanswered=self.unanswered,
+            timeline=(self.start, self.writer.tell()),
         )
 
     # -- where an event goes
 
-    def _segment(self, agent: str | None, iteration: int | None) -> _SegmentDraft:
+    def _enter(self, agent: str | None, iteration: int | None) -> None:
+        """The session `agent`'s `iteration` is where the next items go."""
         key = (agent, iteration)
-        if self.segments and (self.segments[-1].agent, self.segments[-1].iteration) == key:
-            return self.segments[-1]
-        segment = _SegmentDraft(agent, iteration, resumed=key in self.seen and agent is not None)
+        if key == self.segment:
+            return
+        resumed = key in self.seen and agent is not None
         self.seen.add(key)
-        self.segments.append(segment)
-        return segment
+        self.segment = key
+        if self.draft is None:
+            self.writer.segment(agent, iteration, resumed)
+        else:
+            self.waiting.append((key, resumed))
 
-    def _session_of(self, row: Row) -> _SegmentDraft:
-        agent = row.text("agent")
-        return self._segment(agent, self.iteration_of.get(agent, 1))
+    def _put(self, note: NoteView) -> None:
+        if self.draft is None:
+            self.writer.item(note)
+            return
+        self.waiting.append(note)
+        if len(self.waiting) >= MAX_WAITING:
+            self._draw()
 
-    def _note(self, row: Row, tone: Tone, title: str, body: str = "") -> NoteView:
-        return NoteView(row.name, tone, title, body, row.at, row.line)
+    def _session_note(self, agent: str, note: NoteView) -> None:
+        self._enter(agent, self.iteration_of.get(agent, 1))
+        self._put(note)
 
-    # -- one method per event
-
-    def _run_started(self, row: Row) -> None:
-        self.started = row
-        for name in ("run_id", "task", "strategy", "workspace", "check"):
-            row.optional_text(name)
-
-    def _iteration_started(self, row: Row) -> None:
-        agent = row.text("agent")
-        self.iteration_of[agent] = row.integer("iteration")
-        self._segment(agent, self.iteration_of[agent])
-
-    def _turn_started(self, row: Row) -> None:
-        agent = row.text("agent")
-        iteration = self.iteration_of[agent] = row.integer("iteration")
-        draft = _TurnDraft(
-            len(self.turns) + 1, agent, iteration, row.integer("turn"), row.line, row.at
-        )
-        self.turns.append(draft)
-        self.last_turn[agent] = draft
-        self._segment(agent, iteration).items.append(draft)
-
-    def _turn_finished(self, row: Row) -> None:
-        agent = row.text("agent")
-        iteration = row.integer("iteration")
-        turn = row.integer("turn")
-        draft = self.last_turn.get(agent)
-        if draft is None or (draft.iteration, draft.turn) != (iteration, turn):
-            # No `turn.started` for it (a transcript cut at its start): the turn begins here.
-            draft = _TurnDraft(len(self.turns) + 1, agent, iteration, turn, row.line)
-            self.turns.append(draft)
-            self.last_turn[agent] = draft
-            self.iteration_of[agent] = iteration
-            self._segment(agent, iteration).items.append(draft)
-        response = row.nested("response")
-        draft.at = row.at
-        draft.response_line = row.line
-        draft.text = response.text("text", "")
-        draft.model = response.optional_text("model")
-        draft.stop_reason = response.optional_text("stop_reason")
-        draft.usage = _usage(response.nested("usage")) if response.has("usage") else None
-        for call in response.nested_list("tool_calls"):
-            view = _call(call)
-            draft.calls[view.id] = view
-
-    def _tool_called(self, row: Row) -> None:
-        agent = row.text("agent")
-        call = _call(row.nested("call"))
-        view = CallView(
-            call.id,
-            call.name,
-            call.arguments,
-            row.text("content"),
-            row.flag("is_error", False),
-            row.line,
-        )
-        draft = self.last_turn.get(agent)
+    def _draw(self) -> None:
+        """Draw the unfinished turn as it is, then what waited for it."""
+        draft = self.draft
         if draft is None:
-            draft = _TurnDraft(
-                len(self.turns) + 1,
-                agent,
-                self.iteration_of.get(agent, 1),
-                row.integer("turn"),
-                row.line,
-            )
-            self.turns.append(draft)
-            self.last_turn[agent] = draft
-            self._session_of(row).items.append(draft)
+            return
+        self.draft = None
+        self.writer.item(draft.freeze())
+        self.points.append(
+            TurnPoint(draft.number, draft.agent, draft.iteration, draft.turn, draft.usage)
+        )
+        self.unanswered = draft.number if draft.response_line is None else None
+        for item in self.waiting:
+            if isinstance(item, NoteView):
+                self.writer.item(item)
+            else:
+                (agent, iteration), resumed = item
+                self.writer.segment(agent, iteration, resumed)
+        self.waiting = []
+
+    def _new_turn(
+        self, agent: str, iteration: int, turn: int, line: int, at: float | None
+    ) -> _TurnDraft:
+        self.draft = _TurnDraft(len(self.points) + 1, agent, iteration, turn, line, at)
+        return self.draft
+
+    # -- turns and their calls
+
+    def _turn_finished(self, line: int, event: TurnFinished) -> None:
+        draft = self.draft
+        if draft is None or (draft.agent, draft.iteration, draft.turn) != (
+            event.agent,
+            event.iteration,
+            event.turn,
+        ):
+            # No `turn.started` for it (a transcript cut at its start): the turn begins here.
+            self._draw()
+            self.iteration_of[event.agent] = event.iteration
+            self._enter(event.agent, event.iteration)
+            draft = self._new_turn(event.agent, event.iteration, event.turn, line, None)
+        response = event.response
+        draft.at = event.at
+        draft.response_line = line
+        draft.text = response.text
+        draft.model = response.model
+        draft.stop_reason = response.stop_reason
+        draft.usage = response.usage
+        for call in response.tool_calls:
+            draft.calls[call.id] = _call(call)
+
+    def _tool_called(self, line: int, event: ToolCalled) -> None:
+        view = _call(event.call, event.content, event.is_error, line)
+        draft = self.draft
+        if draft is None or draft.agent != event.agent:
+            # A result whose turn is not open (a transcript cut before it): it stands alone.
+            self._draw()
+            iteration = self.iteration_of.get(event.agent, 1)
+            self._enter(event.agent, iteration)
+            draft = self._new_turn(event.agent, iteration, event.turn, line, None)
         draft.calls[view.id] = view
 
-    def _sensor(self, row: Row) -> None:
-        status = row.text("status")
-        tone: Tone = "bad" if status == "halt" else "warn"
-        title = f"sensor {row.text('sensor')}: {status}"
-        self._session_of(row).items.append(self._note(row, tone, title, row.text("message")))
-
-    def _check_passed(self, row: Row) -> None:
-        note = self._note(row, "good", "completion check passed", row.text("check", ""))
-        self._session_of(row).items.append(note)
-
-    def _check_failed(self, row: Row) -> None:
-        note = self._note(row, "bad", "completion check failed", row.text("reason"))
-        self._session_of(row).items.append(note)
-
-    def _feedback(self, row: Row) -> None:
-        title = f"feedback from {row.text('source')} goes into the next turn"
-        self._session_of(row).items.append(self._note(row, "warn", title, row.text("text")))
-
-    def _verdict(self, row: Row) -> None:
-        passed = row.flag("passed")
-        title = f"evaluator round {row.integer('round')}: {'PASS' if passed else 'FAIL'}"
-        note = self._note(row, "good" if passed else "bad", title, row.text("reasons", ""))
-        self._segment(None, None).items.append(note)
-
-    def _halted(self, row: Row) -> None:
-        reason = row.nested("reason")
-        kind = reason.text("type")
-        fields = {k: v for k, v in reason.data.items() if k != "type"}
-        self.halt = HaltView(
-            kind,
-            fields,
-            describe_halt(kind, fields),
-            row.flag("verified"),
-            row.integer("turns"),
-            row.integer("tool_calls"),
-            _usage(row.nested("usage")),
-            row.at,
-            row.line,
-        )
-
-    def _unknown(self, row: Row) -> None:
-        body = "\n".join(
-            f"{key}: {value}" for key, value in row.data.items() if key not in ("event", "at")
-        )
-        note = self._note(row, "info", row.name, body)
-        if isinstance(row.data.get("agent"), str):
-            self._session_of(row).items.append(note)
+    def _other(self, line: int, event: Event) -> None:
+        data = event.to_dict()
+        kind = str(data.pop("event"))
+        data.pop("at", None)
+        body = "\n".join(f"{key}: {value}" for key, value in data.items())
+        note = NoteView(kind, "info", kind, body, event.at, line)
+        agent = data.get("agent")
+        if isinstance(agent, str):
+            self._session_note(agent, note)
         else:
-            self._segment(None, None).items.append(note)
+            self._enter(None, None)
+            self._put(note)
 
 
-_HANDLERS = {
-    "run.started": _RunBuilder._run_started,
-    "iteration.started": _RunBuilder._iteration_started,
-    "turn.started": _RunBuilder._turn_started,
-    "turn.finished": _RunBuilder._turn_finished,
-    "tool.called": _RunBuilder._tool_called,
-    "sensor.reading": _RunBuilder._sensor,
-    "check.passed": _RunBuilder._check_passed,
-    "check.failed": _RunBuilder._check_failed,
-    "feedback.injected": _RunBuilder._feedback,
-    "verdict.reached": _RunBuilder._verdict,
-    "run.halted": _RunBuilder._halted,
-}
+def _note(event: Event, line: int, tone: Tone, title: str, body: str = "") -> NoteView:
+    return NoteView(event.name, tone, title, body, event.at, line)
 
 
-def _call(row: Row) -> CallView:
-    arguments = row.data.get("arguments", {})
-    if not isinstance(arguments, Mapping):
-        raise row.error("arguments", "an object", arguments)
-    return CallView(row.text("id"), row.text("name"), arguments)
+def _call(
+    call: ToolCall, result: str | None = None, is_error: bool = False, line: int | None = None
+) -> CallView:
+    return CallView(call.id, call.name, call.arguments, result, is_error, line)
 
 
-def describe_halt(kind: str, fields: Mapping[str, Any]) -> str:
-    """The reason's own `describe()` when its type is known, else its type and fields."""
-    for cls in _halt_reasons():
-        if cls.__name__ == kind:
-            try:
-                return cls(**fields).describe()
-            except (TypeError, ValueError):
-                break
-    shown = ", ".join(f"{k}={v!r}" for k, v in fields.items())
-    return f"{kind}({shown})"
-
-
-def _halt_reasons() -> list[type[HaltReason]]:
-    found: list[type[HaltReason]] = []
-    pending = [HaltReason]
-    while pending:
-        cls = pending.pop()
-        found.append(cls)
-        pending.extend(cls.__subclasses__())
-    return found
-
-
-def _usage(row: Row) -> Usage:
-    return Usage(
-        row.integer("input_tokens", 0),
-        row.integer("output_tokens", 0),
-        row.integer("cached_tokens", 0),
-        row.optional_number("cost_usd"),
+def _halt_view(line: int, event: RunHalted) -> HaltView:
+    data = event.reason.to_dict()
+    kind = str(data.pop("type"))
+    return HaltView(
+        kind,
+        data,
+        event.reason.describe(),
+        event.verified,
+        event.turns,
+        event.tool_calls,
+        event.usage,
+        event.at,
+        line,
     )
+
+
+def describe_halt(kind: str, fields: dict[str, object]) -> str:
+    """The reason's own `describe()` when its type is known, else its type and fields."""
+    return HaltReason.from_dict({**fields, "type": kind}).describe()

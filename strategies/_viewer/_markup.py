@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 
 class Html(str):
@@ -22,12 +23,23 @@ AttrValue = str | int | float | bool | None
 
 
 def escape(text: str) -> Html:
-    return Html(html.escape(text, quote=True))
+    return Html(_escape(text))
+
+
+def _escape(text: str) -> str:
+    # Short texts (attribute values, labels, names) repeat a lot: their escapes are cached.
+    return _escape_short(text) if len(text) <= 80 else html.escape(text, quote=True)
+
+
+@lru_cache(maxsize=8192)
+def _escape_short(text: str) -> str:
+    return html.escape(text, quote=True)
 
 
 def tag(name: str, attrs: Mapping[str, AttrValue] | None = None, *children: Child) -> Html:
     """``<name attrs>children</name>``: attribute values and `str` children are escaped."""
-    return Html(f"{void(name, attrs)}{join(children)}</{name}>")
+    start = void(name, attrs) if attrs else f"<{name}>"
+    return Html(f"{start}{join(children)}</{name}>")
 
 
 def void(name: str, attrs: Mapping[str, AttrValue] | None = None) -> Html:
@@ -38,8 +50,10 @@ def void(name: str, attrs: Mapping[str, AttrValue] | None = None) -> Html:
             continue
         if value is True:
             parts.append(f" {key}")
+        elif type(value) is int:
+            parts.append(f' {key}="{value}"')
         else:
-            parts.append(f' {key}="{html.escape(str(value), quote=True)}"')
+            parts.append(f' {key}="{_escape(str(value))}"')
     parts.append(">")
     return Html("".join(parts))
 
@@ -53,9 +67,9 @@ def join(children: Iterable[Child]) -> Html:
         if isinstance(child, Html):
             out.append(child)
         elif isinstance(child, str):
-            out.append(html.escape(child, quote=True))
+            out.append(_escape(child))
         elif isinstance(child, int | float):
-            out.append(html.escape(str(child)))
+            out.append(_escape(str(child)))
         else:
             out.append(join(child))
     return Html("".join(out))

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 from functools import cache
 from importlib.resources import files
+from typing import IO
 
 from ._chart import usage_chart
 from ._markup import Child, Html, cost, join, seconds, tag, tokens, void
 from ._records import RunView, TranscriptView
-from ._timeline import halt_section, segment, text_block
+from ._timeline import halt_section, text_block
 
 
 @cache
@@ -30,41 +32,62 @@ def _digest(text: str) -> str:
 
 
 def render_page(view: TranscriptView) -> str:
-    """The whole HTML page for a transcript."""
+    """The whole HTML page for a transcript, as text (`write_page` writes it to a file)."""
+    out = io.BytesIO()
+    write_page(view, out)
+    return out.getvalue().decode("utf-8")
+
+
+def write_page(view: TranscriptView, out: IO[bytes]) -> None:
+    """Write the HTML page for a transcript to `out`, copying each run's timeline from the
+    view's timeline file in pieces (a long transcript is never held whole)."""
     style, script = _asset("viewer.css"), _asset("viewer.js")
     policy = (
         "default-src 'none'; img-src data:; base-uri 'none'; form-action 'none'; "
         f"style-src '{_digest(style)}'; script-src '{_digest(script)}'"
     )
     name = view.path.rsplit("/", 1)[-1]
-    runs = [_run(run, f"r{i + 1}") for i, run in enumerate(view.runs)]
-    if not view.runs:
-        runs = [tag("p", {"class": "empty"}, "The transcript has no events.")]
-    body = tag(
-        "body",
-        None,
-        tag(
-            "header",
-            {"class": "top"},
-            tag("h1", None, "Run ", tag("span", {"class": "file"}, name)),
-            tag("p", {"class": "source"}, f"{view.events} events from {view.path}"),
-            _cut_off(view),
-            tag("div", {"id": "controls", "class": "controls", "hidden": True}),
-        ),
-        tag(
-            "div",
-            {"class": "layout"},
-            tag("nav", {"id": "index", "class": "index", "hidden": True, "aria-label": "Turns"}),
-            tag("main", None, runs),
-        ),
-        Html(f"<script>{script}</script>"),
+    header = tag(
+        "header",
+        {"class": "top"},
+        tag("h1", None, "Run ", tag("span", {"class": "file"}, name)),
+        tag("p", {"class": "source"}, f"{view.events} events from {view.path}"),
+        _cut_off(view),
+        tag("div", {"id": "controls", "class": "controls", "hidden": True}),
     )
-    return document(f"{name}: {_title(view)}", style, policy, body)
+    nav = tag("nav", {"id": "index", "class": "index", "hidden": True, "aria-label": "Turns"})
+
+    def write(text: str) -> None:
+        out.write(text.encode("utf-8", "backslashreplace"))
+
+    write(document_head(f"{name}: {_title(view)}", style, policy))
+    write(f'<body>{header}<div class="layout">{nav}<main>')
+    if not view.runs:
+        write(tag("p", {"class": "empty"}, "The transcript has no events."))
+    for i, run in enumerate(view.runs):
+        head, tail = _run(run, f"r{i + 1}")
+        write(head)
+        _copy(view.timeline, run.timeline, out)
+        write(tail)
+    write(f"</main></div><script>{script}</script></body>\n</html>\n")
 
 
-def document(title: str, style: str, policy: str, body: Html) -> str:
-    """A page: `body` (the ``<body>`` element) with the head every viewer page has, its
-    Content Security Policy `policy` and its inline stylesheet `style`."""
+def _copy(source: IO[bytes], span: tuple[int, int], out: IO[bytes]) -> None:
+    start, end = span
+    source.seek(start)
+    left = end - start
+    while left > 0:
+        chunk = source.read(min(left, 1 << 20))
+        if not chunk:
+            raise OSError(f"the viewer's timeline file ended {left} bytes early")
+        out.write(chunk)
+        left -= len(chunk)
+    source.seek(0, io.SEEK_END)
+
+
+def document_head(title: str, style: str, policy: str) -> str:
+    """The start of every viewer page, up to its ``<body>``: its Content Security Policy
+    `policy` and its inline stylesheet `style`."""
     head = join(
         [
             Html('<meta charset="utf-8">'),
@@ -75,7 +98,12 @@ def document(title: str, style: str, policy: str, body: Html) -> str:
             Html(f"<style>{style}</style>"),
         ]
     )
-    return f'<!DOCTYPE html>\n<html lang="en">\n<head>{head}</head>\n{body}\n</html>\n'
+    return f'<!DOCTYPE html>\n<html lang="en">\n<head>{head}</head>\n'
+
+
+def document(title: str, style: str, policy: str, body: Html) -> str:
+    """A page: `body` (the ``<body>`` element) after `document_head`."""
+    return f"{document_head(title, style, policy)}{body}\n</html>\n"
 
 
 def _title(view: TranscriptView) -> str:
@@ -98,30 +126,29 @@ def _cut_off(view: TranscriptView) -> Html | None:
     )
 
 
-def _run(run: RunView, anchor: str) -> Html:
+def _run(run: RunView, anchor: str) -> tuple[str, str]:
+    """The run's section around its timeline: what goes before it, and after it."""
     halt = run.halt
-    return tag(
-        "section",
-        {"class": "run", "id": anchor, "data-run": run.run_id or ""},
-        tag("h2", None, f"run {run.run_id}" if run.run_id else "run (no run.started)"),
-        _outcome(run) if halt is not None else _crash_banner(run),
-        _summary(run),
-        _task(run),
-        tag(
-            "section",
-            {"class": "usage"},
-            tag("h3", None, "Usage over time"),
-            usage_chart(run.turns, anchor),
-            _legend(run),
-        ),
-        tag(
-            "section",
-            {"class": "timeline"},
+    head = join(
+        [
+            void("section", {"class": "run", "id": anchor, "data-run": run.run_id or ""}),
+            tag("h2", None, f"run {run.run_id}" if run.run_id else "run (no run.started)"),
+            _outcome(run) if halt is not None else _crash_banner(run),
+            _summary(run),
+            _task(run),
+            tag(
+                "section",
+                {"class": "usage"},
+                tag("h3", None, "Usage over time"),
+                usage_chart(run.points, anchor),
+                _legend(run),
+            ),
+            void("section", {"class": "timeline"}),
             tag("h3", None, "Timeline"),
-            [segment(s, anchor) for s in run.segments],
-            halt_section(halt) if halt is not None else None,
-        ),
+        ]
     )
+    tail = join([halt_section(halt) if halt is not None else None, Html("</section></section>")])
+    return head, tail
 
 
 def _outcome(run: RunView) -> Html:
@@ -142,8 +169,8 @@ def _crash_banner(run: RunView) -> Html:
         "The run ends without run.halted: it crashed, was killed or is still running.",
         " The figures below add up the turns recorded.",
     ]
-    if run.turns and run.turns[-1].response_line is None:
-        words.append(f" Turn {run.turns[-1].number} started, and its model call never returned.")
+    if run.unanswered is not None:
+        words.append(f" Turn {run.unanswered} started, and its model call never returned.")
     return tag(
         "div",
         {"class": "outcome crashed", "role": "status"},
@@ -154,15 +181,12 @@ def _crash_banner(run: RunView) -> Html:
 
 def _summary(run: RunView) -> Html:
     usage = run.usage
-    halt = run.halt
-    turns = halt.turns if halt is not None else len(run.turns)
-    calls = halt.tool_calls if halt is not None else run.tool_calls
     failed = (
         tag("small", {"class": "bad"}, f"{run.tool_errors} failed") if run.tool_errors else None
     )
     cards: list[tuple[str, Child]] = [
-        ("turns", str(turns)),
-        ("tool calls", [str(calls), " " if failed else None, failed]),
+        ("turns", str(run.turns)),
+        ("tool calls", [str(run.tool_calls), " " if failed else None, failed]),
         ("sessions", str(run.sessions)),
         ("tokens in", tokens(usage.input_tokens)),
         ("tokens out", tokens(usage.output_tokens)),
@@ -197,7 +221,7 @@ def _task(run: RunView) -> Html:
 
 
 def _legend(run: RunView) -> Html:
-    agents = list(dict.fromkeys(t.agent for t in run.turns))
+    agents = list(dict.fromkeys(t.agent for t in run.points))
     keys = [
         tag("span", {"class": "key"}, tag("i", {"class": f"swatch in agent-{i % 4}"}), f"{a} input")
         for i, a in enumerate(agents)

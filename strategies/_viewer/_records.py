@@ -1,16 +1,17 @@
-"""What the viewer shows: runs, their sessions' stretches of events, turns, calls and notes.
+"""What the viewer shows: turns, calls and notes (drawn as they are folded, one at a time),
+and each run summed up for the top of its page.
 
-Values built once from a transcript (`_fold`) and drawn by the page (`_page`, `_timeline`).
+Values built from a transcript by `_fold` and drawn by `_timeline` and `_page`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
-from attrs import frozen
+from attrs import field, frozen
 
-from harness import Usage
+from harness import RunTally, Usage
 
 Tone = Literal["good", "bad", "warn", "info"]
 
@@ -63,13 +64,14 @@ class NoteView:
 
 
 @frozen
-class Segment:
-    """A stretch of one session's events (agent None: events of the run as a whole)."""
+class TurnPoint:
+    """What the usage chart needs of a turn (the turn itself is already on the page)."""
 
-    agent: str | None
-    iteration: int | None
-    resumed: bool
-    items: tuple[TurnView | NoteView, ...]
+    number: int
+    agent: str
+    iteration: int
+    turn: int
+    usage: Usage | None
 
 
 @frozen
@@ -87,43 +89,51 @@ class HaltView:
 
 @frozen
 class RunView:
+    """One run of a transcript, summed up; its timeline is already rendered, at the bytes
+    `timeline` of the view's timeline file."""
+
     run_id: str | None
     task: str | None
     strategy: str | None
     workspace: str | None
     check: str | None
-    segments: tuple[Segment, ...]
-    turns: tuple[TurnView, ...]
+    tally: RunTally
+    sessions: int
+    points: tuple[TurnPoint, ...]
     halt: HaltView | None
-    elapsed: float
+    unanswered: int | None
+    """The number of the run's last turn when its model call never returned."""
+    timeline: tuple[int, int]
+
+    @property
+    def turns(self) -> int:
+        return self.tally.turns
 
     @property
     def tool_calls(self) -> int:
-        return sum(len(t.calls) for t in self.turns)
+        return self.tally.tool_calls
 
     @property
     def tool_errors(self) -> int:
-        return sum(t.errors for t in self.turns)
-
-    @property
-    def sessions(self) -> int:
-        return len({(s.agent, s.iteration) for s in self.segments if s.agent is not None})
+        return self.tally.tool_errors
 
     @property
     def usage(self) -> Usage:
         """The run's usage: as `run.halted` reported it, else the sum of the turns recorded."""
-        if self.halt is not None:
-            return self.halt.usage
-        total = Usage()
-        for turn in self.turns:
-            if turn.usage is not None:
-                total = total + turn.usage
-        return total
+        return self.tally.usage
+
+    @property
+    def elapsed(self) -> float:
+        return self.tally.at
 
 
 @frozen
 class TranscriptView:
+    """A transcript folded for the page: its runs, and `timeline`, the file holding each run's
+    rendered timeline (a temporary file while `write_view` runs, else in memory)."""
+
     path: str
     runs: tuple[RunView, ...]
     cut_off_line: int | None
     events: int
+    timeline: IO[bytes] = field(eq=False, repr=False)

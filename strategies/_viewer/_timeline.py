@@ -1,13 +1,15 @@
-"""The timeline of a run's page: each session's turns, tool calls and notes, and the halt."""
+"""The timeline of a run's page: each session's turns, tool calls and notes, written as they
+are folded (`TimelineWriter`), and the halt."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
-from typing import Any
+from typing import IO, Any
 
-from ._markup import Html, cost, join, seconds, tag, tokens
-from ._records import CallView, HaltView, NoteView, Segment, TurnView
+from ._markup import AttrValue, Html, cost, join, seconds, tag, tokens, void
+from ._records import CallView, HaltView, NoteView, TurnView
 
 MAX_TEXT = 40_000
 """Characters of one text shown on the page; the rest is in the transcript, at the named line."""
@@ -15,24 +17,118 @@ FOLD_LINES = 14
 FOLD_CHARS = 1_200
 
 
-def segment(segment: Segment, anchor: str) -> Html:
-    if segment.agent is None:
-        return join(_note(n) for n in segment.items if isinstance(n, NoteView))
-    title = f"{segment.agent} · session {segment.iteration}"
-    if segment.resumed:
-        title += " (resumed)"
-    items = [_turn(i, anchor) if isinstance(i, TurnView) else _note(i) for i in segment.items]
-    return tag(
-        "section",
-        {
+_FIRST_LINE = re.compile(r"\s*([^\n]{0,120})")
+"""The start of a text's first line that is not blank (without copying the rest)."""
+
+GROUP = 50
+"""A run of more items of one kind (turns, or notes of one kind) than this in a session is
+shown in collapsed groups of this many, so a long transcript's page stays usable."""
+
+
+class TimelineWriter:
+    """Writes one run's timeline as its items come, in order, to the binary file `out`:
+    sessions as sections, turns and notes inside them, long runs of similar items collapsed
+    into groups of `GROUP` (only the group being filled is held)."""
+
+    def __init__(self, out: IO[bytes], anchor: str) -> None:
+        self._out = out
+        self._anchor = anchor
+        self._in_section = False
+        self._kind: str | None = None  # the kind of the items in `_held`
+        self._held: list[tuple[TurnView | NoteView, Html]] = []
+        self._grouping = False  # the current run of one kind is already being grouped
+        self._groups = 0
+
+    def segment(self, agent: str | None, iteration: int | None, resumed: bool) -> None:
+        """Start a session's stretch (agent None: events of the run as a whole)."""
+        self._end_run()
+        self._close_section()
+        if agent is None:
+            return
+        title = f"{agent} · session {iteration}"
+        if resumed:
+            title += " (resumed)"
+        attrs = {
             "class": "segment",
-            "data-agent": segment.agent,
-            "data-iteration": segment.iteration,
+            "data-agent": agent,
+            "data-iteration": iteration,
             "data-title": title,
-        },
-        tag("h4", {"class": "segment-title"}, title),
-        items,
-    )
+        }
+        self._write(void("section", attrs) + tag("h4", {"class": "segment-title"}, title))
+        self._in_section = True
+
+    def item(self, item: TurnView | NoteView) -> None:
+        kind = "turn" if isinstance(item, TurnView) else item.kind
+        if kind != self._kind:
+            self._end_run()
+            self._kind = kind
+        html = _turn(item, self._anchor) if isinstance(item, TurnView) else _note(item)
+        self._held.append((item, html))
+        if len(self._held) >= GROUP:
+            self._grouping = True
+            self._write_group()
+
+    def close(self) -> None:
+        self._end_run()
+        self._close_section()
+
+    def tell(self) -> int:
+        """Where the next byte goes in the file."""
+        return self._out.tell()
+
+    def _end_run(self) -> None:
+        if self._grouping and self._held:
+            self._write_group()
+        else:
+            self._write(join(html for _, html in self._held))
+        self._held = []
+        self._kind = None
+        self._grouping = False
+
+    def _write_group(self) -> None:
+        items = [item for item, _ in self._held]
+        self._groups += 1
+        label, facts, errors = _group_summary(items)
+        attrs: dict[str, AttrValue] = {
+            "class": "fold group" + (" has-errors" if errors else ""),
+            "id": f"{self._anchor}-g{self._groups}",
+            "data-label": label,
+            "data-errors": errors,
+        }
+        summary = tag(
+            "summary",
+            None,
+            tag("span", {"class": "preview"}, label),
+            tag("span", {"class": "size"}, facts),
+        )
+        self._write(tag("details", attrs, summary, [html for _, html in self._held]))
+        self._held = []
+
+    def _close_section(self) -> None:
+        if self._in_section:
+            self._write(Html("</section>"))
+            self._in_section = False
+
+    def _write(self, html: str) -> None:
+        if html:
+            self._out.write(html.encode("utf-8", "backslashreplace"))
+
+
+def _group_summary(items: list[TurnView | NoteView]) -> tuple[str, str, int]:
+    """A group's label, its facts and its count of tool errors."""
+    turns = [i for i in items if isinstance(i, TurnView)]
+    notes = [i for i in items if isinstance(i, NoteView)]
+    if notes:
+        first, last = notes[0], notes[-1]
+        return f"{len(notes)} {first.kind} events", f"lines {first.line:,} to {last.line:,}", 0
+    calls = sum(len(t.calls) for t in turns)
+    errors = sum(t.errors for t in turns)
+    used = sum(t.usage.total_tokens for t in turns if t.usage is not None)
+    facts = [f"{calls:,} tool calls"]
+    if errors:
+        facts.append(f"{errors:,} failed")
+    facts.append(f"{tokens(used)} tokens")
+    return f"turns {turns[0].number:,} to {turns[-1].number:,}", " · ".join(facts), errors
 
 
 def _turn(turn: TurnView, anchor: str) -> Html:
@@ -191,7 +287,8 @@ def text_block(text: str, kind: str, line: int | None = None, *, open_: bool = F
     lines = shown.count("\n") + 1
     if lines <= FOLD_LINES and len(shown) <= FOLD_CHARS:
         return join([block, clipped])
-    first = shown.strip().split("\n", 1)[0][:120]
+    match = _FIRST_LINE.match(shown)
+    first = match.group(1) if match else ""
     return tag(
         "details",
         {"class": "fold", "open": open_},

@@ -13,6 +13,7 @@
   // The index: per run, per session, one link per turn (marked when a tool call failed).
   var index = doc.getElementById("index");
   var links = [];
+  var linkOf = {};
   doc.querySelectorAll("section.run").forEach(function (run) {
     var runHead = run.querySelector("h2");
     if (doc.querySelectorAll("section.run").length > 1 && runHead) {
@@ -21,10 +22,16 @@
     run.querySelectorAll("section.segment").forEach(function (segment) {
       index.appendChild(el("h5", { "class": "session-title" }, segment.getAttribute("data-title")));
       var list = el("ol");
-      segment.querySelectorAll("article.turn").forEach(function (turn) {
-        var link = el("a", { href: "#" + turn.id }, turn.getAttribute("data-label"));
-        if (turn.getAttribute("data-errors") !== "0") { link.className = "err"; }
-        link.setAttribute("data-target", turn.id);
+      // A collapsed group of turns is one entry; the turns inside it are not listed.
+      segment.querySelectorAll("article.turn, details.group").forEach(function (entry) {
+        if (entry.parentElement.closest("details.group")) { return; }
+        var link = el("a", { href: "#" + entry.id }, entry.getAttribute("data-label"));
+        if (entry.getAttribute("data-errors") !== "0") { link.className = "err"; }
+        link.setAttribute("data-target", entry.id);
+        linkOf[entry.id] = link;
+        if (entry.tagName === "DETAILS") {
+          link.addEventListener("click", function () { entry.open = true; });
+        }
         var item = el("li");
         item.appendChild(link);
         list.appendChild(item);
@@ -64,7 +71,10 @@
   var turns = Array.prototype.slice.call(doc.querySelectorAll("article.turn"));
   var current = -1;
   function mark(i) {
-    links.forEach(function (link, n) { link.classList.toggle("current", n === i); });
+    var turn = turns[i];
+    var group = turn && turn.closest("details.group");
+    var target = turn && (linkOf[turn.id] || (group && linkOf[group.id]));
+    links.forEach(function (link) { link.classList.toggle("current", link === target); });
     current = i;
   }
   doc.addEventListener("keydown", function (event) {
@@ -72,6 +82,8 @@
     var step = event.key === "j" ? 1 : event.key === "k" ? -1 : 0;
     if (!step || !turns.length) { return; }
     var next = Math.min(turns.length - 1, Math.max(0, current + step));
+    var group = turns[next].closest("details.group");
+    if (group) { group.open = true; }
     turns[next].scrollIntoView({ block: "start" });
     mark(next);
   });

@@ -11,7 +11,7 @@ The task file format, ``board.toml``, the statuses, the database and the engines
 described in the modules' docstrings and in the README's "Task board" section.
 """
 
-import warnings as _warnings
+from harness.extend import lazy_exports as _lazy_exports
 
 from ._attempt import AttemptOutcome, AttemptSpec, AttemptWatcher, classify, execute_attempt
 from ._board import Board, BoardResult, board_state, open_store
@@ -65,14 +65,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    # Old names, importable for one release with a DeprecationWarning naming the new one.
-    if name == "Progress":
-        _warnings.warn(
-            "strategies.board.Progress is deprecated and will be removed in the next release; "
-            "use strategies.board.AttemptProgress",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return AttemptProgress
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Renamed, importable from the old name for one release with a DeprecationWarning.
+__getattr__, __dir__ = _lazy_exports(
+    __name__, globals(), {}, moved={"Progress": "strategies.board.AttemptProgress"}
+)

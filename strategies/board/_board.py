@@ -10,7 +10,6 @@ for a change. The run ends when no task is pending or in progress.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
@@ -19,13 +18,21 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 import anyio
 import anyio.to_thread
 from attrs import define, evolve, field, frozen
 
-from harness import ConfigurationError, EventSink
+from harness import (
+    CheckFailed,
+    ConfigurationError,
+    Event,
+    EventSink,
+    IterationStarted,
+    JsonlTranscript,
+    VerdictReached,
+)
 from harness.extend import EventStream, LibraryLogger, stream_events
 
 from ._attempt import AttemptOutcome, AttemptSpec, AttemptWatcher
@@ -277,7 +284,7 @@ class Board:
             # One trip to a thread for the file system: the workspace (maybe a copy to make)
             # and the transcript, whose creation can take a millisecond on a slow disk.
             workspace, transcript = await anyio.to_thread.run_sync(self._files_for, task, claim)
-        except OSError as exc:
+        except (OSError, ConfigurationError) as exc:
             return AttemptOutcome("failed", f"the workspace could not be prepared: {exc}")
         spec = AttemptSpec(
             info=info,
@@ -294,10 +301,12 @@ class Board:
         spec = evolve(spec, sinks=self._watch(spec))
         outcome: AttemptOutcome | None = None
         try:
-            with transcript:
+            try:
                 outcome = await self.engine.run_attempt(
                     spec, _Recorder(transcript, writer, store, owner, claim).emit
                 )
+            finally:
+                transcript.close()
             return outcome
         finally:
             for watcher in self.watchers:
@@ -315,10 +324,10 @@ class Board:
                 _log.exception("board.watcher.failed", watcher=repr(watcher))
         return tuple(sinks)
 
-    def _files_for(self, task: BoardTask, claim: Claim) -> tuple[Path | None, IO[str]]:
+    def _files_for(self, task: BoardTask, claim: Claim) -> tuple[Path | None, JsonlTranscript]:
         workspace = self._workspace_for(task)
         claim.transcript.parent.mkdir(parents=True, exist_ok=True)
-        return workspace, claim.transcript.open("w", encoding="utf-8")
+        return workspace, JsonlTranscript(claim.transcript)
 
     def _workspace_for(self, task: BoardTask) -> Path | None:
         """The folder the task works in: its own, a copy of its template kept in the state
@@ -340,7 +349,12 @@ class _Recorder:
     and records in the event log each claim of done that was sent back."""
 
     def __init__(
-        self, transcript: IO[str], writer: Writer, store: BoardStore, owner: str, claim: Claim
+        self,
+        transcript: JsonlTranscript,
+        writer: Writer,
+        store: BoardStore,
+        owner: str,
+        claim: Claim,
     ) -> None:
         self._file = transcript
         self._writer = writer
@@ -349,19 +363,18 @@ class _Recorder:
         self._claim = claim
         self._working = False
 
-    def emit(self, event: dict[str, Any]) -> None:
-        self._file.write(json.dumps(event, ensure_ascii=False) + "\n")
-        self._file.flush()
-        name = event.get("event")
-        if name == "iteration.started":
-            self._working = True
-        if name == "check.failed" and self._working:  # not the check before the first turn
-            why = one_line(event.get("reason"))
-            message = f"the check sent the claim back: {why}"
-        elif name == "verdict.reached" and not event.get("passed"):
-            message = f"the evaluator failed the work: {one_line(event.get('reasons'))}"
-        else:
-            return
+    def emit(self, row: dict[str, Any]) -> None:
+        self._file.write_row(row)
+        match Event.from_dict(row):
+            case IterationStarted():
+                self._working = True
+                return
+            case CheckFailed(reason=reason) if self._working:  # not the check before turn 1
+                message = f"the check sent the claim back: {one_line(reason)}"
+            case VerdictReached(passed=False, reasons=reasons):
+                message = f"the evaluator failed the work: {one_line(reasons)}"
+            case _:
+                return
         self._writer.post(self._store.note, self._owner, self._claim, "task.rejected", message)
 
 

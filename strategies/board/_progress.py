@@ -10,12 +10,20 @@ carried into the next attempt, which resumes after them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from attrs import asdict, frozen
+
+from harness import (
+    CheckFailed,
+    CheckPassed,
+    FixtureError,
+    IterationStarted,
+    RunTally,
+    TranscriptReader,
+)
 
 
 @frozen
@@ -69,59 +77,39 @@ class AttemptRecord:
 
 
 def read_attempt(path: str | Path) -> AttemptRecord:
-    """Sum up a transcript. A missing file is an attempt that did nothing; a torn last line
-    (the process died while writing it) is ignored, and so is everything after a bad line."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
-    except FileNotFoundError:
+    """Sum up a transcript, read one event at a time, with the counts of `RunTally`. A missing
+    file is an attempt that did nothing; a torn last line (the process died while writing it)
+    is ignored, and so is everything from a line that cannot be read as an event on."""
+    source = Path(path)
+    if not source.exists():
         return AttemptRecord(AttemptProgress())
-    turns = tool_calls = input_tokens = output_tokens = 0
-    cost: float | None = 0.0
-    wall = 0.0
+    tally = RunTally()
     iteration = 0
     completed: set[int] = set()
     last_reason: str | None = None
-    halt: dict[str, Any] | None = None
-    verified = False
-    for line in lines:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            break
-        if not isinstance(event, dict):
-            break
-        name = event.get("event")
-        at = event.get("at")
-        if isinstance(at, int | float):
-            wall = max(wall, float(at))
-        if name == "iteration.started":
-            iteration = int(event.get("iteration", iteration + 1))
-        elif name == "turn.finished":
-            turns += 1
-            usage = (event.get("response") or {}).get("usage") or {}
-            input_tokens += int(usage.get("input_tokens", 0))
-            output_tokens += int(usage.get("output_tokens", 0))
-            spent = usage.get("cost_usd")
-            cost = None if cost is None or spent is None else cost + float(spent)
-        elif name == "tool.called":
-            tool_calls += 1
-        elif name in ("check.failed", "check.passed"):
-            if iteration > 0:
-                completed.add(iteration)
-            if name == "check.failed":
-                last_reason = str(event.get("reason", ""))
-        elif name == "run.halted":
-            reason = event.get("reason")
-            halt = reason if isinstance(reason, dict) else {"type": str(reason)}
-            verified = event.get("verified") is True
+    try:
+        for _, event in TranscriptReader(source, allow_cut_off=True):
+            tally = tally.add(event)
+            match event:
+                case IterationStarted():
+                    iteration = event.iteration
+                case CheckPassed() | CheckFailed():
+                    if iteration > 0:  # not the check before the first turn
+                        completed.add(iteration)
+                    if isinstance(event, CheckFailed):
+                        last_reason = event.reason
+    except FixtureError:
+        pass  # what came before the bad line is what the attempt is known to have done
     progress = AttemptProgress(
         iterations=len(completed),
-        turns=turns,
-        tool_calls=tool_calls,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        cost_usd=cost,
-        wall_time=wall,
+        turns=tally.turns_finished,
+        tool_calls=tally.tool_calls,
+        input_tokens=tally.usage.input_tokens,
+        output_tokens=tally.usage.output_tokens,
+        cost_usd=tally.usage.cost_usd,
+        wall_time=tally.at,
         last_reason=last_reason,
     )
-    return AttemptRecord(progress, halt, verified)
+    if tally.halt is None:
+        return AttemptRecord(progress)
+    return AttemptRecord(progress, tally.halt.reason.to_dict(), tally.halt.verified)

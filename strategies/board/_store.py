@@ -21,7 +21,8 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+
+from harness import HaltReason
 
 from ._attempt import AttemptOutcome, classify
 from ._events import BoardEvent, Kind
@@ -165,9 +166,10 @@ class BoardStore(BoardReader):
             record = read_attempt(row["transcript"])
             if record.halt is not None:
                 # The run had ended; the board died before it recorded the outcome.
+                halt = HaltReason.from_dict(record.halt)
                 outcome = AttemptOutcome(
                     classify(record.halt, record.verified),
-                    f"(recovered from the transcript) {_describe_halt(record.halt)}",
+                    f"(recovered from the transcript) {halt.describe()}",
                     halt=record.halt,
                     turns=record.progress.turns,
                     tool_calls=record.progress.tool_calls,
@@ -443,9 +445,3 @@ class BoardStore(BoardReader):
 
 def _describe_counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {status}" for status, n in counts.items() if n) or "no tasks"
-
-
-def _describe_halt(halt: dict[str, Any]) -> str:
-    kind = halt.get("type", "?")
-    rest = ", ".join(f"{k}={v!r}" for k, v in halt.items() if k != "type")
-    return f"{kind}({rest})"
