@@ -8,13 +8,19 @@ W1: µs of this process's CPU per turn for sessions of 10, 100 and 1,000 turns (
     answers at once, after one trip through the event loop). One `Harness` serves every
     session, as one agent would. The `add` tool is a sync function declared ``inline=True``;
     an "info" row repeats N=100 with `add` as a coroutine, which runs under a deadline scope.
-    Targets: at N=100 and N=1,000 at most 5x the bare loop, and flat (N=1,000 within 1.2x of
-    N=100). N=10 is shown for information, with the per-run fixed cost: a 10-turn session's
-    time less ten turns at the N=1,000 rate, which is what setting up and closing a run costs.
-W2: wall time of 1,000 concurrent 10-turn sessions, the model sleeping 10 ms per call, and
-    the memory each session holds at the peak (tracemalloc, in a separate untimed pass).
+    Regression guards: at N=100 and N=1,000 at most 7x the bare loop, and flat (N=1,000
+    within 1.2x of N=100). N=10 is shown for information. The per-run fixed cost, a 10-turn
+    session's time less ten turns at the N=1,000 rate (what setting up and closing a run
+    costs), has a target of at most 150 µs.
+W2: wall time of 1,000 concurrent 10-turn sessions, the model sleeping 10 ms per call (at
+    most 6x the bare loop), and the memory each session holds at the peak (tracemalloc, in a
+    separate untimed pass).
 W3: a fresh process that imports the four packages and runs a one-turn session, against
-    `python -c "import asyncio"`.
+    `python -c "import asyncio"` (at most 2.5x).
+W4: W2 at 1,000 and at 10,000 concurrent sessions: wall time at 10,000 within 5x of the bare
+    loop, at most 20 KB per session at the peak, and the CPU a turn costs at 10,000 over its
+    cost at 1,000 no higher than the bare loop's growth (with a 10% allowance for the noise
+    of a shared machine; both growths are printed).
 Runs are interleaved (bare, harness, bare, harness, ...) and the table shows medians.
 """
 
@@ -53,15 +59,20 @@ from harness import Tool
 CPU = time.process_time
 W1_SIZES = (10, 100, 1_000)
 W1_TARGETS = (100, 1_000)  # N=10 is mostly per-run cost, shown for information
-W1_RATIO = 5.0
+W1_RATIO = 7.0
 W1_FLAT = 1.2
+W1_FIXED_US = 150.0
 W1_ASYNC_TOOL = 100  # also measured with the `add` tool as a coroutine, for information
 W2_SESSIONS = 1_000
 W2_TURNS = 10
 W2_DELAY = 0.010
-W2_RATIO = 3.0
+W2_RATIO = 6.0
 W2_BYTES = 30 * 1024
-W3_RATIO = 3.0
+W3_RATIO = 2.5
+W4_SESSIONS = (1_000, 10_000)
+W4_RATIO = 5.0
+W4_BYTES = 20 * 1024
+W4_GROWTH_NOISE = 1.1
 
 
 @frozen
@@ -83,10 +94,11 @@ class Settings:
     turns_per_sample: int
     w2_samples: int
     w3_samples: int
+    w4_samples: int
 
 
-FULL = Settings(samples=15, turns_per_sample=4_000, w2_samples=7, w3_samples=21)
-QUICK = Settings(samples=5, turns_per_sample=1_000, w2_samples=3, w3_samples=7)
+FULL = Settings(samples=15, turns_per_sample=4_000, w2_samples=7, w3_samples=21, w4_samples=5)
+QUICK = Settings(samples=5, turns_per_sample=1_000, w2_samples=3, w3_samples=7, w4_samples=3)
 
 Job = Callable[[], Awaitable[object]]
 
@@ -197,25 +209,121 @@ def w1(backend: Backend, settings: Settings) -> list[Row]:
             f"{fixed_bare:.0f}",
             f"{fixed_harness:.0f}",
             "",
-            "(info)",
-            None,
+            f"<= {W1_FIXED_US:g} µs",
+            fixed_harness <= W1_FIXED_US,
         )
     )
     rows.append(info)
     return rows
 
 
-def _w2_jobs(backend: Backend) -> tuple[Job, Job]:
+def _w2_jobs(backend: Backend, sessions: int = W2_SESSIONS) -> tuple[Job, Job]:
     """All W2 sessions at once, bare and through the harness."""
     bare, harness = _session_jobs(backend, W2_TURNS, W2_DELAY)
 
     async def bare_all() -> None:
-        await backend.run_all([bare] * W2_SESSIONS)
+        await backend.run_all([bare] * sessions)
 
     async def harness_all() -> None:
-        await backend.run_all([harness] * W2_SESSIONS)
+        await backend.run_all([harness] * sessions)
 
     return bare_all, harness_all
+
+
+async def _peak_bytes(job: Job, sessions: int) -> int:
+    """Peak traced memory per session of one run of `job`, after a warm-up run."""
+    await job()  # warm-up: caches and interned strings are not per-session memory
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        await job()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return (peak - base) // sessions
+
+
+def w4(backend: Backend, settings: Settings) -> list[Row]:
+    """Many sessions: wall time, CPU per turn at each size, and memory at the largest."""
+    per_size: dict[int, tuple[float, float, float, float]] = {}
+    for sessions in W4_SESSIONS:
+        bare, harness = _w2_jobs(backend, sessions)
+
+        async def timing(bare: Job = bare, harness: Job = harness) -> list[tuple[float, ...]]:
+            await bare()  # warm-up
+            await harness()
+            samples: list[tuple[float, ...]] = []
+            for _ in range(settings.w4_samples):
+                row: list[float] = []
+                for job in (bare, harness):
+                    gc.collect()
+                    wall, cpu = time.perf_counter(), time.process_time()
+                    await job()
+                    row += [time.perf_counter() - wall, time.process_time() - cpu]
+                samples.append(tuple(row))
+            return samples
+
+        measured = backend.run(timing)
+        b_wall, b_cpu, h_wall, h_cpu = (statistics.median(s[i] for s in measured) for i in range(4))
+        per_size[sessions] = (b_wall, b_cpu, h_wall, h_cpu)
+    small, big = W4_SESSIONS
+    bare, harness = _w2_jobs(backend, big)
+    b_mem = backend.run(lambda: _peak_bytes(bare, big))
+    h_mem = backend.run(lambda: _peak_bytes(harness, big))
+    turns = {n: n * W2_TURNS for n in W4_SESSIONS}
+    rows = []
+    for n in W4_SESSIONS:
+        b_wall, b_cpu, h_wall, h_cpu = per_size[n]
+        ratio = h_wall / b_wall
+        rows.append(
+            Row(
+                f"W4 {n:,}x{W2_TURNS} wall ms",
+                backend.name,
+                f"{b_wall * 1e3:.0f}",
+                f"{h_wall * 1e3:.0f}",
+                f"{ratio:.2f}x",
+                f"<= {W4_RATIO:g}x" if n == big else "(info)",
+                ratio <= W4_RATIO if n == big else None,
+            )
+        )
+        rows.append(
+            Row(
+                f"W4 {n:,} µs CPU/turn",
+                backend.name,
+                f"{b_cpu / turns[n] * 1e6:.1f}",
+                f"{h_cpu / turns[n] * 1e6:.1f}",
+                f"{h_cpu / b_cpu:.2f}x",
+                "(info)",
+                None,
+            )
+        )
+    b_growth = (per_size[big][1] / turns[big]) / (per_size[small][1] / turns[small])
+    h_growth = (per_size[big][3] / turns[big]) / (per_size[small][3] / turns[small])
+    rows.append(
+        Row(
+            f"W4 CPU/turn growth {big:,}/{small:,}",
+            backend.name,
+            f"{b_growth:.2f}x",
+            f"{h_growth:.2f}x",
+            "",
+            "<= bare's (+10%)",
+            h_growth <= b_growth * W4_GROWTH_NOISE,
+        )
+    )
+    rows.append(
+        Row(
+            f"W4 {big:,} peak KB/session",
+            backend.name,
+            f"{b_mem / 1024:.1f}",
+            f"{h_mem / 1024:.1f}",
+            "",
+            f"<= {W4_BYTES // 1024} KB",
+            h_mem <= W4_BYTES,
+        )
+    )
+    return rows
 
 
 def w2(backend: Backend, settings: Settings) -> list[Row]:
@@ -225,22 +333,9 @@ def w2(backend: Backend, settings: Settings) -> list[Row]:
     async def timing() -> tuple[float, float]:
         return await _interleaved(bare, harness, 1, settings.w2_samples, time.perf_counter)
 
-    async def memory(job: Job) -> int:
-        await job()  # warm-up: caches and interned strings are not per-session memory
-        gc.collect()
-        tracemalloc.start()
-        try:
-            base = tracemalloc.get_traced_memory()[0]
-            tracemalloc.reset_peak()
-            await job()
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
-        return (peak - base) // W2_SESSIONS
-
     b, h = backend.run(timing)
-    b_mem = backend.run(lambda: memory(bare))
-    h_mem = backend.run(lambda: memory(harness))
+    b_mem = backend.run(lambda: _peak_bytes(bare, W2_SESSIONS))
+    h_mem = backend.run(lambda: _peak_bytes(harness, W2_SESSIONS))
     ratio = h / b
     return [
         Row(
@@ -362,7 +457,7 @@ def _progress(rows: list[Row]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="fewer samples, noisier medians")
-    parser.add_argument("--only", default="W1,W2,W3", help="comma-separated workloads")
+    parser.add_argument("--only", default="W1,W2,W3,W4", help="comma-separated workloads")
     parser.add_argument("--backend", choices=["asyncio", "trio", "both"], default="both")
     args = parser.parse_args(argv)
     settings = QUICK if args.quick else FULL
@@ -376,6 +471,9 @@ def main(argv: list[str] | None = None) -> int:
             _progress(rows)
         if "W2" in only:
             rows += w2(backend, settings)
+            _progress(rows)
+        if "W4" in only:
+            rows += w4(backend, settings)
             _progress(rows)
     if "W3" in only:
         rows += w3(settings)

@@ -17,10 +17,11 @@ from ._errors import ConfigurationError, FixtureError
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
 from ._jsonl import check_output_file
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
-from ._policy import Policy
+from ._policy import Policy, ScopesRun
 from ._result import BudgetExceeded, Cancelled, Completed, HaltReason, ModelFailed, RunResult
 from ._run import Run, SingleSession, Strategy
 from ._run_state import RunConfig
+from ._state import SessionStateSnapshot
 from ._streaming import EventStream, stream_events
 from ._tools import Tool, as_tools
 from ._validate import check_positive
@@ -54,6 +55,8 @@ class Harness:
     logger: Any = None
     _tools: dict[str, Tool] = field(init=False)
     _workspace: Path | None = field(init=False)
+    _scoped: bool = field(init=False)
+    _script: tuple[ChecksConsumed, ...] = field(init=False)
 
     def __attrs_post_init__(self) -> None:
         if not callable(getattr(self.model, "complete", None)):
@@ -69,6 +72,9 @@ class Harness:
                 "'compaction' needs the model's context window: set context_window too"
             )
         self._tools = as_tools(self.tools)
+        # Protocols asked once, not per run: on Python 3.11 each question costs ~10 µs.
+        self._scoped = isinstance(self.policy, ScopesRun)
+        self._script = (self.model,) if isinstance(self.model, ChecksConsumed) else ()
         if isinstance(self.model, ReadsClock):
             self.model.bind_clock(self.clock)
         if self.done_tool and "done" in self._tools:
@@ -125,18 +131,24 @@ class Harness:
                 raise
             result = self._finish(run, reason)
             # A cancelled run stopped where it was: the lines it did not reach are not a fault.
-            scripts = () if isinstance(reason, Cancelled) else (self.model, *run.extra_models)
+            scripts = () if isinstance(reason, Cancelled) else self._scripts(run)
             for model in scripts:
-                if isinstance(model, ChecksConsumed):
-                    try:
-                        model.verify_consumed()
-                    except FixtureError as exc:
-                        exc.result = result
-                        raise
+                try:
+                    model.verify_consumed()
+                except FixtureError as exc:
+                    exc.result = result
+                    raise
             return result
         finally:
             if transcript is not None:
                 transcript.close()
+
+    def _scripts(self, run: Run) -> tuple[ChecksConsumed, ...]:
+        """The run's models that check their script was used up (scripted fixtures)."""
+        if not run.extra_models:
+            return self._script
+        extra = (m for m in run.extra_models if isinstance(m, ChecksConsumed))
+        return (*self._script, *extra)
 
     def _config(self) -> RunConfig:
         """This harness's settings as one frozen value: what the run reads, fixed at its start."""
@@ -183,13 +195,19 @@ class Harness:
         return BudgetExceeded("max_wall_time", run.elapsed(), run.deadline - run.started_at)
 
     async def _begin_and_run(self, run: Run) -> HaltReason:
-        early = await self._begin(run)
-        return early if early is not None else await self.strategy.run(run)
+        before = run.snapshot()  # the run before its first turn, for the policy's start
+        early = await self._begin(run, before)
+        if early is not None:
+            return early
+        if not self._scoped:
+            return await self.strategy.run(run)
+        async with self.policy.run_scope(before):  # type: ignore[attr-defined]
+            return await self.strategy.run(run)
 
-    async def _begin(self, run: Run) -> HaltReason | None:
+    async def _begin(self, run: Run, before: SessionStateSnapshot) -> HaltReason | None:
         """Before the strategy: the policy's start, and the optional check before the first
         turn, which ends the run (`Completed(early=True)`) when the work is already done."""
-        await self.policy.start_run(run.snapshot())
+        await self.policy.start_run(before)
         if self.policy.check_before_first_turn:
             policy = self.policy.start_session(clock=run.clock)
             run.initial_reason = await run.check(run.snapshot(), policy)

@@ -6,6 +6,7 @@ so the loop never imports the packages built on top of it.
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from typing import Literal, Protocol, runtime_checkable
 
 from attrs import frozen
@@ -142,3 +143,16 @@ class Policy(Protocol):
         ...
 
     def start_session(self, *, clock: Clock, limit: Limit | None = None) -> PolicySession: ...
+
+
+@runtime_checkable
+class ScopesRun(Protocol):
+    """A policy that holds something for the length of each run (a workspace watcher, say).
+
+    `Harness.run` enters ``run_scope(snapshot)`` after `start_run` and leaves it when the
+    strategy returns, fails or is cancelled, before the run's result is made.
+    """
+
+    def run_scope(self, snapshot: SessionStateSnapshot) -> AbstractAsyncContextManager[object]:
+        """What to hold for the run that `snapshot` (taken before its first turn) begins."""
+        ...

@@ -18,7 +18,16 @@ from ._lazy import lazy_exports
 from ._log import LibraryLogger, get_logger
 from ._messages import ModelRequest, ModelResponse, ToolSpec
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
-from ._policy import CONTINUE, Decision, Limit, Policy, PolicySession, Scope, SensorReading
+from ._policy import (
+    CONTINUE,
+    Decision,
+    Limit,
+    Policy,
+    PolicySession,
+    Scope,
+    ScopesRun,
+    SensorReading,
+)
 from ._run import Run, SingleSession, Strategy
 from ._run_state import RunConfig
 from ._schema import REQUIRED, Key, Schema, Variants
@@ -84,6 +93,7 @@ __all__ = [
     "RunConfig",
     "Schema",
     "Scope",
+    "ScopesRun",
     "SensorReading",
     "Session",
     "SessionEnd",

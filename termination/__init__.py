@@ -23,14 +23,17 @@ from ._sensors import (
     BindsPerSession,
     ConsecutiveToolErrorsSensor,
     ReadsVerdicts,
+    ReadsWorkspace,
     RepeatedToolCallSensor,
     Sensor,
     StartsSession,
+    WatchesWorkspace,
 )
 
 if typing.TYPE_CHECKING:
     from ._check_churn import CheckChurnSensor
     from ._context_pressure import ContextPressureSensor
+    from ._monitor import MonitorStatistics, WorkspaceMonitor, open_workspace_monitor
     from ._no_progress import NoProgressSensor
     from ._oscillation import OscillationSensor
     from ._providers import (
@@ -56,6 +59,9 @@ _LAZY = {
     "register_sensor": "._sensor_config",
     "sensor_from_config": "._sensor_config",
     "ContextPressureSensor": "._context_pressure",
+    "MonitorStatistics": "._monitor",
+    "WorkspaceMonitor": "._monitor",
+    "open_workspace_monitor": "._monitor",
     "NoProgressSensor": "._no_progress",
     "OscillationSensor": "._oscillation",
     "BudgetFeedback": "._providers",
@@ -84,12 +90,14 @@ __all__ = [
     "FeedbackProviderConfig",
     "FeedbackStatistics",
     "FeedbackTrigger",
+    "MonitorStatistics",
     "NoProgressSensor",
     "Observation",
     "OscillationSensor",
     "PlanProgressFeedback",
     "ProviderBindsPerSession",
     "ReadsVerdicts",
+    "ReadsWorkspace",
     "RepeatedClaimSensor",
     "RepeatedToolCallSensor",
     "Sensor",
@@ -97,7 +105,10 @@ __all__ = [
     "StartsSession",
     "TerminationPolicy",
     "ToolUsageFeedback",
+    "WatchesWorkspace",
+    "WorkspaceMonitor",
     "feedback_from_config",
+    "open_workspace_monitor",
     "register_feedback",
     "register_sensor",
     "sensor_from_config",

@@ -26,6 +26,7 @@ from ._budget import Budget
 Severity = Literal["info", "caution", "warning"]
 SEVERITIES: tuple[str, ...] = get_args(Severity)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_GLOB = frozenset("*?[")
 
 
 def _strings(value: Sequence[str]) -> tuple[str, ...]:
@@ -155,6 +156,11 @@ class FeedbackTrigger:
     such as ``"out/*.json"``) when a matching file exists that did not at the previous turn
     (files there before the session's first model call do not count). Firing resets the
     counts of all three.
+
+    A plain path is one stat per turn. A glob is matched against the files the run's
+    `WorkspaceMonitor` saw appear (files only, outside ``.git``, ``node_modules`` and the
+    other usual tool folders), and the turn first waits for pending file events, so a file
+    written just before the turn ended, by any process, fires on that turn.
     """
 
     every_n_calls: int | None = None
@@ -185,6 +191,11 @@ class FeedbackTrigger:
                 "FeedbackTrigger: 'file_appears' must be a path inside the workspace "
                 f"(got {pattern!r})"
             )
+
+    @property
+    def file_appears_glob(self) -> bool:
+        """Whether `file_appears` is a glob (a pattern, not one path)."""
+        return self.file_appears is not None and not _GLOB.isdisjoint(self.file_appears)
 
     @property
     def never(self) -> bool:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping, Sequence
-from pathlib import Path
+from fnmatch import fnmatchcase
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from attrs import evolve, frozen
 
@@ -28,11 +30,12 @@ from ._feedback import (
     FeedbackTrigger,
     ProviderBindsPerSession,
 )
-from ._sensors import StartsSession
+from ._sensors import StartsSession, WatchesWorkspace
+
+if TYPE_CHECKING:
+    from ._monitor import WorkspaceMonitor
 
 log = LibraryLogger("termination.feedback")
-
-_GLOB = frozenset("*?[")
 
 
 @frozen
@@ -63,6 +66,9 @@ class _Slot:
         "failures",
         "files",
         "fired",
+        "mark",
+        "monitor",
+        "pattern",
         "provider",
         "time_at_fire",
         "trigger",
@@ -80,6 +86,28 @@ class _Slot:
         self.files: frozenset[str] | None = None
         self.fired = 0
         self.failures = 0
+        # A glob read through the run's workspace monitor: its parts, and how far the
+        # monitor's change log has been read.
+        glob = config.trigger.file_appears if config.trigger.file_appears_glob else None
+        self.pattern = PurePosixPath(glob).parts if glob is not None else None
+        self.monitor: WorkspaceMonitor | None = None
+        self.mark = 0
+
+    @property
+    def reads_workspace(self) -> bool:
+        return self.pattern is not None or isinstance(self.provider, WatchesWorkspace)
+
+    def attach(self, monitor: WorkspaceMonitor) -> None:
+        if self.pattern is not None:
+            self.monitor = monitor
+        if isinstance(self.provider, WatchesWorkspace):
+            self.provider.attach(monitor)
+
+    def wants_settled(self, snapshot: SessionStateSnapshot) -> bool:
+        if self.monitor is not None:
+            return True  # whether the glob fires this turn depends on every file written
+        provider = self.provider
+        return isinstance(provider, WatchesWorkspace) and provider.wants_settled(snapshot)
 
     @property
     def name(self) -> str:
@@ -93,18 +121,32 @@ class _Slot:
                 f"feedback provider {self.name!r} has a file_appears trigger but the run has "
                 "no workspace"
             )
-        if _GLOB.isdisjoint(pattern):
+        if self.pattern is None:
             return frozenset({pattern}) if (workspace / pattern).exists() else frozenset()
         return frozenset(str(p.relative_to(workspace)) for p in workspace.glob(pattern))
+
+    def appeared(self, workspace: Path | None) -> bool:
+        """Whether a matching file appeared since the trigger last looked."""
+        monitor = self.monitor
+        if monitor is None:
+            current = self.matches(workspace)
+            appeared = self.files is not None and bool(current - self.files)
+            self.files = current
+            return appeared
+        pattern = self.pattern
+        assert pattern is not None
+        new = [
+            path
+            for kind, path in monitor.since(self.mark)
+            if kind == "added" and _glob_match(path.split("/"), pattern)
+        ]
+        self.mark = monitor.mark
+        return any((monitor.root / path).exists() for path in new)  # and still there
 
     def due(self, snapshot: SessionStateSnapshot, now: float) -> bool:
         """Whether the trigger fires now; always refreshes what the file condition saw."""
         trigger = self.trigger
-        appeared = False
-        if trigger.file_appears:
-            current = self.matches(snapshot.workspace)
-            appeared = self.files is not None and bool(current - self.files)
-            self.files = current
+        appeared = bool(trigger.file_appears) and self.appeared(snapshot.workspace)
         calls = trigger.every_n_calls
         seconds = trigger.every_n_seconds
         return (
@@ -141,10 +183,24 @@ class FeedbackRunner:
         """Before the first model call: the baseline for file triggers and stateful providers."""
         self._started = True
         for slot in self._slots:
-            if slot.trigger.file_appears:
+            if slot.monitor is not None:
+                slot.mark = slot.monitor.mark
+            elif slot.trigger.file_appears:
                 slot.files = slot.matches(snapshot.workspace)
             if isinstance(slot.provider, StartsSession):
                 slot.provider.start(snapshot)
+
+    @property
+    def reads_workspace(self) -> bool:
+        """Whether a trigger or provider here reads the run's `WorkspaceMonitor`."""
+        return any(slot.reads_workspace for slot in self._slots)
+
+    def attach(self, monitor: WorkspaceMonitor) -> None:
+        for slot in self._slots:
+            slot.attach(monitor)
+
+    def wants_settled(self, snapshot: SessionStateSnapshot) -> bool:
+        return any(slot.wants_settled(snapshot) for slot in self._slots)
 
     def run(self, snapshot: SessionStateSnapshot) -> tuple[Message, ...]:
         """Ask every provider whose trigger fired; return their feedback as messages."""
@@ -224,6 +280,17 @@ class FeedbackRunner:
     def __repr__(self) -> str:
         names = ", ".join(s.name for s in self._slots)
         return f"FeedbackRunner([{names}], given={len(self._history)})"
+
+
+def _glob_match(parts: Sequence[str], pattern: Sequence[str]) -> bool:
+    """Whether a relative path's `parts` match a glob's, as `Path.glob` matches: ``*``, ``?``
+    and ``[...]`` within one part, ``**`` for any number of folders."""
+    if not pattern:
+        return not parts
+    head = pattern[0]
+    if head == "**":
+        return any(_glob_match(parts[i:], pattern[1:]) for i in range(len(parts) + 1))
+    return bool(parts) and fnmatchcase(parts[0], head) and _glob_match(parts[1:], pattern[1:])
 
 
 def _expect(value: object, kind: type, what: str) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import field, frozen
 
@@ -12,6 +12,9 @@ from harness.extend import SensorReading
 
 from ._fingerprint import DEFAULT_IGNORE, WorkspaceScanner
 from ._sensors import Action, _threshold, check_action, check_name, graded
+
+if TYPE_CHECKING:
+    from ._monitor import WorkspaceMonitor
 
 
 def _names(value: Iterable[str] | str) -> tuple[str, ...]:
@@ -26,12 +29,15 @@ def _names(value: Iterable[str] | str) -> tuple[str, ...]:
 class NoProgressSensor:
     """Trips when neither the workspace's file contents nor the plan changed for `limit` turns.
 
-    The workspace is compared by stat first and hashed only where a stat moved (see
-    `WorkspaceScanner`), so a turn costs a walk of the tree, not a read of it; rewriting a
-    file with the same bytes is not progress. Files and folders named in `ignore` (``.git``
-    and tool caches by default) are skipped. The plan is the latest `harness.Plan` in the
-    session store. Per-session memory: the policy binds a fresh instance to every session,
-    and the baseline is taken before the session's first model call.
+    In a run, the workspace is read through the run's `WorkspaceMonitor` (a file watcher, or
+    a walk in a worker thread): a turn costs what changed, and files written by any process
+    count. A file is hashed only where its stat moved, so rewriting it with the same bytes is
+    not progress. A change whose event arrives after its turn ended counts for the next turn,
+    except on a turn whose reading would warn or halt, which first waits for pending events.
+    Files and folders named in `ignore` (``.git`` and tool caches by default) are skipped. The
+    plan is the latest `harness.Plan` in the session store. Per-session memory: the policy
+    binds a fresh instance to every session, and the baseline is taken before the session's
+    first model call. Read by hand outside a run, it walks the tree itself at each read.
     """
 
     limit: int = 8
@@ -45,6 +51,10 @@ class NoProgressSensor:
         check_action("NoProgressSensor", self.action)
         check_name("NoProgressSensor", self.name)
 
+    @property
+    def workspace_ignore(self) -> tuple[str, ...]:
+        return self.ignore
+
     def bind(self) -> _BoundNoProgress:
         return _BoundNoProgress(self)
 
@@ -56,14 +66,39 @@ class NoProgressSensor:
 
 
 class _BoundNoProgress:
-    __slots__ = ("_config", "_plan", "_scanner", "_started", "_still")
+    __slots__ = (
+        "_config",
+        "_ignore",
+        "_mark",
+        "_monitor",
+        "_plan",
+        "_scanner",
+        "_started",
+        "_still",
+    )
 
     def __init__(self, config: NoProgressSensor) -> None:
         self._config = config
         self._scanner: WorkspaceScanner | None = None
+        self._monitor: WorkspaceMonitor | None = None
+        self._ignore = frozenset(config.ignore)
+        self._mark = 0
         self._plan: Any = None
         self._still = 0
         self._started = False
+
+    def attach(self, monitor: WorkspaceMonitor) -> None:
+        self._monitor = monitor
+
+    def wants_settled(self, snapshot: SessionStateSnapshot) -> bool:
+        """Whether this turn's reading would warn or halt unless a change is still in flight."""
+        monitor = self._monitor
+        if monitor is None or not self._started or snapshot.latest(Plan) != self._plan:
+            return False
+        if monitor.changed_since(self._mark, self._ignore):
+            return False
+        config = self._config
+        return self._still + 1 >= (config.warn_at or config.limit)
 
     @property
     def name(self) -> str:
@@ -94,7 +129,11 @@ class _BoundNoProgress:
 
     def _changed(self, snapshot: SessionStateSnapshot) -> bool:
         changed = False
-        if snapshot.workspace is not None:
+        monitor = self._monitor
+        if monitor is not None:
+            changed = monitor.changed_since(self._mark, self._ignore)
+            self._mark = monitor.mark
+        elif snapshot.workspace is not None:
             if self._scanner is None:
                 self._scanner = WorkspaceScanner(snapshot.workspace, ignore=self._config.ignore)
             changed = self._scanner.scan()

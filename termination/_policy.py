@@ -3,8 +3,10 @@ feedback providers when the session goes on."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from attrs import evolve, field, frozen
 
@@ -23,7 +25,18 @@ from harness.extend import CONTINUE, Clock, Decision, Limit, SensorReading, chec
 from ._budget import Budget
 from ._feedback import FeedbackProviderConfig
 from ._feedback_runner import FeedbackRunner, FeedbackStatistics
-from ._sensors import BindsPerSession, ReadsVerdicts, Sensor, StartsSession
+from ._fingerprint import DEFAULT_IGNORE
+from ._sensors import (
+    BindsPerSession,
+    ReadsVerdicts,
+    ReadsWorkspace,
+    Sensor,
+    StartsSession,
+    WatchesWorkspace,
+)
+
+if TYPE_CHECKING:
+    from ._monitor import WorkspaceMonitor
 
 
 def _sensors(value: Sequence[Sensor]) -> tuple[Sensor, ...]:
@@ -75,6 +88,11 @@ class TerminationPolicy:
     request carries sensor warnings, then provider feedback, then the check's reason. The
     feedback given in a session, whole and with its severity, is the policy session's
     `statistics().feedback`; each delivered message is also a ``feedback.injected`` event.
+
+    Sensors and providers that read the workspace (`NoProgressSensor`, `ToolUsageFeedback`,
+    a `file_appears` glob) share one `WorkspaceMonitor` per run, opened by `run_scope` (the
+    `Harness` does this): a file watcher where one can run, a walk in a worker thread where
+    not; never a walk on the event loop.
     """
 
     budget: Budget = field(factory=Budget)
@@ -92,6 +110,10 @@ class TerminationPolicy:
     _prepares: bool = field(init=False, repr=False, eq=False)
     _any_binds: bool = field(init=False, repr=False, eq=False)
     _starters: tuple[Sensor, ...] = field(init=False, repr=False, eq=False)
+    # What the workspace monitor leaves out (None: nothing here reads the workspace), and
+    # the monitors of the runs in progress, by run id.
+    _watch_ignore: frozenset[str] | None = field(init=False, repr=False, eq=False)
+    _monitors: dict[str, WorkspaceMonitor] = field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         check_positive("check_timeout", self.check_timeout, allow_none=True)
@@ -109,6 +131,19 @@ class TerminationPolicy:
         starters = tuple(s for s, start in zip(self.sensors, starts, strict=True) if start)
         object.__setattr__(self, "_starters", starters)
         object.__setattr__(self, "_prepares", isinstance(self.completion_check, PreparesForRun))
+        object.__setattr__(self, "_watch_ignore", self._workspace_ignore())
+        object.__setattr__(self, "_monitors", {})
+
+    def _workspace_ignore(self) -> frozenset[str] | None:
+        """The names every workspace reader ignores (a file one of them cares about is
+        watched), or None when none reads the workspace."""
+        ignores = [set(s.workspace_ignore) for s in self.sensors if isinstance(s, ReadsWorkspace)]
+        for config in self.feedback:
+            if isinstance(config.provider, ReadsWorkspace):
+                ignores.append(set(config.provider.workspace_ignore))
+            if config.trigger.file_appears_glob:
+                ignores.append(set(DEFAULT_IGNORE))
+        return frozenset(set.intersection(*ignores)) if ignores else None
 
     @property
     def wall_time(self) -> float | None:
@@ -125,6 +160,30 @@ class TerminationPolicy:
         if self._prepares:
             await self.completion_check.prepare(snapshot)  # type: ignore[attr-defined]
 
+    def run_scope(self, snapshot: SessionStateSnapshot) -> AbstractAsyncContextManager[object]:
+        """Watch the run's workspace while the run lasts, when something here reads it."""
+        if self._watch_ignore is None or snapshot.workspace is None:
+            return nullcontext()
+        return self._monitoring(snapshot.run_id, snapshot.workspace, self._watch_ignore)
+
+    @asynccontextmanager
+    async def _monitoring(
+        self, run_id: str, workspace: Path, ignore: frozenset[str]
+    ) -> AsyncIterator[None]:
+        # Imported here: its threads and watcher are for runs that read the workspace.
+        from ._monitor import open_workspace_monitor
+
+        async with open_workspace_monitor(workspace, ignore=ignore) as monitor:
+            self._monitors[run_id] = monitor
+            try:
+                yield
+            finally:
+                del self._monitors[run_id]
+
+    def monitor(self, run_id: str) -> WorkspaceMonitor | None:
+        """The workspace monitor of run `run_id` while it runs (None without one)."""
+        return self._monitors.get(run_id)
+
     def start_session(self, *, clock: Clock, limit: Limit | None = None) -> _PolicySession:
         return _PolicySession(self, clock, limit)
 
@@ -137,11 +196,13 @@ class _PolicySession:
         "_clock",
         "_feedback",
         "_limit",
+        "_monitor",
         "_policy",
         "_rejections",
         "_sensors",
         "_started",
         "_starting",
+        "_watching",
     )
 
     def __init__(self, policy: TerminationPolicy, clock: Clock, limit: Limit | None) -> None:
@@ -181,14 +242,39 @@ class _PolicySession:
             else None
         )
         self._started = False
+        self._monitor: WorkspaceMonitor | None = None
+        self._watching: tuple[WatchesWorkspace, ...] = ()
 
     def _start(self, snapshot: SessionStateSnapshot) -> None:
         """Before the session's first model call: baselines for sensors and triggers."""
         self._started = True
+        policy = self._policy
+        if policy._monitors:
+            self._attach(policy._monitors.get(snapshot.run_id))
         for sensor in self._starting:
             sensor.start(snapshot)
         if self._feedback is not None:
             self._feedback.start(snapshot)
+
+    def _attach(self, monitor: WorkspaceMonitor | None) -> None:
+        """Hand the run's workspace monitor to the sensors and triggers that read it."""
+        if monitor is None:
+            return
+        watching: list[WatchesWorkspace] = [
+            s for s in self._sensors if isinstance(s, WatchesWorkspace)
+        ]
+        if self._feedback is not None and self._feedback.reads_workspace:
+            watching.append(self._feedback)
+        for reader in watching:
+            reader.attach(monitor)
+        self._monitor = monitor if watching else None
+        self._watching = tuple(watching)
+
+    async def _refresh(self, snapshot: SessionStateSnapshot) -> None:
+        """Bring the workspace monitor up to this turn's end before anything reads it."""
+        assert self._monitor is not None
+        settle = any(reader.wants_settled(snapshot) for reader in self._watching)
+        await self._monitor.refresh(settle=settle)
 
     def statistics(self) -> FeedbackStatistics:
         """The feedback this session's providers gave, oldest first, and their counts."""
@@ -221,6 +307,8 @@ class _PolicySession:
         halt = self.before_call(snapshot)
         if halt is not None:
             return Decision(halt=halt)
+        if self._monitor is not None:
+            await self._refresh(snapshot)
         readings: list[SensorReading] = []
         feedback: list[Message] = []
         tripped = _read(self._sensors, snapshot, readings, feedback)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import field, frozen
 
@@ -12,6 +12,9 @@ from harness.extend import check_positive
 
 from ._feedback import Feedback, FeedbackContext, Observation, Severity
 from ._fingerprint import DEFAULT_IGNORE, WorkspaceScanner
+
+if TYPE_CHECKING:
+    from ._monitor import WorkspaceMonitor
 
 
 def _number(owner: str, name: str, value: object, *, integer: bool = False) -> None:
@@ -169,8 +172,8 @@ class ToolUsageFeedback:
     """Speaks up when the agent has made `max_calls_without_progress` tool calls since the
     workspace's files or the plan last changed.
 
-    Progress is looked for each time the trigger fires (the same stat-then-hash comparison
-    as `NoProgressSensor`), so it is as fine-grained as the trigger. ``caution`` at the
+    Progress is looked for each time the trigger fires (through the run's `WorkspaceMonitor`,
+    as `NoProgressSensor` does), so it is as fine-grained as the trigger. ``caution`` at the
     threshold, ``warning`` at twice it. Per-session memory: bound per session by the policy.
     """
 
@@ -186,6 +189,10 @@ class ToolUsageFeedback:
             integer=True,
         )
 
+    @property
+    def workspace_ignore(self) -> tuple[str, ...]:
+        return self.ignore
+
     def bind(self) -> _BoundToolUsage:
         return _BoundToolUsage(self)
 
@@ -197,13 +204,32 @@ class ToolUsageFeedback:
 
 
 class _BoundToolUsage:
-    __slots__ = ("_calls_at_progress", "_config", "_plan", "_scanner")
+    __slots__ = (
+        "_calls_at_progress",
+        "_config",
+        "_ignore",
+        "_mark",
+        "_monitor",
+        "_plan",
+        "_scanner",
+    )
 
     def __init__(self, config: ToolUsageFeedback) -> None:
         self._config = config
         self._scanner: WorkspaceScanner | None = None
+        self._monitor: WorkspaceMonitor | None = None
+        self._ignore = frozenset(config.ignore)
+        self._mark = 0
         self._plan: Any = None
         self._calls_at_progress = 0
+
+    def attach(self, monitor: WorkspaceMonitor) -> None:
+        self._monitor = monitor
+
+    def wants_settled(self, snapshot: SessionStateSnapshot) -> bool:
+        """Whether it would speak this turn unless a change is still in flight."""
+        idle = snapshot.tool_calls - self._calls_at_progress
+        return self._monitor is not None and idle >= self._config.max_calls_without_progress
 
     @property
     def name(self) -> str:
@@ -214,7 +240,11 @@ class _BoundToolUsage:
 
     def _progressed(self, snapshot: SessionStateSnapshot) -> bool:
         changed = False
-        if snapshot.workspace is not None:
+        monitor = self._monitor
+        if monitor is not None:
+            changed = monitor.changed_since(self._mark, self._ignore)
+            self._mark = monitor.mark
+        elif snapshot.workspace is not None:
             if self._scanner is None:
                 self._scanner = WorkspaceScanner(snapshot.workspace, ignore=self._config.ignore)
             changed = self._scanner.scan()

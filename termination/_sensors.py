@@ -10,18 +10,23 @@ Optional hooks a sensor may implement, each found by its method:
 - `BindsPerSession.bind()` hands each session a fresh instance (for memory of earlier turns);
 - `StartsSession.start(snapshot)` sees the session before its first model call (a baseline);
 - `ReadsVerdicts.read_verdict(snapshot, reason)` is read again right after the completion
-  check rejects a claim, with the rejection's `reason` (not yet in `snapshot.check_reasons`).
+  check rejects a claim, with the rejection's `reason` (not yet in `snapshot.check_reasons`);
+- `ReadsWorkspace.workspace_ignore` (on the configuration) asks the policy for a
+  `WorkspaceMonitor` in each run, and `WatchesWorkspace` (on the bound instance) reads it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from attrs import frozen
 
 from harness import ConfigurationError, SessionStateSnapshot
 from harness.extend import SensorReading
+
+if TYPE_CHECKING:
+    from ._monitor import WorkspaceMonitor
 
 Action = Literal["warn", "halt"]
 _OK = SensorReading.ok()
@@ -62,6 +67,29 @@ class ReadsVerdicts(Protocol):
     """
 
     def read_verdict(self, snapshot: SessionStateSnapshot, reason: str) -> SensorReading: ...
+
+
+@runtime_checkable
+class WatchesWorkspace(Protocol):
+    """A bound sensor, provider or trigger that reads the run's `WorkspaceMonitor`.
+
+    `attach` is called before the session starts; `wants_settled(snapshot)` after each turn,
+    before the monitor refreshes: True when a change still in flight would change what this
+    consumer reads this turn (so the turn waits for pending events).
+    """
+
+    def attach(self, monitor: WorkspaceMonitor) -> None: ...
+
+    def wants_settled(self, snapshot: SessionStateSnapshot) -> bool: ...
+
+
+@runtime_checkable
+class ReadsWorkspace(Protocol):
+    """A sensor or provider configuration that needs a `WorkspaceMonitor` for its runs;
+    `workspace_ignore` names the files and folders it does not care about."""
+
+    @property
+    def workspace_ignore(self) -> tuple[str, ...]: ...
 
 
 def check_action(owner: str, action: object) -> None:

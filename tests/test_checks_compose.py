@@ -8,7 +8,7 @@ import anyio
 import pytest
 from _checks_support import snapshot
 from attrs import frozen
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checks import (
@@ -178,6 +178,7 @@ def _checks(passes: list[bool]) -> list[CompletionCheck]:
     return [Fixed(f"c{i}", None if ok else f"c{i} fails", []) for i, ok in enumerate(passes)]
 
 
+@settings(deadline=None)  # a property, not a timing: a busy machine must not fail it
 @given(verdicts, st.randoms(use_true_random=False))
 def test_any_of_verdict_is_order_independent(passes: list[bool], random: object) -> None:
     """AnyOf passes exactly when some child passes, whatever the order of its children."""
@@ -193,6 +194,7 @@ def test_any_of_verdict_is_order_independent(passes: list[bool], random: object)
     assert anyio.run(verdicts_of) == (any(passes), any(passes))
 
 
+@settings(deadline=None)  # a property, not a timing: a busy machine must not fail it
 @given(verdicts)
 def test_all_of_passes_exactly_when_every_child_does(passes: list[bool]) -> None:
     """AllOf's verdict is the conjunction; its reason is the first failing child's."""
@@ -204,6 +206,7 @@ def test_all_of_passes_exactly_when_every_child_does(passes: list[bool]) -> None
         assert reason == f"c{passes.index(False)} fails"
 
 
+@settings(deadline=None)  # a property, not a timing: a busy machine must not fail it
 @given(st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=3), min_size=1, max_size=4))
 def test_nesting_flattens_to_the_same_value(groups: list[list[int]]) -> None:
     """However AllOf values are nested, the result equals the flat AllOf of the leaves."""

@@ -1,8 +1,9 @@
 """`RayEngine`: each task attempt is a Ray task (a streaming generator) on a Ray cluster.
 
 The board, its database and its transcripts stay in the board's process. A worker runs
-`execute_attempt` (in its own event loop, on a thread of the Ray task) and yields each event
-as it happens and then the outcome; the board writes them as it does for local attempts. Ray
+`execute_attempt` (in its own event loop, on a thread of the Ray task) and yields the events
+as they happen (those already waiting together, one Ray object each time) and then the
+outcome; the board writes them as it does for local attempts. Ray
 is an optional extra (``pip install -e '.[ray]'``), imported only when this engine opens.
 
 Where it runs: ``address`` (or ``[ray] address`` in ``board.toml``, or ``RAY_ADDRESS``) names a
@@ -123,7 +124,8 @@ class RayEngine:
                     settled = True
                     outcome: AttemptOutcome = payload
                     return outcome
-                emit(payload)
+                for event in payload:
+                    emit(event)
         finally:
             if not settled:  # cancelled from outside: stop the worker too
                 ray.cancel(generator, force=True)
@@ -154,8 +156,21 @@ def _attempt_on_worker(spec: AttemptSpec) -> Iterator[tuple[str, Any]]:
 
     thread = threading.Thread(target=work, name=f"attempt-{spec.info.task}", daemon=True)
     thread.start()
-    while (item := events.get()) != _END:
-        yield ("event", item)
+    ended = False
+    while not ended:
+        # Each yield is a Ray object, which costs far more than an event: the events that
+        # are already waiting go together, and a lone event still goes at once.
+        batch = [events.get()]
+        while True:
+            try:
+                batch.append(events.get_nowait())
+            except queue.Empty:
+                break
+        if batch[-1] == _END:  # put last, after every event
+            batch.pop()
+            ended = True
+        if batch:
+            yield ("events", batch)
     thread.join()
     if "error" in box:
         raise box["error"]

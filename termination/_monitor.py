@@ -1,0 +1,347 @@
+"""`WorkspaceMonitor`: one run's view of its workspace, kept current off the event loop.
+
+Sensors and feedback triggers that ask "did the workspace change?" (`NoProgressSensor`,
+`ToolUsageFeedback`, a `file_appears` glob) read a monitor the policy opens with the run,
+instead of walking the tree every turn. It has two modes:
+
+- **watch** (``pip install 'completion-harness[watch]'``, on a system with native file
+  events, inotify on Linux): a `watchfiles` watcher runs in a worker thread; each batch of
+  events is looked at there (stat, then a hash only where the stat moved, a new folder
+  walked) and only what changed reaches the event loop. A turn costs what changed, not what
+  exists, and writes made by any process (a shell, a command-line agent) are seen.
+- **walk** (no `watchfiles`, no native events, or the watcher failed): the whole tree is
+  walked at each refresh, in a worker thread.
+
+The baseline (a walk that hashes every file) is taken in the worker thread when the run
+starts, after the watcher is up, so nothing written meanwhile is missed.
+
+Events arrive a few milliseconds after the write. A turn that must not miss one calls
+``refresh(settle=True)``: the monitor creates a marker file in a private folder watched by
+the same watcher and waits until that marker's event has been handled. The kernel queues a
+watcher's events in the order the writes happened, so every write finished before the marker
+has been handled by then (a subprocess that wrote a file and exited, say). Consumers ask for
+this only when their reading would change the run (a sensor about to warn or halt, a glob
+trigger), so most turns do not wait at all. A marker that does not arrive within
+`SETTLE_TIMEOUT` seconds (a watcher that cannot keep up) stops the watcher and the monitor
+walks from then on.
+
+The monitor's worker thread and the watcher's own thread start with the run and end with it
+(`open_workspace_monitor`); the private folder is removed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+from attrs import frozen
+
+from harness.extend import LibraryLogger
+
+from ._fingerprint import DEFAULT_IGNORE, WorkspaceChanges, WorkspaceScanner
+
+log = LibraryLogger("termination.monitor")
+
+Mode = Literal["watch", "walk"]
+Kind = Literal["added", "modified", "removed"]
+
+STEP_MS = 5
+"""How often the watcher thread looks for new events while there are none (ms)."""
+DEBOUNCE_MS = 20
+"""The longest a burst of events is gathered before it is handled (ms)."""
+SETTLE_TIMEOUT = 2.0
+"""Seconds a settling turn waits for its marker before the monitor gives up watching."""
+_FIRST_LOOK_MS = 20  # the first wait, after which the watcher is known to be up
+
+
+@frozen
+class MonitorStatistics:
+    """What a monitor did: its mode, the files it knows, the batches of changes it applied
+    (watch) or the walks it made (walk), and how often a turn waited for pending events."""
+
+    mode: Mode
+    files: int
+    refreshes: int
+    settles: int
+    changes: int
+
+
+class WorkspaceMonitor:
+    """A run's workspace: its files, and a log of what changed since the run started.
+
+    `mark` is a position in the log; `since(mark)` is what changed after it, as
+    ``(kind, path)`` pairs (kind ``"added"``, ``"modified"`` or ``"removed"``, path relative
+    to the workspace, with ``/`` separators). A file rewritten with the same bytes is not
+    logged. Open one with `open_workspace_monitor`.
+    """
+
+    __slots__ = (
+        "_changes",
+        "_lock",
+        "_log",
+        "_private",
+        "_refreshes",
+        "_scanner",
+        "_settles",
+        "_stop",
+        "_token",
+        "_waiters",
+        "_worker_done",
+        "ignore",
+        "mode",
+        "root",
+    )
+
+    def __init__(self, root: Path, ignore: Iterable[str]) -> None:
+        self.root = root
+        self.ignore = frozenset(ignore)
+        self.mode: Mode = "walk"
+        self._private = tempfile.mkdtemp(prefix="harness-watch-")
+        # The marker folder may lie inside the workspace (a workspace of /tmp): never a file.
+        self._scanner = WorkspaceScanner(
+            root, ignore=(*self.ignore, os.path.basename(self._private))
+        )
+        self._log: list[tuple[Kind, str]] = []
+        self._lock = anyio.Lock()
+        self._stop = threading.Event()
+        self._worker_done = anyio.Event()
+        self._token = 0
+        self._waiters: list[tuple[int, anyio.Event]] = []
+        self._refreshes = 0
+        self._settles = 0
+        self._changes = 0
+
+    @property
+    def mark(self) -> int:
+        """The current end of the change log."""
+        return len(self._log)
+
+    def since(self, mark: int) -> Sequence[tuple[Kind, str]]:
+        """What changed after `mark`, oldest first."""
+        return self._log[mark:]
+
+    def changed_since(self, mark: int, ignore: frozenset[str] | None = None) -> bool:
+        """Whether a file changed after `mark`, leaving out paths under a name in `ignore`
+        (beyond what the monitor itself ignores)."""
+        if ignore is None or ignore <= self.ignore:
+            return len(self._log) > mark
+        return any(ignore.isdisjoint(path.split("/")) for _, path in self._log[mark:])
+
+    async def refresh(self, *, settle: bool) -> None:
+        """Bring the log up to date for the turn that just ended.
+
+        Watching, this costs nothing unless `settle`, when it waits for the events of every
+        write finished before the call. Walking, it walks the tree in a worker thread.
+        """
+        if self.mode == "watch":
+            if settle:
+                await self._settle()
+            return
+        await self._worker_done.wait()  # a watcher that gave up has handed over its files
+        async with self._lock:
+            changes = await anyio.to_thread.run_sync(self._scanner.scan_changes)
+        self._refreshes += 1
+        self._apply(changes)
+
+    def statistics(self) -> MonitorStatistics:
+        return MonitorStatistics(
+            mode=self.mode,
+            files=self._scanner.files,
+            refreshes=self._refreshes,
+            settles=self._settles,
+            changes=len(self._log),
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"WorkspaceMonitor({str(self.root)!r}, mode={self.mode!r}, "
+            f"files={self._scanner.files}, changes={len(self._log)})"
+        )
+
+    # -- on the event loop --------------------------------------------------------------
+
+    def _apply(self, changes: WorkspaceChanges) -> None:
+        if not changes:
+            return
+        entries = self._log
+        sep = os.sep
+        kinds: tuple[tuple[Kind, tuple[str, ...]], ...] = (
+            ("added", changes.added),
+            ("modified", changes.modified),
+            ("removed", changes.removed),
+        )
+        for kind, paths in kinds:
+            entries.extend((kind, path.replace(sep, "/")) for path in paths)
+
+    def _deliver(self, changes: WorkspaceChanges, token: int) -> None:
+        """A batch the watcher thread handled: log it, then release the turns it settles."""
+        self._refreshes += 1
+        self._apply(changes)
+        if token:
+            waiting = self._waiters
+            self._waiters = [(t, e) for t, e in waiting if t > token]
+            for t, arrived in waiting:
+                if t <= token:
+                    arrived.set()
+
+    async def _settle(self) -> None:
+        self._settles += 1
+        self._token += 1
+        token = self._token
+        arrived = anyio.Event()
+        self._waiters.append((token, arrived))
+        self._mark(token)
+        with anyio.move_on_after(SETTLE_TIMEOUT):
+            await arrived.wait()
+            return
+        log.warning(
+            "workspace.watch_stalled",
+            workspace=str(self.root),
+            timeout=SETTLE_TIMEOUT,
+            action="walking from now on",
+        )
+        self._give_up()
+        await self.refresh(settle=False)
+
+    def _mark(self, token: int) -> None:
+        """Create the marker file a settling turn waits to see (one small create)."""
+        with open(os.path.join(self._private, f"s{token}"), "wb"):
+            pass
+
+    def _give_up(self) -> None:
+        self.mode = "walk"
+        self._stop.set()
+        for _, arrived in self._waiters:
+            arrived.set()
+        self._waiters = []
+
+    # -- in the worker thread -----------------------------------------------------------
+
+    def _work(self, use_watcher: bool, started: Callable[[], object]) -> None:
+        """The worker thread: start the watcher, take the baseline, then handle each batch
+        until the run ends (or, without a watcher, take the baseline and return)."""
+        watcher = self._open_watcher() if use_watcher else None
+        first: set[tuple[Any, str]] = set()
+        try:
+            if watcher is not None:
+                try:
+                    first = next(watcher)  # returns once the watcher is up
+                except StopIteration:  # stopped before it started: the run is over
+                    watcher = None
+                except Exception as exc:
+                    self._unavailable(exc)
+                    watcher = None
+            self._scanner.scan_changes()  # the baseline, after the watcher is up
+            if watcher is not None:
+                self.mode = "watch"
+            anyio.from_thread.run_sync(started)
+            if watcher is None:
+                return
+            try:
+                self._handle(first)
+                for batch in watcher:
+                    self._handle(batch)
+            except Exception as exc:  # the watcher failed mid-run: the loop walks instead
+                log.warning(
+                    "workspace.watch_failed",
+                    workspace=str(self.root),
+                    error=f"{type(exc).__name__}: {exc}",
+                    action="walking from now on",
+                )
+                anyio.from_thread.run_sync(self._give_up)
+        finally:
+            if watcher is not None:
+                watcher.close()
+            shutil.rmtree(self._private, ignore_errors=True)
+
+    def _open_watcher(self) -> Any:
+        try:
+            from watchfiles import watch
+        except ImportError:
+            self._unavailable(None)
+            return None
+        return watch(
+            self.root,
+            self._private,
+            watch_filter=None,
+            debounce=DEBOUNCE_MS,
+            step=STEP_MS,
+            stop_event=self._stop,
+            rust_timeout=_FIRST_LOOK_MS,
+            yield_on_timeout=True,
+            force_polling=False,  # polling could not order the marker after the writes
+            raise_interrupt=False,
+            ignore_permission_denied=True,
+        )
+
+    def _unavailable(self, exc: Exception | None) -> None:
+        log.info(
+            "workspace.watch_unavailable",
+            workspace=str(self.root),
+            reason="watchfiles is not installed" if exc is None else f"{type(exc).__name__}: {exc}",
+            action="walking at each refresh, in a worker thread",
+        )
+
+    def _handle(self, batch: set[tuple[Any, str]]) -> None:
+        if not batch:
+            return
+        private = self._private + os.sep
+        token = 0
+        touched: set[str] = set()
+        for _, path in batch:
+            if path.startswith(private):
+                name = path[len(private) :]
+                if name[:1] == "s" and name[1:].isdigit() and os.path.exists(path):
+                    token = max(token, int(name[1:]))
+                    os.unlink(path)
+            elif path != self._private:
+                touched.add(path)
+        changes = self._scanner.update(touched) if touched else WorkspaceChanges()
+        if changes or token:
+            anyio.from_thread.run_sync(self._deliver, changes, token)
+
+
+@asynccontextmanager
+async def open_workspace_monitor(
+    root: Path | str, *, ignore: Iterable[str] = DEFAULT_IGNORE, watch: bool = True
+) -> AsyncIterator[WorkspaceMonitor]:
+    """Watch `root` for the length of the block (see the module's docstring); with
+    ``watch=False``, or where no watcher can run, walk it at each refresh instead.
+
+    Entering takes the baseline, in a worker thread; leaving stops the watcher and waits
+    for its thread.
+    """
+    monitor = WorkspaceMonitor(Path(root), ignore)
+    ready = anyio.Event()
+
+    async def work() -> None:
+        try:
+            await anyio.to_thread.run_sync(
+                monitor._work,
+                watch,
+                ready.set,
+                limiter=anyio.CapacityLimiter(1),  # a thread of its own, not the shared pool's
+            )
+        finally:
+            monitor._worker_done.set()
+            ready.set()
+
+    async with anyio.create_task_group() as group:
+        try:
+            group.start_soon(work)
+            await ready.wait()
+            yield monitor
+        finally:
+            monitor._stop.set()
+
+
+__all__ = ["MonitorStatistics", "WorkspaceMonitor", "open_workspace_monitor"]
