@@ -66,6 +66,7 @@ from ._transcript import RunTally, TranscriptReader
 from ._workspace import WorkspaceEscape, open_in_workspace, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
+    from ._agent_clients import CursorAgentClient, GeminiCliClient, OpenCodeClient
     from ._builtin_tools import list_files, read_file, workspace_tools, write_file
     from ._cli_agent import CliAgentClient
     from ._compaction import Compaction
@@ -94,6 +95,9 @@ _LAZY = {
     "Compaction": "._compaction",
     "edit_file": "._edit_tools",
     "search_files": "._edit_tools",
+    "CursorAgentClient": "._agent_clients",
+    "GeminiCliClient": "._agent_clients",
+    "OpenCodeClient": "._agent_clients",
     "OtelSink": "._otel",
     "Plan": "._plan",
     "PlanStep": "._plan",
@@ -172,6 +176,7 @@ __all__ = [
     "Completed",
     "ConfigurationError",
     "ContextCompacted",
+    "CursorAgentClient",
     "DEFAULT_SYSTEM_PROMPT",
     "Event",
     "EventSink",
@@ -180,6 +185,7 @@ __all__ = [
     "FixtureError",
     "FixtureExhausted",
     "FixtureUnconsumed",
+    "GeminiCliClient",
     "HaltReason",
     "Harness",
     "HarnessError",
@@ -191,6 +197,7 @@ __all__ = [
     "ModelFailed",
     "ModelPrice",
     "OpenAIClient",
+    "OpenCodeClient",
     "OtelSink",
     "Plan",
     "PlanStep",

@@ -26,6 +26,10 @@
     env = { NO_COLOR = "1" }
     cwd = "work"                          # optional; default: the run's workspace
 
+    [model]
+    type = "gemini_cli"                   # or "cursor_agent", "opencode": the cli_agent keys
+    argv = ["gemini", "--output-format", "json", "--approval-mode", "auto_edit"]  # optional
+
 Every error names the table and the key at fault.
 """
 
@@ -35,11 +39,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._agent_clients import CURSOR_ARGV, GEMINI_ARGV, JSON_MAX_OUTPUT, OPENCODE_ARGV
 from .._errors import ConfigurationError, FixtureError
 from .._model import ModelClient
 from .._schema import REQUIRED, Key, Schema, Variants
 from ._pricing import PRICE, ModelPrice
 from ._retry import RETRY, RetryPolicy
+
+DEFAULT_ARGV = {
+    "gemini_cli": GEMINI_ARGV,
+    "cursor_agent": CURSOR_ARGV,
+    "opencode": OPENCODE_ARGV,
+}
 
 
 def _api_keys(key_env: str) -> tuple[Key, ...]:
@@ -82,6 +93,54 @@ def _api_keys(key_env: str) -> tuple[Key, ...]:
     )
 
 
+def _cli_keys(argv: Any, prompt: str, max_output: int = 65536) -> tuple[Key, ...]:
+    """The keys of a command-line agent's table; `argv`, `prompt` and `max_output` are the
+    defaults."""
+    return (
+        Key(
+            "argv",
+            "array of strings",
+            'The agent\'s command line, e.g. `["claude", "-p"]`.',
+            default=argv,
+        ),
+        Key(
+            "prompt",
+            "string",
+            "How the prompt reaches the command: on stdin, or as "
+            'the argv item `"{prompt}"` (appended when there is none).',
+            default=prompt,
+            choices=("stdin", "argument"),
+        ),
+        Key(
+            "timeout",
+            "number",
+            "Seconds one turn may take; then its process tree "
+            "is killed and what it printed is the answer.",
+            default=1800.0,
+        ),
+        Key(
+            "pass_env",
+            "array of strings",
+            "Environment variables passed through "
+            "(besides PATH, HOME, LANG); their values are redacted from the output.",
+            default=(),
+        ),
+        Key(
+            "env",
+            "table",
+            "Fixed environment variables (string values).",
+            default_text="none",
+        ),
+        Key(
+            "cwd",
+            "string",
+            "The folder it runs in, relative to the spec file.",
+            default_text="the run's workspace",
+        ),
+        Key("max_output", "integer", "Bytes of output kept (the tail).", default=max_output),
+    )
+
+
 MODELS = Variants(
     "model",
     {
@@ -114,51 +173,27 @@ MODELS = Variants(
         ),
         "cli_agent": Schema(
             "a cli_agent model",
-            [
-                Key(
-                    "argv",
-                    "array of strings",
-                    'The agent\'s command line, e.g. `["claude", "-p"]`.',
-                    default=REQUIRED,
-                ),
-                Key(
-                    "prompt",
-                    "string",
-                    "How the prompt reaches the command: on stdin, or as "
-                    'the argv item `"{prompt}"` (appended when there is none).',
-                    default="stdin",
-                    choices=("stdin", "argument"),
-                ),
-                Key(
-                    "timeout",
-                    "number",
-                    "Seconds one turn may take; then its process tree "
-                    "is killed and what it printed is the answer.",
-                    default=1800.0,
-                ),
-                Key(
-                    "pass_env",
-                    "array of strings",
-                    "Environment variables passed through "
-                    "(besides PATH, HOME, LANG); their values are redacted from the output.",
-                    default=(),
-                ),
-                Key(
-                    "env",
-                    "table",
-                    "Fixed environment variables (string values).",
-                    default_text="none",
-                ),
-                Key(
-                    "cwd",
-                    "string",
-                    "The folder it runs in, relative to the spec file.",
-                    default_text="the run's workspace",
-                ),
-                Key("max_output", "integer", "Bytes of output kept (the tail).", default=65536),
-            ],
+            _cli_keys(REQUIRED, "stdin"),
             help="`CliAgentClient`: a coding agent's command line, run once per turn "
             "(see [cli-agents.md](cli-agents.md)).",
+        ),
+        "gemini_cli": Schema(
+            "a gemini_cli model",
+            _cli_keys(list(GEMINI_ARGV), "stdin", JSON_MAX_OUTPUT),
+            help="`GeminiCliClient`: Gemini CLI headless (`--output-format json` or "
+            "`stream-json`), its answer and token usage read from its JSON.",
+        ),
+        "cursor_agent": Schema(
+            "a cursor_agent model",
+            _cli_keys(list(CURSOR_ARGV), "argument", JSON_MAX_OUTPUT),
+            help="`CursorAgentClient`: Cursor's agent in print mode (`--output-format json` "
+            "or `stream-json`), its answer read from its JSON (it reports no tokens).",
+        ),
+        "opencode": Schema(
+            "an opencode model",
+            _cli_keys(list(OPENCODE_ARGV), "argument", JSON_MAX_OUTPUT),
+            help="`OpenCodeClient`: `opencode run --format json`, its answer and token usage "
+            "read from its JSON events.",
         ),
     },
     help="The model the builder talks to (also the table of a SelfVerifying `evaluator` and "
@@ -175,8 +210,8 @@ def model_from_config(
     try:
         if kind == "fixture":
             return _fixture(table, where, root)
-        if kind == "cli_agent":
-            return _cli_agent(table, where, root)
+        if kind in ("cli_agent", *DEFAULT_ARGV):
+            return _cli_agent(kind, table, where, root)
         return _sdk(kind, table, where)
     except ConfigurationError as exc:
         message = str(exc)
@@ -234,10 +269,11 @@ def _sdk(kind: str, table: Mapping[str, Any], where: str) -> ModelClient:
     return OpenAIClient(model, **kwargs)
 
 
-def _cli_agent(table: Mapping[str, Any], where: str, root: Path) -> ModelClient:
+def _cli_agent(kind: str, table: Mapping[str, Any], where: str, root: Path) -> ModelClient:
+    from .._agent_clients import CursorAgentClient, GeminiCliClient, OpenCodeClient
     from .._cli_agent import CliAgentClient
 
-    argv = table.get("argv")
+    argv = table.get("argv", list(DEFAULT_ARGV.get(kind, ())))
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):
         raise ConfigurationError(
             f'{where}.argv must be a non-empty list of strings, e.g. ["claude", "-p"] '
@@ -267,7 +303,12 @@ def _cli_agent(table: Mapping[str, Any], where: str, root: Path) -> ModelClient:
         kwargs["cwd"] = root / cwd
     if "max_output" in table:
         kwargs["max_output"] = table["max_output"]
-    return CliAgentClient(argv, **kwargs)
+    client = {
+        "gemini_cli": GeminiCliClient,
+        "cursor_agent": CursorAgentClient,
+        "opencode": OpenCodeClient,
+    }
+    return client.get(kind, CliAgentClient)(argv, **kwargs)
 
 
 def _text(table: Mapping[str, Any], key: str, where: str, *, required: bool = False) -> str | None:
