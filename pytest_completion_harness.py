@@ -232,7 +232,8 @@ def assert_events(
     `source` is a result of a harness built by `harness_fixture`, a `ListSink`, the events
     themselves, or a JSONL transcript. Each expected item is an event name
     (``"check.failed"``), an event class (`CheckFailed`), or either with fields that must
-    match: ``("check.failed", {"reason": "answer.txt does not exist"})``.
+    match: ``("check.failed", {"reason": "answer.txt does not exist"})``. A failure numbers
+    the expected items and the run's events from 1, as the docs do.
     """
     __tracebackhide__ = True
     events = _events_of(source)
@@ -242,15 +243,16 @@ def assert_events(
             f"expected exactly {len(expected)} events, the run emitted {len(events)}: {names}"
         )
     position = 0
-    for index, item in enumerate(expected):
+    for number, item in enumerate(expected, start=1):
         found = next(
             (i for i in range(position, len(events)) if _matches(events[i], item)),
             None,
         )
         if found is None or (exact and found != position):
-            where = f"at position {position}" if exact else f"among events {position} on"
+            # Counted from 1, like the item: event 1 is the run's first.
+            where = f"at position {position + 1}" if exact else f"among events {position + 1} on"
             raise AssertionError(
-                f"expected {_describe(item)} (item {index} of the expected list) {where}; "
+                f"expected {_describe(item)} (item {number} of the expected list) {where}; "
                 f"the run's events are {names}"
             )
         position = found + 1

@@ -14,6 +14,7 @@ import os
 import re
 import stat
 
+from ._builtin_tools import _refuse_protected as refuse_protected
 from ._tools import Tool, ToolContext, tool
 from ._workspace import open_in_workspace
 
@@ -60,6 +61,7 @@ def _edit_file(path: str, old: str, new: str, ctx: ToolContext, replace_all: boo
     root = ctx.workspace
     if root is None:
         raise RuntimeError("this run has no workspace")
+    refuse_protected(ctx, path)  # as write_file: the verifier's files are not the agent's
     fd, _ = open_in_workspace(root, path, os.O_RDWR | _NONBLOCK)
     try:
         size = _regular(fd, path).st_size

@@ -22,6 +22,7 @@ from ._arguments import compile_arguments
 from ._clock import Clock
 from ._errors import ConfigurationError
 from ._messages import ToolCall, ToolSpec
+from ._protected import ProtectedPaths
 from ._state import SessionStore
 from ._threads import run_sync_abandonable
 from ._tool_schema import Convert, compile_converters, parse_docstring, schema_for
@@ -34,13 +35,15 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 
 @frozen
 class ToolContext:
-    """What a tool may reach besides its arguments: the workspace, the session store, time."""
+    """What a tool may reach besides its arguments: the workspace, the session store, time,
+    and the protected paths a tool that writes must refuse (`ProtectedPaths.rule_for`)."""
 
     workspace: Path | None
     store: SessionStore
     clock: Clock
     call: ToolCall
     agent: str
+    protected: ProtectedPaths | None = None
 
 
 @frozen

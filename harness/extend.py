@@ -13,6 +13,7 @@ renderers load on first use, so a run that does not read a spec does not pay to 
 import typing
 
 from ._clock import Clock, SystemClock
+from ._files import FileRefused, read_regular_file
 from ._jsonl import check_output_file, dump_json, dump_line
 from ._lazy import lazy_exports
 from ._log import LibraryLogger, get_logger
@@ -24,6 +25,7 @@ from ._policy import (
     Limit,
     Policy,
     PolicySession,
+    ProtectsPaths,
     Scope,
     ScopesRun,
     SensorReading,
@@ -37,16 +39,23 @@ from ._streaming import EventStream, stream_events
 from ._tools import as_tools
 from ._transcript import UnknownEvent, UnknownHalt
 from ._validate import check_positive, positive
-from ._workspace import open_in_workspace, resolve_in_workspace
+from ._workspace import open_in_workspace, remove_tree, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
     from ._cli_agent import render_prompt
     from ._process import ProcessResult, run_process
+    from ._protected import PathGuard, ProtectedPaths, Tampering
     from ._providers._model_config import MODELS
     from ._providers._pricing import PRICE
     from ._providers._retry import RETRY
     from ._reference import render_schema, render_variants
     from ._shell import CommandSandbox, is_secret_name
+    from ._verification import (
+        Baseline,
+        BaselineRecorded,
+        ProtectedPathsChanged,
+        ProtectedPathsRecorded,
+    )
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -62,10 +71,19 @@ __getattr__, __dir__ = lazy_exports(
         "render_variants": "harness._reference",
         "CommandSandbox": "harness._shell",
         "is_secret_name": "harness._shell",
+        "PathGuard": "harness._protected",
+        "ProtectedPaths": "harness._protected",
+        "Tampering": "harness._protected",
+        "Baseline": "harness._verification",
+        "BaselineRecorded": "harness._verification",
+        "ProtectedPathsChanged": "harness._verification",
+        "ProtectedPathsRecorded": "harness._verification",
     },
 )
 
 __all__ = [
+    "Baseline",
+    "BaselineRecorded",
     "CONTINUE",
     "ChecksConsumed",
     "Clock",
@@ -73,6 +91,7 @@ __all__ = [
     "DONE_TOOL",
     "Decision",
     "EventStream",
+    "FileRefused",
     "HistoryView",
     "Key",
     "KnowsPrices",
@@ -83,9 +102,14 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "PRICE",
+    "PathGuard",
     "Policy",
     "PolicySession",
     "ProcessResult",
+    "ProtectedPaths",
+    "ProtectedPathsChanged",
+    "ProtectedPathsRecorded",
+    "ProtectsPaths",
     "REQUIRED",
     "RETRY",
     "ReadsClock",
@@ -102,6 +126,7 @@ __all__ = [
     "SingleSession",
     "Strategy",
     "SystemClock",
+    "Tampering",
     "ToolOutcome",
     "ToolSpec",
     "UnknownEvent",
@@ -117,7 +142,9 @@ __all__ = [
     "lazy_exports",
     "open_in_workspace",
     "positive",
+    "read_regular_file",
     "rejection_feedback",
+    "remove_tree",
     "render_prompt",
     "render_schema",
     "render_variants",

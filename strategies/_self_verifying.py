@@ -44,8 +44,8 @@ class SelfVerifying:
 
     With `evaluator_must_use_tools`, a PASS counts only when the evaluator used at least one of
     its tools successfully in that round (it opened the work rather than trusting the builder's
-    summary); a PASS without one is a FAIL that says so. Off by default here, so an evaluator
-    that judges from the claim alone keeps working; the command line turns it on.
+    summary); a PASS without one is a FAIL that says so. On by default, as in a spec; an
+    evaluator meant to judge from the claim alone needs it off.
     """
 
     evaluator: ModelClient
@@ -53,7 +53,7 @@ class SelfVerifying:
     evaluator_tools: Sequence[Tool | Callable[..., Any]] | None = None
     evaluator_budget: Budget | None = None
     max_rounds: int = 3
-    evaluator_must_use_tools: bool = False
+    evaluator_must_use_tools: bool = True
     name: str = "self_verifying"
     _tools: dict[str, Tool] | None = field(init=False, default=None, eq=False, repr=False)
 
@@ -91,6 +91,8 @@ class SelfVerifying:
             if outcome.passed:
                 return Completed()
             last_reason = outcome.reasons
+            # The evaluator rejected the builder's claim: keep the work it judged.
+            await run.checkpoint(f"claim rejected by the evaluator (round {round_})")
             builder.inject("evaluator", _to_builder(outcome))
         return SelfVerifyExhausted(self.max_rounds, last_reason)
 

@@ -46,6 +46,7 @@ from harness import (
     update_plan,
     write_file,
 )
+from harness.checkpoints import Checkpointing
 from harness.extend import MODELS, REQUIRED, Key, Schema, Strategy, check_positive
 from termination import Budget, TerminationPolicy, feedback_from_config, sensor_from_config
 from termination.extend import BUDGET, FEEDBACK, POLICY, SENSORS
@@ -97,6 +98,21 @@ SPEC = Schema(
             default=False,
         ),
         Key("tool_timeout", "number", "Seconds one tool call may take.", default=120.0),
+        Key(
+            "checkpoints",
+            "boolean",
+            "Checkpoint the workspace when the run starts, at every rejected claim and at the "
+            "end of every Ralph iteration: a commit on a private ref in a git work tree, else a "
+            "snapshot (see `harness checkpoints`).",
+            default=False,
+        ),
+        Key(
+            "checkpoint_dir",
+            "string",
+            "Where snapshots are kept when the workspace is not in git (relative to the spec "
+            "file).",
+            default_text="under $XDG_STATE_HOME",
+        ),
         Key(
             "context_window",
             "integer",
@@ -152,6 +168,17 @@ Purpose = Literal["run", "task", "checks"]
 _PURPOSES: tuple[Purpose, ...] = ("run", "task", "checks")
 
 
+def _checkpointing(data: Mapping[str, Any], base: Path, where: str) -> Checkpointing | None:
+    folder = data.get("checkpoint_dir")
+    if not data.get("checkpoints", False):
+        if folder is not None:
+            raise SpecError(f"{where}: checkpoint_dir is set but checkpoints is not true")
+        return None
+    if folder is None:
+        return Checkpointing()
+    return Checkpointing(state_dir=(base / _string(folder, f"{where}: checkpoint_dir")).resolve())
+
+
 class SpecError(ConfigurationError):
     """A run spec is missing, malformed, or names something that cannot work."""
 
@@ -179,6 +206,8 @@ class Spec:
     policy: TerminationPolicy
     checks: tuple[CompletionCheck, ...]
     purpose: Purpose = "run"
+    checkpoints: Checkpointing | None = None
+    """``checkpoints = true`` (with ``checkpoint_dir``): how the run checkpoints its workspace."""
 
     def harness(
         self,
@@ -210,6 +239,7 @@ class Spec:
             done_tool=self.done_tool,
             context_window=self.context_window,
             compaction=self.compaction,
+            checkpoints=self.checkpoints,
         )
 
     def build_model(
@@ -353,6 +383,7 @@ def _spec(
         policy=policy,
         checks=checks,
         purpose=purpose,
+        checkpoints=_checkpointing(data, base, where),
     )
     _require(spec, purpose)
     return spec

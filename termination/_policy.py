@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from attrs import evolve, field, frozen
 
@@ -20,7 +20,17 @@ from harness import (
     SensorTripped,
     SessionStateSnapshot,
 )
-from harness.extend import CONTINUE, Clock, Decision, Limit, SensorReading, check_positive
+from harness.checkpoints import Assessment
+from harness.extend import (
+    CONTINUE,
+    Baseline,
+    Clock,
+    Decision,
+    Limit,
+    ProtectedPaths,
+    SensorReading,
+    check_positive,
+)
 
 from ._budget import Budget
 from ._feedback import FeedbackProviderConfig
@@ -60,6 +70,10 @@ def _feedback(value: Sequence[Any]) -> tuple[FeedbackProviderConfig, ...]:
             )
         seen.add(name)
     return items
+
+
+def _protected(value: ProtectedPaths | Sequence[str] | str) -> ProtectedPaths:
+    return value if isinstance(value, ProtectedPaths) else ProtectedPaths(value)
 
 
 def _check(value: object) -> CompletionCheck:
@@ -103,6 +117,7 @@ class TerminationPolicy:
     check_before_first_turn: bool = False
     feedback: tuple[FeedbackProviderConfig, ...] = field(default=(), converter=_feedback)
     feedback_max_chars: int = 2000
+    protected: ProtectedPaths = field(factory=ProtectedPaths, converter=_protected)
     # Which optional hooks the sensors and the check implement, asked once here: on Python
     # 3.11 each protocol check costs ~10 µs, and every run and session would ask again.
     _binds: tuple[bool, ...] = field(init=False, repr=False, eq=False)
@@ -156,9 +171,13 @@ class TerminationPolicy:
     def description(self) -> str:
         return self.completion_check.description()
 
-    async def start_run(self, snapshot: SessionStateSnapshot) -> None:
-        if self._prepares:
-            await self.completion_check.prepare(snapshot)  # type: ignore[attr-defined]
+    async def start_run(self, snapshot: SessionStateSnapshot) -> tuple[Baseline, ...]:
+        """Let the check record its baselines before the first turn; they are returned for
+        the transcript."""
+        if not self._prepares:
+            return ()
+        recorded = await self.completion_check.prepare(snapshot)  # type: ignore[attr-defined]
+        return baselines_of(recorded)
 
     def run_scope(self, snapshot: SessionStateSnapshot) -> AbstractAsyncContextManager[object]:
         """Watch the run's workspace while the run lasts, when something here reads it."""
@@ -321,10 +340,15 @@ class _PolicySession:
             if not readings and not feedback:
                 return CONTINUE
             return Decision(readings=tuple(readings), feedback=tuple(feedback))
-        reason = await self.check(snapshot)
+        assessed = await self.assess(snapshot)
+        reason = assessed.reason
         if reason is None:
             return Decision(
-                halt=Completed(), readings=tuple(readings), feedback=tuple(feedback), checked=True
+                halt=Completed(),
+                readings=tuple(readings),
+                feedback=tuple(feedback),
+                checked=True,
+                progress=assessed.progress,
             )
         self._rejections += 1
         rejections = self._rejections
@@ -340,6 +364,7 @@ class _PolicySession:
             feedback=tuple(feedback),
             checked=True,
             rejection=reason,
+            progress=assessed.progress,
         )
 
     def _read_verdicts(
@@ -356,10 +381,13 @@ class _PolicySession:
         return _read(watchers, snapshot, readings, feedback, rejection=reason)
 
     async def check(self, snapshot: SessionStateSnapshot) -> str | None:
+        return (await self.assess(snapshot)).reason
+
+    async def assess(self, snapshot: SessionStateSnapshot) -> Assessment:
         verdict = await run_check(
             self._check, snapshot, time_limit=self._policy.check_timeout, clock=self._clock
         )
-        return verdict.reason
+        return Assessment(verdict.reason, verdict.progress)
 
 
 def _read(
@@ -385,3 +413,12 @@ def _read(
             return SensorTripped(sensor.name, reading.message)
         feedback.append(Message.feedback(f"sensor:{sensor.name}", reading.message))
     return None
+
+
+def baselines_of(recorded: object) -> tuple[Baseline, ...]:
+    """What a check's `prepare` returned, as baselines: one, several, or none."""
+    if isinstance(recorded, Baseline):
+        return (recorded,)
+    if isinstance(recorded, tuple | list):
+        return tuple(b for b in cast(Sequence[object], recorded) if isinstance(b, Baseline))
+    return ()

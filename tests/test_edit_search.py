@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 from _tools_support import tool_results
 
-from harness import edit_file, search_files, workspace_tools
+from harness import ToolCall, ToolContext, edit_file, search_files, workspace_tools
+from harness.extend import ProtectedPaths, SessionStore
+from harness.testing import FakeClock
 
 
 @pytest.fixture
@@ -156,3 +158,23 @@ def test_the_standard_tools_include_the_editor_and_the_search() -> None:
     tools = {t.name: t for t in workspace_tools()}
     assert not tools["edit_file"].read_only
     assert tools["search_files"].read_only
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["tests/test_a.py", "alias/test_a.py"])
+async def test_edit_file_refuses_a_protected_path(tmp_path: Path, path: str) -> None:
+    """As write_file does: a protected file, by its name or through a link, is refused with
+    the rule, and left as it was."""
+    root = tmp_path / "ws"
+    (root / "tests").mkdir(parents=True)
+    (root / "tests" / "test_a.py").write_text("assert False\n")
+    (root / "alias").symlink_to("tests")
+    call = ToolCall("c1", "edit_file", {})
+    ctx = ToolContext(
+        root, SessionStore(), FakeClock(), call, "builder", ProtectedPaths(["tests/**"])
+    )
+    arguments = {"path": path, "old": "False", "new": "True"}
+    result = await edit_file.call(arguments, ctx, time_limit=10.0)
+    assert result.is_error
+    assert "protected by the rule 'tests/**'" in result.content
+    assert (root / "tests" / "test_a.py").read_text() == "assert False\n"

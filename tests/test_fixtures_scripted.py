@@ -438,7 +438,7 @@ async def test_a_recorded_two_agent_run_replays_per_agent(tmp_path: Path) -> Non
         return Harness(
             model=builder,
             policy=TerminationPolicy(completion_check=NeedsBoth()),
-            strategy=SelfVerifying(evaluator=evaluator),
+            strategy=SelfVerifying(evaluator=evaluator, evaluator_must_use_tools=False),
             tools=workspace_tools(),
             workspace=workspace,
             clock=FakeClock(),

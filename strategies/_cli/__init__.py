@@ -10,11 +10,11 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from . import _board, _check, _hook, _reference, _run, _view
-from ._signals import exit_code_for
+from . import _board, _check, _checkpoints, _hook, _reference, _run, _view
+from ._signals import exit_code_for, signal_handlers_kept
 from ._streams import safe_std_streams
 
-SUBCOMMANDS = [_run, _check, _view, _hook, _board, _reference]
+SUBCOMMANDS = [_run, _check, _view, _hook, _board, _checkpoints, _reference]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,7 +40,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             # command line would send the agent back to work at every stop, for ever.
             return _hook.EXIT_BROKEN
         raise
-    with safe_std_streams():  # a reader that goes away (`| head -1`) never ends the command
+    # A reader that goes away (`| head -1`) never ends the command; a signal's stop ignores
+    # further signals until the command returns, and the handlers are back after it.
+    with signal_handlers_kept(), safe_std_streams():
         try:
             code: int = args.handler(args)
         except KeyboardInterrupt:  # Ctrl-C outside a run (loading a spec, say): nothing to stop

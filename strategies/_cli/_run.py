@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -28,12 +27,13 @@ from harness import (
     RecordingModelClient,
     RunResult,
 )
-from harness.extend import check_output_file, dump_json
+from harness.extend import check_output_file, dump_json, remove_tree
 
 from .._spec import Spec, load_spec
 from ._progress import ProgressDisplay, open_progress
 from ._signals import SignalCancel
-from ._telemetry import otel_sink_for, tracer_provider_from_env
+from ._telemetry import otel_sink_for, shutdown_provider, tracer_provider_from_env
+from ._terminal import for_terminal, terminal_safe_values
 
 EXIT_VERIFIED = 0
 EXIT_UNVERIFIED = 1
@@ -94,7 +94,10 @@ def logging_to_stderr(verbose: bool, progress: ProgressDisplay | None = None) ->
     configured = structlog.is_configured()
     saved = structlog.get_config()
     level = logging.DEBUG if verbose else logging.WARNING
+    # The values an agent controls reach the terminal escaped, whatever renders them.
+    *before, renderer = saved["processors"] or [structlog.dev.ConsoleRenderer()]
     structlog.configure(
+        processors=[*before, terminal_safe_values, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(file=_Stderr(progress)),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
@@ -131,13 +134,18 @@ class _Temporary:
         return self.path is not None and not self.keep
 
     def remove(self) -> None:
+        """Remove it; never raises (a deep tree, a read-only folder, files vanishing as the
+        agent's last process exits): what stays is named on stderr."""
         if self.path is None or self.keep:
             return
-        try:
-            shutil.rmtree(self.path)
-        except OSError as exc:
+        problems = remove_tree(self.path)
+        if problems:
+            shown = "; ".join(problems[:3]) + (
+                f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
+            )
             print(
-                f"harness: could not remove the temporary workspace {str(self.path)!r}: {exc}",
+                f"harness: could not remove all of the temporary workspace {str(self.path)!r}: "
+                f"{for_terminal(shown)}",
                 file=sys.stderr,
             )
 
@@ -207,7 +215,7 @@ def _run_spec(
         with progress if progress is not None else nullcontext():
             result = anyio.run(go, backend=args.backend)
     except FixtureError as exc:
-        print(f"harness: {exc}", file=sys.stderr)
+        print(f"harness: {for_terminal(exc, lines=True)}", file=sys.stderr)
         if exc.result is not None:
             _report(exc.result, workspace, transcript, out, temporary.removed)
         return Outcome(EXIT_ERROR, exc.result, workspace, transcript, str(exc), temporary.removed)
@@ -215,7 +223,7 @@ def _run_spec(
         return _error(str(exc), workspace, transcript, temporary.removed)
     finally:
         if provider is not None:
-            provider.shutdown()  # flushes the exporter before the outcome is printed
+            shutdown_provider(provider)  # flushes the exporter before the outcome is printed
     _report(result, workspace, transcript, out, temporary.removed)
     code = EXIT_VERIFIED if result.verified else EXIT_UNVERIFIED
     if isinstance(result.halt_reason, Cancelled) and watch.exit_code is not None:
@@ -240,7 +248,7 @@ def _error(
     transcript: Path | None = None,
     workspace_removed: bool = False,
 ) -> Outcome:
-    print(f"harness: {message}", file=sys.stderr)
+    print(f"harness: {for_terminal(message, lines=True)}", file=sys.stderr)
     return Outcome(EXIT_ERROR, None, workspace, transcript, message, workspace_removed)
 
 
@@ -253,7 +261,7 @@ def _report(
 ) -> None:
     status = "VERIFIED COMPLETE" if result.verified else "NOT VERIFIED"
     cost = "unknown" if result.usage.cost_usd is None else f"${result.usage.cost_usd:.4f}"
-    print(f"{status}: {result.halt_reason.describe()}", file=out)
+    print(f"{status}: {for_terminal(result.halt_reason.describe(), lines=True)}", file=out)
     print(
         f"  turns={result.turns} tool_calls={result.tool_calls} iterations={result.iterations} "
         f"tokens={result.usage.total_tokens} cost={cost} elapsed={result.elapsed:.2f}s",
@@ -267,7 +275,8 @@ def _report(
     if transcript is not None:
         print(f"  transcript: {transcript}", file=out)
     for failure in result.sink_failures:
-        print(f"  {failure.sink} stopped at {failure.failed_on}: {failure.error}", file=out)
+        line = f"  {failure.sink} stopped at {failure.failed_on}: {failure.error}"
+        print(for_terminal(line), file=out)
 
 
 def otel_sink(spec: Spec, provider: Any) -> EventSink:

@@ -39,6 +39,8 @@ from harness import (
     Usage,
     VerdictReached,
 )
+from harness.checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
+from harness.extend import BaselineRecorded, ProtectedPathsChanged
 
 from ._records import (
     CallView,
@@ -168,9 +170,32 @@ class _RunBuilder:
                 note = _note(event, line, "good" if event.passed else "bad", title, event.reasons)
                 self._enter(None, None)
                 self._put(note)
+            case CheckpointSaved():
+                progress = event.progress
+                measured = "" if progress is None else f": {progress.describe()}"
+                failing = "" if progress is None else "\n".join(progress.failing)
+                title = f"checkpoint {event.checkpoint[:12]} ({event.label}{measured})"
+                self._put(_note(event, line, "info", title, failing))
+            case CheckpointRestored():
+                title = f"rolled back to checkpoint {event.checkpoint[:12]} ({event.label})"
+                changed = (
+                    f"{event.modified} file(s) put back, {event.added} restored, "
+                    f"{event.deleted} removed"
+                )
+                self._put(_note(event, line, "warn", title, f"{event.reason}\n{changed}"))
+            case CheckpointFailed():
+                title = f"checkpoint failed ({event.label})"
+                self._put(_note(event, line, "bad", title, event.error))
             case RunHalted():
                 self._draw()
                 self.halt = _halt_view(line, event)
+            case BaselineRecorded():
+                self._enter(None, None)
+                self._put(_baseline_note(line, event))
+            case ProtectedPathsChanged():
+                body = "\n".join(str(t) for t in event.changes)
+                note = _note(event, line, "bad", "protected files changed", body)
+                self._session_note(event.agent, note)
             case _:
                 self._other(line, event)
 
@@ -291,6 +316,15 @@ class _RunBuilder:
         else:
             self._enter(None, None)
             self._put(note)
+
+
+def _baseline_note(line: int, event: BaselineRecorded) -> NoteView:
+    found = event.baseline
+    if found.unreadable is not None:
+        title = "baseline: the suite's output could not be read into test names"
+        return _note(event, line, "info", title, found.unreadable)
+    title = f"baseline: {found.passed} passing, {len(found.failing)} failing before the first turn"
+    return _note(event, line, "info", title, "\n".join(found.failing))
 
 
 def _note(event: Event, line: int, tone: Tone, title: str, body: str = "") -> NoteView:

@@ -160,7 +160,8 @@ def _outcome(run: RunView) -> Html:
         "div",
         {"class": f"outcome {kind}", "role": "status"},
         tag("strong", None, label),
-        tag("span", None, halt.description),
+        # A block that keeps its lines: a test runner's report in the reason stays readable.
+        text_block(halt.description, "reason"),
     )
 
 
