@@ -26,6 +26,7 @@ from ._errors import (
 from ._events import (
     CheckFailed,
     CheckPassed,
+    ContextCompacted,
     Event,
     EventSink,
     FeedbackInjected,
@@ -77,6 +78,8 @@ if typing.TYPE_CHECKING:
     from ._agent_clients import CursorAgentClient, GeminiCliClient, OpenCodeClient
     from ._builtin_tools import list_files, read_file, workspace_tools, write_file
     from ._cli_agent import CliAgentClient
+    from ._compaction import Compaction
+    from ._edit_tools import edit_file, search_files
     from ._otel import OtelSink
     from ._plan import Plan, PlanStep, update_plan
     from ._providers import (
@@ -88,6 +91,7 @@ if typing.TYPE_CHECKING:
         model_from_config,
     )
     from ._recording import RecordingModelClient
+    from ._shell import run_command_tool
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
@@ -97,6 +101,9 @@ _LAZY = {
     "workspace_tools": "._builtin_tools",
     "write_file": "._builtin_tools",
     "CliAgentClient": "._cli_agent",
+    "Compaction": "._compaction",
+    "edit_file": "._edit_tools",
+    "search_files": "._edit_tools",
     "CursorAgentClient": "._agent_clients",
     "GeminiCliClient": "._agent_clients",
     "OpenCodeClient": "._agent_clients",
@@ -111,6 +118,7 @@ _LAZY = {
     "RetryPolicy": "._providers",
     "model_from_config": "._providers",
     "RecordingModelClient": "._recording",
+    "run_command_tool": "._shell",
 }
 
 # Names that left this namespace for their audience's module; importable from here, with a
@@ -173,8 +181,10 @@ __all__ = [
     "CheckFailed",
     "CheckPassed",
     "CliAgentClient",
+    "Compaction",
     "Completed",
     "ConfigurationError",
+    "ContextCompacted",
     "CursorAgentClient",
     "DEFAULT_SYSTEM_PROMPT",
     "Event",
@@ -233,12 +243,15 @@ __all__ = [
     "VerdictReached",
     "WorkspaceEscape",
     "WorkspaceTooDeep",
+    "edit_file",
     "list_files",
     "model_from_config",
     "open_in_workspace",
     "read_file",
     "read_transcript",
     "resolve_in_workspace",
+    "run_command_tool",
+    "search_files",
     "tool",
     "update_plan",
     "workspace_tools",

@@ -10,9 +10,14 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from ._errors import ConfigurationError
 from ._tools import Tool, ToolContext, tool
 from ._workspace import open_in_workspace
+
+if TYPE_CHECKING:
+    from ._shell import CommandSandbox
 
 MAX_READ = 200_000  # bytes `read_file` returns at most in one call
 MAX_LIST = 200_000  # characters of paths `list_files` returns at most
@@ -190,6 +195,19 @@ list_files: Tool = tool(name="list_files", read_only=True)(_list_files)
 write_file: Tool = tool(name="write_file")(_write_file)
 
 
-def workspace_tools() -> list[Tool]:
-    """The standard file tools: `read_file`, `list_files` (read-only) and `write_file`."""
-    return [read_file, list_files, write_file]
+def workspace_tools(
+    *, shell: bool = False, sandbox: CommandSandbox | None = None, **shell_options: Any
+) -> list[Tool]:
+    """The standard workspace tools: `read_file`, `list_files`, `search_files` (read-only),
+    `write_file` and `edit_file`; with `shell`, `run_command` too, run under `sandbox` (local
+    without one) with `shell_options` (see `run_command_tool`)."""
+    from ._edit_tools import edit_file, search_files
+
+    tools = [read_file, list_files, search_files, write_file, edit_file]
+    if shell:
+        from ._shell import run_command_tool
+
+        tools.append(run_command_tool(sandbox, **shell_options))
+    elif sandbox is not None or shell_options:
+        raise ConfigurationError("a sandbox or shell options were given but shell=False")
+    return tools

@@ -14,6 +14,7 @@ from attrs import define, evolve, field
 from ._cancel import CancelToken
 from ._checkpoints import Checkpointing
 from ._clock import Clock, SystemClock
+from ._compaction import Compaction, as_compaction
 from ._errors import ConfigurationError, FixtureError
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
 from ._jsonl import check_output_file
@@ -46,6 +47,8 @@ class Harness:
     the model a `done` tool as an explicit way to claim the task is done. `checkpoints` (True,
     or a `Checkpointing`) checkpoints the workspace when the run starts and at every rejected
     claim (and a Ralph strategy at the end of every iteration): see `harness.checkpoints`.
+    `compaction` (``"drop_tool_outputs"``, ``"summarize"`` or a `Compaction`) keeps a long
+    session inside `context_window` (see `Compaction`).
     """
 
     model: ModelClient
@@ -61,6 +64,7 @@ class Harness:
     done_tool: bool = False
     context_window: int | None = None
     pause: PauseSettings = field(factory=PauseSettings)
+    compaction: Compaction | None = field(default=None, converter=as_compaction)
     logger: Any = None
     checkpoints: Checkpointing | None = field(default=None, converter=_checkpointing)
     _tools: dict[str, Tool] = field(init=False)
@@ -90,6 +94,10 @@ class Harness:
         check_positive("context_window", self.context_window, integer=True, allow_none=True)
         if not isinstance(self.pause, PauseSettings):
             raise ConfigurationError(f"'pause' must be a PauseSettings (got {self.pause!r})")
+        if self.compaction is not None and self.context_window is None:
+            raise ConfigurationError(
+                "'compaction' needs the model's context window: set context_window too"
+            )
         self._tools = as_tools(self.tools)
         # Protocols asked once, not per run: on Python 3.11 each question costs ~10 µs.
         self._scoped = isinstance(self.policy, ScopesRun)
@@ -187,6 +195,7 @@ class Harness:
             done_tool=self.done_tool,
             context_window=self.context_window,
             pause=self.pause,
+            compaction=self.compaction,
         )
 
     def _finish(self, run: Run, reason: HaltReason) -> RunResult:

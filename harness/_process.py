@@ -60,6 +60,11 @@ class ProcessResult:
     timed_out: bool
     truncated: bool
     duration: float
+    output_head: str = ""
+    """When the output was cut: its first bytes (as many as the tail keeps at most), never
+    overlapping the tail; empty otherwise."""
+    omitted: int = 0
+    """How many bytes of output lay between `output_head` and `output_tail` and were dropped."""
 
     @property
     def ok(self) -> bool:
@@ -78,13 +83,18 @@ def minimal_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 @define
 class _Tail:
-    """The last `limit` bytes of a stream, and whether anything before them was dropped."""
+    """The first and the last `limit` bytes of a stream, and how much lay between them."""
 
     limit: int
     data: bytearray = field(factory=bytearray)
+    head: bytearray = field(factory=bytearray)
+    size: int = 0
     truncated: bool = False
 
     def feed(self, chunk: bytes) -> None:
+        if len(self.head) < self.limit:
+            self.head += chunk[: self.limit - len(self.head)]
+        self.size += len(chunk)
         self.data += chunk
         if len(self.data) > 2 * self.limit:
             self._trim()
@@ -97,6 +107,18 @@ class _Tail:
     def text(self) -> str:
         self._trim()
         return self.data.decode("utf-8", errors="replace")
+
+    def head_text(self) -> str:
+        """The bytes before the tail (the head, less what the tail also holds), when cut."""
+        self._trim()
+        if not self.truncated:
+            return ""
+        before_tail = self.size - len(self.data)
+        return bytes(self.head[:before_tail]).decode("utf-8", errors="replace")
+
+    def omitted(self) -> int:
+        self._trim()
+        return max(self.size - len(self.data) - len(self.head), 0)
 
 
 async def run_process(
@@ -154,6 +176,8 @@ async def run_process(
         timed_out=scope.cancelled_caught,
         truncated=tail.truncated,
         duration=clock.now() - started,
+        output_head=tail.head_text(),
+        omitted=tail.omitted(),
     )
 
 

@@ -22,6 +22,7 @@ from ._checkpoints import (
     open_checkpoints,
 )
 from ._clock import Clock
+from ._compaction import Compaction
 from ._events import (
     CheckFailed,
     CheckPassed,
@@ -68,6 +69,7 @@ class RunConfig:
     done_tool: bool = False
     context_window: int | None = None
     pause: PauseSettings = PauseSettings()
+    compaction: Compaction | None = None
 
 
 @define(eq=False, kw_only=True)

@@ -14,8 +14,10 @@ import anyio
 from attrs import evolve, frozen
 
 from ._clock import postpone
+from ._compaction import drop_tool_outputs, summary_message, summary_request
 from ._errors import ConfigurationError, ModelError
 from ._events import (
+    ContextCompacted,
     FeedbackInjected,
     RunPaused,
     RunResumed,
@@ -114,6 +116,7 @@ class Session:
         self.turns = 0
         self.tool_calls = 0
         self.usage = NO_USAGE
+        self._latest_input = 0  # the input tokens of the latest call, for compaction
         self.started_at = self._last_reading = run.now()
         self._paused = 0.0  # paused for usage limits, not counted toward wall time
         self._scope: anyio.CancelScope | None = None
@@ -182,6 +185,9 @@ class Session:
         halt = self._policy.before_call(snapshot)
         while halt is None:
             try:
+                halt = await self._compact()
+                if halt is not None:
+                    break
                 response = await self._call_model()
             except UsageLimitError as exc:
                 halt = await self._pause(exc.limit)
@@ -243,6 +249,7 @@ class Session:
         response = await self._model.complete(request)
         self._read_clock()
         self._account(response)
+        self._latest_input = response.usage.input_tokens
         self._messages.append(Message.assistant(response.text, response.tool_calls))
         at = self._last_reading - run.started_at
         run.emit(TurnFinished(at, self.agent, self.iteration, self.turns, response))
@@ -304,6 +311,58 @@ class Session:
         scopes = [*run.wall_scopes, *([self._scope] if self._scope is not None else [])]
         for scope in scopes:
             postpone(run.clock, scope, seconds)
+
+    async def _compact(self) -> HaltReason | None:
+        """Compact the older turns when the conversation nears the context window (see
+        `harness._compaction`); a no-op without a `Compaction` and a window. A summary is a
+        model call: the budgets are asked again after it, and their halt is returned."""
+        run = self._run
+        compaction, window = run.config.compaction, run.config.context_window
+        messages = self._messages
+        if compaction is None or window is None:
+            return None
+        if not compaction.due(messages, self._latest_input, window):
+            return None
+        start, end = compaction.span(messages)
+        tokens = compaction.size(messages, self._latest_input)
+        chars = sum(len(m.content) for m in messages)
+        summary: str | None = None
+        usage = NO_USAGE
+        if compaction.method == "drop_tool_outputs":
+            calls = drop_tool_outputs(messages, start, end)
+            replaced = len(calls)
+        elif sum(m.role == "assistant" for m in messages[start:end]) >= 2:
+            request = summary_request(messages, start, end, agent=self.agent, turn=self.turns)
+            response = await self._model.complete(request)
+            self._read_clock()
+            self._account(response)
+            summary, usage = response.text, response.usage
+            calls = [m.tool_call_id or "" for m in messages[start:end] if m.role == "tool"]
+            messages[start:end] = [summary_message(summary)]
+            replaced = end - start
+        else:
+            return None  # too little to summarise yet
+        if not replaced:
+            return None
+        # The latest call's input tokens measured the conversation before this compaction.
+        self._latest_input = 0
+        after = sum(len(m.content) for m in messages)
+        run.emit(
+            ContextCompacted(
+                run.elapsed(),
+                self.agent,
+                self.turns,
+                compaction.method,
+                replaced,
+                tuple(calls),
+                tokens,
+                chars,
+                after,
+                summary,
+                usage,
+            )
+        )
+        return None if summary is None else self._policy.before_call(self.snapshot())
 
     def _read_clock(self) -> None:
         """Read the clock after an await; until the next await every event and snapshot

@@ -33,6 +33,7 @@ from ._events import (
     CheckpointFailed,
     CheckpointRestored,
     CheckpointSaved,
+    ContextCompacted,
     Event,
     FeedbackInjected,
     IterationStarted,
@@ -313,6 +314,19 @@ _PARSERS: dict[str, Callable[[_Fields, float], Event]] = {
     FeedbackInjected.name: lambda f, at: FeedbackInjected(
         at, f.text("agent"), f.integer("turn"), f.text("source"), f.text("text")
     ),
+    ContextCompacted.name: lambda f, at: ContextCompacted(
+        at,
+        f.text("agent"),
+        f.integer("turn"),
+        f.text("method"),
+        f.integer("messages"),
+        tuple(f.texts("tool_calls")),
+        f.integer("tokens_before"),
+        f.integer("chars_before"),
+        f.integer("chars_after"),
+        f.text("summary", None),
+        _usage(f.nested("usage", None)),
+    ),
     VerdictReached.name: lambda f, at: VerdictReached(
         at, f.integer("round"), f.flag("passed"), f.text("reasons", "")
     ),
@@ -467,9 +481,9 @@ class RunTally:
     counts, and a call a usage limit cut off does not: ``run.paused`` takes it back) and
     `turns_finished` those that returned; `tool_calls` counts the tool results
     recorded and `tool_errors` those that failed; `usage` adds up the finished calls' tokens
-    and cost (an unknown price makes the cost unknown from there on); `at` is the latest
-    event's time. Once ``run.halted`` comes, its totals (turns, tool calls, usage) are the
-    run's own and `halt` holds it.
+    and cost, a compaction's summary call included (an unknown price makes the cost unknown
+    from there on); `at` is the latest event's time. Once ``run.halted`` comes, its totals
+    (turns, tool calls, usage) are the run's own and `halt` holds it.
     """
 
     turns: int = 0
@@ -490,6 +504,8 @@ class RunTally:
             case TurnFinished():
                 usage = self.usage + event.response.usage
                 return evolve(self, turns_finished=self.turns_finished + 1, usage=usage, at=at)
+            case ContextCompacted():  # a summary is a model call of its own
+                return evolve(self, usage=self.usage + event.usage, at=at)
             case ToolCalled():
                 errors = self.tool_errors + event.is_error
                 return evolve(self, tool_calls=self.tool_calls + 1, tool_errors=errors, at=at)

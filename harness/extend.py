@@ -52,6 +52,7 @@ if typing.TYPE_CHECKING:
     from ._providers._pricing import PRICE
     from ._providers._retry import RETRY
     from ._reference import render_schema, render_variants
+    from ._shell import CommandSandbox, is_secret_name
     from ._verification import (
         Baseline,
         BaselineRecorded,
@@ -71,6 +72,8 @@ __getattr__, __dir__ = lazy_exports(
         "RETRY": "harness._providers._retry",
         "render_schema": "harness._reference",
         "render_variants": "harness._reference",
+        "CommandSandbox": "harness._shell",
+        "is_secret_name": "harness._shell",
         "PathGuard": "harness._protected",
         "ProtectedPaths": "harness._protected",
         "Tampering": "harness._protected",
@@ -87,6 +90,7 @@ __all__ = [
     "CONTINUE",
     "ChecksConsumed",
     "Clock",
+    "CommandSandbox",
     "DONE_TOOL",
     "Decision",
     "EventStream",
@@ -144,6 +148,7 @@ __all__ = [
     "dump_line",
     "find_usage_limit",
     "get_logger",
+    "is_secret_name",
     "lazy_exports",
     "of_type",
     "open_in_workspace",

@@ -32,15 +32,18 @@ from attrs import evolve, frozen
 from checks import AllOf, CompletionCheck, check_from_config
 from checks.extend import CHECKS
 from harness import (
+    Compaction,
     ConfigurationError,
     EventSink,
     Harness,
     ModelClient,
     PauseSettings,
     Tool,
+    edit_file,
     list_files,
     model_from_config,
     read_file,
+    search_files,
     update_plan,
     write_file,
 )
@@ -60,9 +63,10 @@ from termination import Budget, TerminationPolicy, feedback_from_config, sensor_
 from termination.extend import BUDGET, FEEDBACK, POLICY, SENSORS
 
 from ._strategy_config import STRATEGIES, check_strategy_table, strategy_from_config
+from ._tools_config import TOOLS, shell_tool, tool_names
 
 BUILTIN_TOOLS: dict[str, Tool] = {
-    t.name: t for t in (read_file, list_files, write_file, update_plan)
+    t.name: t for t in (read_file, list_files, search_files, write_file, edit_file, update_plan)
 }
 BUILTIN_TOOL_NAMES = tuple(BUILTIN_TOOLS)
 
@@ -91,10 +95,12 @@ SPEC = Schema(
         ),
         Key(
             "tools",
-            "array",
+            ("array", "table"),
             "Tool names: built in (" + ", ".join(f"`{n}`" for n in BUILTIN_TOOL_NAMES) + ") "
-            "or `module:function` import paths.",
+            "or `module:function` import paths; or a `[tools]` table, which also turns on "
+            "the shell (`run_command`).",
             default=("read_file", "list_files", "write_file"),
+            see=TOOLS,
         ),
         Key(
             "done_tool",
@@ -121,8 +127,18 @@ SPEC = Schema(
         Key(
             "context_window",
             "integer",
-            "The model's context window in tokens (for the context_pressure sensor).",
+            "The model's context window in tokens (for the context_pressure sensor and "
+            "`compaction`).",
             default_text="unknown",
+        ),
+        Key(
+            "compaction",
+            "string",
+            "Keep a long session inside `context_window`: at 75% of it, replace old tool "
+            'outputs with a note (`"drop_tool_outputs"`) or have the model summarise the older '
+            'turns (`"summarize"`).',
+            choices=("drop_tool_outputs", "summarize"),
+            default_text="off",
         ),
         Key(
             "model",
@@ -210,6 +226,7 @@ class Spec:
     done_tool: bool
     tool_timeout: float
     context_window: int | None
+    compaction: Compaction | None
     model: Mapping[str, Any] | None
     """The ``[model]`` table (validated); never None when loaded for a ``"run"``."""
     strategy: Mapping[str, Any]
@@ -255,6 +272,7 @@ class Spec:
             tool_timeout=self.tool_timeout,
             done_tool=self.done_tool,
             context_window=self.context_window,
+            compaction=self.compaction,
             checkpoints=self.checkpoints,
             clock=clock if clock is not None else SystemClock(),
             logger=logger,
@@ -376,7 +394,10 @@ def _spec(
     context_window = data.get("context_window")
     check_positive("tool_timeout", tool_timeout)  # a value error is named by `_named`
     check_positive("context_window", context_window, integer=True, allow_none=True)
-    tools = _tools(data.get("tools", ["read_file", "list_files", "write_file"]), where)
+    tools = _tools_setting(data.get("tools", ["read_file", "list_files", "write_file"]), where)
+    compaction = Compaction(data["compaction"]) if "compaction" in data else None
+    if compaction is not None and context_window is None:
+        raise SpecError(f"{where}: 'compaction' needs 'context_window' (the model's, in tokens)")
     _evaluator_has_tools(strategy, tools, f"{where}: strategy")
     pause = PauseSettings.from_config(
         _table(data.get("pause", {}), f"{where}: pause"), where=f"{where}: pause"
@@ -396,6 +417,7 @@ def _spec(
         done_tool=data.get("done_tool", False),
         tool_timeout=float(tool_timeout),
         context_window=context_window,
+        compaction=compaction,
         model=data.get("model"),
         strategy=strategy,
         policy=policy,
@@ -498,6 +520,16 @@ def _policy(
     return policy, tuple(built)
 
 
+def _tools_setting(value: object, where: str) -> tuple[Tool, ...]:
+    """`tools`: a list of names, or a ``[tools]`` table (names, and the shell)."""
+    if not isinstance(value, dict):
+        return _tools(value, where)
+    table = TOOLS.validate(value, f"{where}: tools")
+    tools = _tools(tool_names(table), where)
+    shell = shell_tool(table, f"{where}: tools")
+    return tools if shell is None else (*tools, shell)
+
+
 def _tools(names: object, where: str) -> tuple[Tool, ...]:
     items = _list(names, f"{where}: tools")
     tools: list[Tool] = []
@@ -509,6 +541,11 @@ def _tools(names: object, where: str) -> tuple[Tool, ...]:
         if name in BUILTIN_TOOLS:
             tools.append(BUILTIN_TOOLS[name])
             continue
+        if name == "run_command":
+            raise SpecError(
+                f"{where}: tools[{i}] 'run_command' is the shell, which is configured, not "
+                "listed: use a [tools] table with shell = true"
+            )
         if ":" not in name:
             raise SpecError(
                 f"{where}: tools[{i}] {name!r} is not a built-in tool ({sorted(BUILTIN_TOOLS)}) "

@@ -163,7 +163,11 @@ async def test_workspace_tools_stay_inside_the_workspace(tmp_path: Path) -> None
         assert content.startswith("error: WorkspaceEscape: path ")
         assert "is outside the workspace" in content
     assert not escape.exists()
-    assert [t.name for t in workspace_tools() if t.read_only] == ["read_file", "list_files"]
+    assert [t.name for t in workspace_tools() if t.read_only] == [
+        "read_file",
+        "list_files",
+        "search_files",
+    ]
 
 
 _SCHEMA_TYPES = ["integer", "number", "string", "boolean", "array", "object", "null"]
