@@ -68,6 +68,7 @@ if typing.TYPE_CHECKING:
     from ._agent_clients import CursorAgentClient, GeminiCliClient, OpenCodeClient
     from ._builtin_tools import list_files, read_file, workspace_tools, write_file
     from ._cli_agent import CliAgentClient
+    from ._notify import Notifier
     from ._otel import OtelSink
     from ._plan import Plan, PlanStep, update_plan
     from ._providers import (
@@ -91,6 +92,7 @@ _LAZY = {
     "CursorAgentClient": "._agent_clients",
     "GeminiCliClient": "._agent_clients",
     "OpenCodeClient": "._agent_clients",
+    "Notifier": "._notify",
     "OtelSink": "._otel",
     "Plan": "._plan",
     "PlanStep": "._plan",
@@ -186,6 +188,7 @@ __all__ = [
     "ModelError",
     "ModelFailed",
     "ModelPrice",
+    "Notifier",
     "OpenAIClient",
     "OpenCodeClient",
     "OtelSink",

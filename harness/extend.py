@@ -41,6 +41,7 @@ from ._workspace import open_in_workspace, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
     from ._cli_agent import render_prompt
+    from ._notify import NOTIFY, NOTIFY_EVENTS, notifiers_from_config
     from ._process import ProcessResult, run_process
     from ._providers._model_config import MODELS
     from ._providers._pricing import PRICE
@@ -52,6 +53,9 @@ __getattr__, __dir__ = lazy_exports(
     globals(),
     {
         "render_prompt": "harness._cli_agent",
+        "NOTIFY": "harness._notify",
+        "NOTIFY_EVENTS": "harness._notify",
+        "notifiers_from_config": "harness._notify",
         "ProcessResult": "harness._process",
         "run_process": "harness._process",
         "MODELS": "harness._providers._model_config",
@@ -78,6 +82,8 @@ __all__ = [
     "ModelClient",
     "ModelRequest",
     "ModelResponse",
+    "NOTIFY",
+    "NOTIFY_EVENTS",
     "PRICE",
     "Policy",
     "PolicySession",
@@ -110,6 +116,7 @@ __all__ = [
     "dump_line",
     "get_logger",
     "lazy_exports",
+    "notifiers_from_config",
     "open_in_workspace",
     "positive",
     "rejection_feedback",

@@ -36,6 +36,7 @@ from harness import (
     EventSink,
     Harness,
     ModelClient,
+    Notifier,
     Tool,
     list_files,
     model_from_config,
@@ -43,7 +44,16 @@ from harness import (
     update_plan,
     write_file,
 )
-from harness.extend import MODELS, REQUIRED, Key, Schema, Strategy, check_positive
+from harness.extend import (
+    MODELS,
+    NOTIFY,
+    REQUIRED,
+    Key,
+    Schema,
+    Strategy,
+    check_positive,
+    notifiers_from_config,
+)
 from termination import Budget, TerminationPolicy, feedback_from_config, sensor_from_config
 from termination.extend import BUDGET, FEEDBACK, POLICY, SENSORS
 
@@ -124,6 +134,14 @@ SPEC = Schema(
             see=FEEDBACK,
         ),
         Key("policy", "table", "How the completion check is treated.", see=POLICY),
+        Key(
+            "notify",
+            ("array of tables", "table"),
+            "Webhooks or commands told when the run ends (and, with `on`, when it pauses or "
+            "resumes).",
+            default=(),
+            see=NOTIFY,
+        ),
     ],
     heading="The spec file",
     help="The top level of a spec (TOML). Paths are relative to the spec file's folder.",
@@ -162,6 +180,8 @@ class Spec:
     policy: TerminationPolicy
     checks: tuple[CompletionCheck, ...]
     purpose: Purpose = "run"
+    notify: tuple[Notifier, ...] = ()
+    """The ``[[notify]]`` notifiers; `Spec.harness` adds them to the run's sinks."""
 
     def harness(
         self,
@@ -187,7 +207,7 @@ class Spec:
             strategy=strategy if strategy is not None else self.build_strategy(wrap_model),
             workspace=workspace if workspace is not None else self.workspace,
             system_prompt=self.system_prompt,
-            sinks=tuple(sinks),
+            sinks=(*sinks, *self.notify),
             transcript=transcript if transcript is not None else self.transcript,
             tool_timeout=self.tool_timeout,
             done_tool=self.done_tool,
@@ -331,6 +351,9 @@ def _spec(
         policy=policy,
         checks=checks,
         purpose=purpose,
+        notify=notifiers_from_config(data["notify"], f"{where}: notify")
+        if "notify" in data
+        else (),
     )
     _require(spec, purpose)
     return spec
