@@ -19,6 +19,7 @@ import pytest
 from _board_support import make_board, task_toml, writes
 
 from harness import ConfigurationError, Harness, Notifier, RunStarted, ScriptedModelClient
+from harness._notify import MAX_PENDING
 from strategies import SpecError, load_spec
 from strategies.board import Board, BoardConfigError, BoardEvent
 from termination import TerminationPolicy
@@ -287,3 +288,21 @@ def test_what_is_queued_at_exit_is_delivered(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, timeout=60, check=True)
     assert done.returncode == 0
     assert json.loads(out.read_text())["event"] == "board.finished"
+
+
+def test_at_most_max_pending_notifications_wait_and_more_are_dropped() -> None:
+    """While a hung webhook holds the worker, the 101st waiting notification is dropped and
+    counted; once the server is gone, every queued one is settled."""
+    server = Hook(hang=True)
+    notifier = Notifier.webhook(server.url, timeout=5)
+    event = BoardEvent(1, 0.0, "board.finished", "done")
+    try:
+        for _ in range(MAX_PENDING + 1):
+            notifier.emit(event)
+        assert notifier.statistics().dropped == 1
+        assert notifier.statistics().pending == MAX_PENDING
+    finally:
+        server.close()
+    assert notifier.flush(30)
+    stats = notifier.statistics()
+    assert stats.sent + stats.failed == MAX_PENDING
