@@ -62,7 +62,12 @@ from ._scripted import ScriptedModelClient
 from ._state import SessionStateSnapshot
 from ._tools import Tool, ToolContext, ToolResult, tool
 from ._transcript import RunTally, TranscriptReader
-from ._workspace import WorkspaceEscape, open_in_workspace, resolve_in_workspace
+from ._workspace import (
+    WorkspaceEscape,
+    WorkspaceTooDeep,
+    open_in_workspace,
+    resolve_in_workspace,
+)
 
 if typing.TYPE_CHECKING:
     from ._agent_clients import CursorAgentClient, GeminiCliClient, OpenCodeClient
@@ -222,6 +227,7 @@ __all__ = [
     "Usage",
     "VerdictReached",
     "WorkspaceEscape",
+    "WorkspaceTooDeep",
     "list_files",
     "model_from_config",
     "open_in_workspace",

@@ -26,6 +26,7 @@ from ._jsonl import LineFile
 from ._log import get_logger
 from ._messages import ModelResponse, ToolCall, Usage
 from ._result import HaltReason
+from ._work_progress import WorkProgress
 
 
 @frozen
@@ -182,6 +183,46 @@ class VerdictReached(Event):
     round: int
     passed: bool
     reasons: str
+
+
+@frozen
+class CheckpointSaved(Event):
+    """The workspace was checkpointed (`harness.checkpoints`): at the run's start, at the end
+    of a Ralph iteration, at a rejected claim. `checkpoint` is its id, `tree` its content;
+    `progress` what the completion check measured on it, when it did."""
+
+    name: ClassVar[str] = "checkpoint.saved"
+    level: ClassVar[str] = "debug"
+    label: str
+    checkpoint: str
+    tree: str
+    seq: int
+    kind: str
+    progress: WorkProgress | None = None
+
+
+@frozen
+class CheckpointRestored(Event):
+    """The workspace was put back to checkpoint `checkpoint` (`label` is that checkpoint's);
+    `reason` says why; `added`/`modified`/`deleted` count the files the restore changed."""
+
+    name: ClassVar[str] = "checkpoint.restored"
+    checkpoint: str
+    label: str
+    reason: str
+    added: int
+    modified: int
+    deleted: int
+
+
+@frozen
+class CheckpointFailed(Event):
+    """A checkpoint could not be saved or restored; the run goes on without it."""
+
+    name: ClassVar[str] = "checkpoint.failed"
+    level: ClassVar[str] = "warning"
+    label: str
+    error: str
 
 
 @frozen

@@ -11,6 +11,8 @@ from ._messages import Message, Usage
 
 if TYPE_CHECKING:
     from ._events import SinkFailed
+    from ._protected import Tampering
+    from ._verification import Baseline
 
 
 @frozen
@@ -138,6 +140,10 @@ class RunResult:
     iterations: int
     elapsed: float
     sink_failures: tuple[SinkFailed, ...] = ()
+    baselines: tuple[Baseline, ...] = ()
+    """What the checks recorded before the agent's first turn (the failures that predate it)."""
+    tampering: tuple[Tampering, ...] = ()
+    """Every change to a protected path found at a claim, in the order found."""
 
     @property
     def verified(self) -> bool:

@@ -7,6 +7,7 @@ malformed line are all `FixtureError`s that name the file and the line (and the 
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -186,7 +187,7 @@ def _parse_line(row: object, path: str, lineno: int) -> ScriptLine:
         )
     unknown = sorted(set(row) - _LINE_KEYS)
     if unknown:
-        raise fail(unknown[0], f"unknown key (expected some of {sorted(_LINE_KEYS)})")
+        raise fail(unknown[0], f"unknown key{_did_you_mean(unknown[0], _LINE_KEYS)}")
     text = row.get("text", "")
     if not isinstance(text, str):
         raise fail("text", f"must be a string (got {type(text).__name__})")
@@ -205,9 +206,7 @@ def _parse_line(row: object, path: str, lineno: int) -> ScriptLine:
         raise fail("expect", f"must be an object (got {type(expect).__name__})")
     bad = sorted(set(expect) - _EXPECT_KEYS)
     if bad:
-        raise fail(
-            f"expect.{bad[0]}", f"unknown expectation (expected some of {sorted(_EXPECT_KEYS)})"
-        )
+        raise fail(f"expect.{bad[0]}", f"unknown expectation{_did_you_mean(bad[0], _EXPECT_KEYS)}")
     error = None
     if "error" in row:
         spec = row["error"]
@@ -229,6 +228,14 @@ def _parse_line(row: object, path: str, lineno: int) -> ScriptLine:
     return ScriptLine(path, lineno, response, error, float(delay), expect, row.get("agent"))
 
 
+def _did_you_mean(key: str, valid: frozenset[str] | tuple[str, ...]) -> str:
+    """What follows "unknown key": the closest valid key when one is close, and the valid
+    keys: ``; did you mean 'delay'? (expected some of [...])``."""
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    guess = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{guess} (expected some of {sorted(valid)})"
+
+
 def _parse_calls(value: object, lineno: int, fail: Any) -> tuple[ToolCall, ...]:
     if not isinstance(value, list):
         raise fail("tool_calls", f"must be a list (got {type(value).__name__})")
@@ -248,7 +255,8 @@ def _parse_calls(value: object, lineno: int, fail: Any) -> tuple[ToolCall, ...]:
             raise fail(f"{where}.id", f"must be a string (got {call_id!r})")
         extra = sorted(set(item) - {"id", "name", "arguments"})
         if extra:
-            raise fail(f"{where}.{extra[0]}", "unknown key (expected id, name, arguments)")
+            known = ("id", "name", "arguments")
+            raise fail(f"{where}.{extra[0]}", f"unknown key{_did_you_mean(extra[0], known)}")
         calls.append(ToolCall(call_id, name, arguments))
     return tuple(calls)
 
@@ -258,7 +266,7 @@ def _parse_usage(value: object, fail: Any) -> Usage:
         raise fail("usage", f"must be an object (got {type(value).__name__})")
     bad = sorted(set(value) - _USAGE_KEYS)
     if bad:
-        raise fail(f"usage.{bad[0]}", f"unknown key (expected some of {sorted(_USAGE_KEYS)})")
+        raise fail(f"usage.{bad[0]}", f"unknown key{_did_you_mean(bad[0], _USAGE_KEYS)}")
     counts = {}
     for key in ("input_tokens", "output_tokens", "cached_tokens"):
         n = value.get(key, 0)

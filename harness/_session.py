@@ -22,6 +22,7 @@ from ._result import BudgetExceeded, HaltReason, ModelFailed
 from ._run_state import RunState
 from ._state import HistoryView, SessionStateSnapshot, ToolOutcome
 from ._tools import Tool, ToolContext, ToolResult
+from ._work_progress import Assessment
 
 DONE_TOOL = "done"
 
@@ -134,10 +135,15 @@ class Session:
 
     async def check(self, snapshot: SessionStateSnapshot) -> str | None:
         """Run the completion check on `snapshot` outside a turn, through this session's
-        policy (fail closed), and record the verdict; None when the work is complete."""
-        reason = await self._policy.check(snapshot)
-        self._run.record_check(snapshot.agent, snapshot.turns, reason)
-        return reason
+        policy (fail closed), with the verifier as the run found it (`RunState.judge`), and
+        record the verdict; None when the work is complete."""
+        return (await self.assess(snapshot)).reason
+
+    async def assess(self, snapshot: SessionStateSnapshot) -> Assessment:
+        """As `check`, with the progress the check measured (None when it does not measure)."""
+        assessed = await self._run.judge(snapshot, self._policy.assess)
+        self._run.record_check(snapshot.agent, snapshot.turns, assessed.reason)
+        return assessed
 
     async def run(self) -> SessionEnd:
         """Drive turns until the session ends (see `SessionEnd`), within its own wall time."""
@@ -168,15 +174,30 @@ class Session:
                 final_text=(done_summary or response.text) if claims_done else None,
                 now=self._last_reading,
             )
-            decision = await self._policy.after_turn(
-                snapshot, run_check=claims_done and self._on_claim == "check"
-            )
+            decision = await self._decide(snapshot, claims_done and self._on_claim == "check")
             self._apply(decision)
             if decision.halt is not None:
                 return SessionEnd(decision.halt, snapshot)
+            if decision.rejection is not None:
+                await self._run.checkpoint(
+                    f"claim rejected ({self.agent}, iteration {self.iteration}, turn {self.turns})",
+                    decision.progress,
+                )
             if claims_done and self._on_claim == "return":  # the strategy judges the claim
                 return SessionEnd(None, snapshot)
         return SessionEnd(halt, self.snapshot())
+
+    async def _decide(self, snapshot: SessionStateSnapshot, run_check: bool) -> Decision:
+        """The policy's decision after a turn; a claim it will check is judged with the
+        verifier as the run found it (`RunState.judge`)."""
+        policy = self._policy
+        if not run_check:
+            return await policy.after_turn(snapshot, run_check=False)
+
+        async def decide(judged: SessionStateSnapshot) -> Decision:
+            return await policy.after_turn(judged, run_check=True)
+
+        return await self._run.judge(snapshot, decide)
 
     async def _call_model(self) -> ModelResponse:
         """One model call: counted, announced, accounted and appended to the conversation."""
@@ -262,7 +283,7 @@ class Session:
             available = ", ".join(sorted(self._tools)) or "none"
             return ToolResult(f"error: unknown tool {call.name!r} (available: {available})", True)
         run = self._run
-        context = ToolContext(run.workspace, run.store, run.clock, call, self.agent)
+        context = ToolContext(run.workspace, run.store, run.clock, call, self.agent, run.protected)
         time_limit = tool.timeout if tool.timeout is not None else run.tool_timeout
         return await tool.call(call.arguments, context, time_limit=time_limit)
 

@@ -13,6 +13,7 @@ renderers load on first use, so a run that does not read a spec does not pay to 
 import typing
 
 from ._clock import Clock, SystemClock
+from ._files import FileRefused, read_regular_file
 from ._jsonl import check_output_file, dump_json, dump_line
 from ._lazy import lazy_exports
 from ._log import LibraryLogger, get_logger
@@ -24,6 +25,7 @@ from ._policy import (
     Limit,
     Policy,
     PolicySession,
+    ProtectsPaths,
     Scope,
     ScopesRun,
     SensorReading,
@@ -36,17 +38,24 @@ from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
 from ._streaming import EventStream, stream_events
 from ._tools import as_tools
 from ._transcript import UnknownEvent, UnknownHalt
-from ._validate import check_positive, positive
-from ._workspace import open_in_workspace, resolve_in_workspace
+from ._validate import check_positive, check_type, of_type, positive
+from ._workspace import open_in_workspace, remove_tree, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
     from ._cli_agent import render_prompt
     from ._notify import NOTIFY, NOTIFY_EVENTS, notifiers_from_config
     from ._process import ProcessResult, run_process
+    from ._protected import PathGuard, ProtectedPaths, Tampering
     from ._providers._model_config import MODELS
     from ._providers._pricing import PRICE
     from ._providers._retry import RETRY
     from ._reference import render_schema, render_variants
+    from ._verification import (
+        Baseline,
+        BaselineRecorded,
+        ProtectedPathsChanged,
+        ProtectedPathsRecorded,
+    )
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -63,16 +72,26 @@ __getattr__, __dir__ = lazy_exports(
         "RETRY": "harness._providers._retry",
         "render_schema": "harness._reference",
         "render_variants": "harness._reference",
+        "PathGuard": "harness._protected",
+        "ProtectedPaths": "harness._protected",
+        "Tampering": "harness._protected",
+        "Baseline": "harness._verification",
+        "BaselineRecorded": "harness._verification",
+        "ProtectedPathsChanged": "harness._verification",
+        "ProtectedPathsRecorded": "harness._verification",
     },
 )
 
 __all__ = [
+    "Baseline",
+    "BaselineRecorded",
     "CONTINUE",
     "ChecksConsumed",
     "Clock",
     "DONE_TOOL",
     "Decision",
     "EventStream",
+    "FileRefused",
     "HistoryView",
     "Key",
     "KnowsPrices",
@@ -85,9 +104,14 @@ __all__ = [
     "NOTIFY",
     "NOTIFY_EVENTS",
     "PRICE",
+    "PathGuard",
     "Policy",
     "PolicySession",
     "ProcessResult",
+    "ProtectedPaths",
+    "ProtectedPathsChanged",
+    "ProtectedPathsRecorded",
+    "ProtectsPaths",
     "REQUIRED",
     "RETRY",
     "ReadsClock",
@@ -104,6 +128,7 @@ __all__ = [
     "SingleSession",
     "Strategy",
     "SystemClock",
+    "Tampering",
     "ToolOutcome",
     "ToolSpec",
     "UnknownEvent",
@@ -112,14 +137,18 @@ __all__ = [
     "as_tools",
     "check_output_file",
     "check_positive",
+    "check_type",
     "dump_json",
     "dump_line",
     "get_logger",
     "lazy_exports",
     "notifiers_from_config",
+    "of_type",
     "open_in_workspace",
     "positive",
+    "read_regular_file",
     "rejection_feedback",
+    "remove_tree",
     "render_prompt",
     "render_schema",
     "render_variants",

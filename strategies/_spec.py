@@ -44,13 +44,16 @@ from harness import (
     update_plan,
     write_file,
 )
+from harness.checkpoints import Checkpointing
 from harness.extend import (
     MODELS,
     NOTIFY,
     REQUIRED,
+    Clock,
     Key,
     Schema,
     Strategy,
+    SystemClock,
     check_positive,
     notifiers_from_config,
 )
@@ -101,6 +104,21 @@ SPEC = Schema(
             default=False,
         ),
         Key("tool_timeout", "number", "Seconds one tool call may take.", default=120.0),
+        Key(
+            "checkpoints",
+            "boolean",
+            "Checkpoint the workspace when the run starts, at every rejected claim and at the "
+            "end of every Ralph iteration: a commit on a private ref in a git work tree, else a "
+            "snapshot (see `harness checkpoints`).",
+            default=False,
+        ),
+        Key(
+            "checkpoint_dir",
+            "string",
+            "Where snapshots are kept when the workspace is not in git (relative to the spec "
+            "file).",
+            default_text="under $XDG_STATE_HOME",
+        ),
         Key(
             "context_window",
             "integer",
@@ -154,6 +172,17 @@ Purpose = Literal["run", "task", "checks"]
 _PURPOSES: tuple[Purpose, ...] = ("run", "task", "checks")
 
 
+def _checkpointing(data: Mapping[str, Any], base: Path, where: str) -> Checkpointing | None:
+    folder = data.get("checkpoint_dir")
+    if not data.get("checkpoints", False):
+        if folder is not None:
+            raise SpecError(f"{where}: checkpoint_dir is set but checkpoints is not true")
+        return None
+    if folder is None:
+        return Checkpointing()
+    return Checkpointing(state_dir=(base / _string(folder, f"{where}: checkpoint_dir")).resolve())
+
+
 class SpecError(ConfigurationError):
     """A run spec is missing, malformed, or names something that cannot work."""
 
@@ -180,6 +209,8 @@ class Spec:
     policy: TerminationPolicy
     checks: tuple[CompletionCheck, ...]
     purpose: Purpose = "run"
+    checkpoints: Checkpointing | None = None
+    """``checkpoints = true`` (with ``checkpoint_dir``): how the run checkpoints its workspace."""
     notify: tuple[Notifier, ...] = ()
     """The ``[[notify]]`` notifiers; `Spec.harness` adds them to the run's sinks."""
 
@@ -193,12 +224,15 @@ class Spec:
         sinks: Sequence[EventSink] = (),
         transcript: Path | None = None,
         wrap_model: Callable[[ModelClient, str], ModelClient] | None = None,
+        clock: Clock | None = None,
+        logger: Any = None,
     ) -> Harness:
         """The `Harness` this spec describes; each keyword replaces the spec's own.
 
         `model` defaults to a fresh client from ``[model]``, `strategy` to a fresh one from
         ``[strategy]`` (`wrap_model(client, role)` may wrap the extra model it uses, such as a
-        recording of the evaluator), `workspace` and `transcript` to the spec's.
+        recording of the evaluator), `workspace` and `transcript` to the spec's; `clock` and
+        `logger` to the harness's own defaults (the system clock, the library's logger).
         """
         return Harness(
             model=model if model is not None else self.build_model(),
@@ -212,6 +246,9 @@ class Spec:
             tool_timeout=self.tool_timeout,
             done_tool=self.done_tool,
             context_window=self.context_window,
+            checkpoints=self.checkpoints,
+            clock=clock if clock is not None else SystemClock(),
+            logger=logger,
         )
 
     def build_model(
@@ -351,6 +388,7 @@ def _spec(
         policy=policy,
         checks=checks,
         purpose=purpose,
+        checkpoints=_checkpointing(data, base, where),
         notify=notifiers_from_config(data["notify"], f"{where}: notify")
         if "notify" in data
         else (),

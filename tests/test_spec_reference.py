@@ -188,7 +188,7 @@ def _spec(tmp_path: Path, body: str) -> Path:
             '[[checks]]\ntype = "always_complete"\n[strategy]\ntype = "ralph"\nmax_iteration = 2\n',
             "spec.toml: strategy: unknown key 'max_iteration' for a Ralph strategy; did you "
             "mean 'max_iterations'? (valid keys: cooldown, iteration_budget, max_iterations, "
-            "type)",
+            "rollback, type)",
         ),
         (
             '[[checks]]\ntype = "always_complete"\n[policy]\nmax_rejection = 2\n',

@@ -29,14 +29,18 @@ MAX_DETAIL = 1000
 MAX_SNIPPET = 200
 
 # Servers that answer 500 to a request they could not parse (llama.cpp does, with type
-# "server_error"): sending it again gives the same answer, so it is a bad request.
+# "server_error"; llama-cpp-python does with its request model's pydantic report, type
+# "internal_server_error"): sending it again gives the same answer, so it is a bad request.
 _INVALID_TYPES = frozenset(
     {"invalid_request_error", "invalid_request", "BadRequestError", "bad_request"}
 )
 _INVALID_MESSAGE = re.compile(
     r"^\[json\.exception\."  # llama.cpp: nlohmann::json refusing a field of the request
     r"|^Failed to parse (?:messages|tools|tool call arguments)"  # llama.cpp: its request parser
-    r"|^(?:Invalid|Expected) '\w+'",  # llama.cpp: "Invalid 'content' type", "Expected 'content'"
+    r"|^(?:Invalid|Expected) '\w+'"  # llama.cpp: "Invalid 'content' type", "Expected 'content'"
+    # llama-cpp-python: pydantic's "2 validation errors for CreateChatCompletionRequest", or
+    # FastAPI's "1 validation error:" around it
+    r"|^\d+ validation errors?(?: for \w+|:)",
 )
 
 

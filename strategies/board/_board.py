@@ -50,6 +50,8 @@ from ._engine import Engine, LocalEngine
 from ._events import BoardEvent, BoardSink, StructlogBoardSink
 from ._lock import BoardLock
 from ._records import TaskState
+from ._schema import STATE_ERRNOS as _STATE_ERRNOS
+from ._schema import state_error
 from ._store import FINISHED, BoardStore, Claim
 from ._tasks import BoardConfigError, BoardTask, check_graph, load_tasks
 from ._writer import Writer
@@ -150,13 +152,18 @@ class Board:
     async def run(self, *, sinks: Sequence[BoardSink] = ()) -> BoardResult:
         """Run until no task is pending or in progress; returns how the tasks stand.
 
-        Raises `BoardBusy` when another board runs on the same state folder, and a
-        `BoardConfigError` (nothing runs) when a task that has to run has a role no agent has.
+        Raises `BoardBusy` when another board runs on the same state folder, a
+        `BoardConfigError` (nothing runs) when a task that has to run has a role no agent has,
+        and a `BoardStateError` when the state folder cannot be used (its database damaged,
+        the folder read-only, its disk full): the board stops, and what it had recorded stays.
         """
         started = time.monotonic()
         owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         lock = BoardLock(self.state)
-        lock.acquire(owner)
+        try:
+            lock.acquire(owner)
+        except OSError as exc:
+            raise state_error(exc, Path(exc.filename or lock.path)) from None
         try:
             store = BoardStore(
                 self.state / DATABASE,
@@ -178,9 +185,14 @@ class Board:
                 await self._wait_for_leases(store)
                 await anyio.to_thread.run_sync(self._start, store, owner)
                 if self.settings.workspace_template is not None:
-                    await anyio.to_thread.run_sync(
-                        _materialize, self.settings.workspace_template, self.state / "workspace"
-                    )
+                    try:
+                        await anyio.to_thread.run_sync(
+                            _materialize,
+                            self.settings.workspace_template,
+                            self.state / "workspace",
+                        )
+                    except OSError as exc:
+                        raise state_error(exc, Path(exc.filename or self.state)) from None
                 publish(store.take_events())
                 try:
                     await self._serve(store, owner, publish)
@@ -285,6 +297,8 @@ class Board:
             # and the transcript, whose creation can take a millisecond on a slow disk.
             workspace, transcript = await anyio.to_thread.run_sync(self._files_for, task, claim)
         except (OSError, ConfigurationError) as exc:
+            if isinstance(exc, OSError) and exc.errno in _STATE_ERRNOS:  # the state's fault
+                raise state_error(exc, Path(exc.filename or self.state)) from None
             return AttemptOutcome("failed", f"the workspace could not be prepared: {exc}")
         spec = AttemptSpec(
             info=info,
@@ -408,12 +422,13 @@ def board_state(folder: str | Path, state: str | Path | None = None) -> Path:
     return Path(state) if state is not None else Path(folder) / STATE_FOLDER
 
 
-def open_store(state: Path) -> BoardStore:
-    """The database of an existing board (for status and retry)."""
+def open_store(state: Path, *, read_only: bool = False) -> BoardStore:
+    """The database of an existing board (for status and retry); `read_only` to look at it
+    only (it may then be in a read-only folder)."""
     path = state / DATABASE
     if not path.is_file():
         raise BoardConfigError(
             f"{path}: no board database (has the board run yet? `harness board run` makes it; "
             f"the folder needs a {BOARD_FILE} and a {TASKS_FOLDER}/ folder)"
         )
-    return BoardStore(path)
+    return BoardStore(path, read_only=read_only)

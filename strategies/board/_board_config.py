@@ -33,7 +33,6 @@ own fixture); relative paths are relative to ``board.toml``'s folder.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -43,7 +42,7 @@ from attrs import field, frozen
 from harness import ConfigurationError, ModelClient, Notifier
 from harness.extend import check_positive, notifiers_from_config
 
-from ._tasks import BoardConfigError
+from ._tasks import BoardConfigError, parse_toml, read_board_file
 
 BOARD_FILE = "board.toml"
 TASKS_FOLDER = "tasks"
@@ -187,18 +186,8 @@ class BoardConfig:
 def load_config(folder: str | Path) -> BoardConfig:
     """Read ``board.toml`` in `folder`; errors name the file and the key."""
     file = Path(folder) / BOARD_FILE
-    try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BoardConfigError(
-            f"{file}: no such file (it lists the board's [[agents]]: role and model)"
-        ) from None
-    except OSError as exc:
-        raise BoardConfigError(f"{file}: cannot read it: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise BoardConfigError(f"{file}: not UTF-8 text ({exc.reason})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BoardConfigError(f"{file}: not valid TOML: {exc}") from None
+    missing = "no such file (it lists the board's [[agents]]: role and model)"
+    data = parse_toml(read_board_file(file, what="board file", missing=missing), file)
     where = str(file)
     _known(data, _SECTIONS, where, "")
     base = file.parent

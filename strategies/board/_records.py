@@ -97,6 +97,8 @@ class AttemptState:
     message: str | None
     resume: AttemptProgress
     transcript: Path
+    checkpoint: str | None = None
+    """The attempt's best checkpoint (`harness checkpoints restore` takes it), if any."""
 
 
 class BoardReader:
@@ -156,6 +158,7 @@ class BoardReader:
                 message=r["message"],
                 resume=AttemptProgress.from_dict(json.loads(r["resume"])),
                 transcript=Path(r["transcript"]),
+                checkpoint=r["checkpoint"],
             )
             for r in rows
         ]

@@ -17,9 +17,10 @@ new attempt, which resumes after it).
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from harness import HaltReason
@@ -28,7 +29,7 @@ from ._attempt import AttemptOutcome, classify
 from ._events import BoardEvent, Kind
 from ._progress import AttemptProgress, read_attempt
 from ._records import FINISHED, BoardReader, Claim, OpenAttempt, Status
-from ._schema import connect
+from ._schema import connect, state_error
 from ._tasks import BoardConfigError, BoardTask
 
 __all__ = ["FINISHED", "BoardStore", "Claim"]
@@ -38,11 +39,16 @@ class BoardStore(BoardReader):
     """The board's database (see the module docstring)."""
 
     def __init__(
-        self, path: str | Path, *, synchronous: str = "normal", transcripts: Path | None = None
+        self,
+        path: str | Path,
+        *,
+        synchronous: str = "normal",
+        transcripts: Path | None = None,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path)
         self.transcripts = transcripts or self.path.parent / "transcripts"
-        self._db = connect(self.path, synchronous=synchronous)
+        self._db = connect(self.path, synchronous=synchronous, read_only=read_only)
         self.recorded: list[BoardEvent] = []
 
     def close(self) -> None:
@@ -56,13 +62,21 @@ class BoardStore(BoardReader):
 
     @contextmanager
     def _tx(self) -> Iterator[None]:
-        self._db.execute("BEGIN IMMEDIATE")
+        """One transaction; the database failing in it (damaged, read-only, a full disk) is a
+        `BoardStateError`, and nothing of the transaction is kept."""
         try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                with suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            with suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
+            raise state_error(exc, self.path) from None
 
     def take_events(self) -> list[BoardEvent]:
         """The events recorded since the last call (committed), for the board to publish."""
@@ -164,7 +178,9 @@ class BoardStore(BoardReader):
         ).fetchall():
             task, number, agent = row["task_id"], row["number"], row["agent"]
             record = read_attempt(row["transcript"])
-            if record.halt is not None:
+            # A transcript not all trusted is never taken for a finished run: the attempt is
+            # interrupted, and the next one checks the work first.
+            if record.halt is not None and record.problem is None:
                 # The run had ended; the board died before it recorded the outcome.
                 halt = HaltReason.from_dict(record.halt)
                 outcome = AttemptOutcome(
@@ -173,6 +189,7 @@ class BoardStore(BoardReader):
                     halt=record.halt,
                     turns=record.progress.turns,
                     tool_calls=record.progress.tool_calls,
+                    checkpoint=record.checkpoint,
                 )
                 claim = Claim(task, number, agent, AttemptProgress(), Path(row["transcript"]))
                 self._finish(claim, outcome, owner=owner, max_attempts=max_attempts, now=now)
@@ -180,12 +197,13 @@ class BoardStore(BoardReader):
             carried = AttemptProgress.from_dict(json.loads(row["resume"])) + record.progress
             self._db.execute(
                 "UPDATE attempts SET ended_at = ?, outcome = 'interrupted', message = ?, "
-                "turns = ?, tool_calls = ? WHERE task_id = ? AND number = ?",
+                "turns = ?, tool_calls = ?, checkpoint = ? WHERE task_id = ? AND number = ?",
                 (
                     now,
                     "the board stopped while the attempt ran",
                     record.progress.turns,
                     record.progress.tool_calls,
+                    record.checkpoint,
                     task,
                     number,
                 ),
@@ -200,10 +218,13 @@ class BoardStore(BoardReader):
                 if carried.iterations
                 else "from the start"
             )
+            damaged = (
+                "" if record.problem is None else f"; its transcript is damaged ({record.problem})"
+            )
             self._event(
                 "task.retried",
-                f"attempt {number} was interrupted (the board stopped); the next attempt "
-                f"resumes {where}, with {carried.turns} turn(s) already spent",
+                f"attempt {number} was interrupted (the board stopped){damaged}; the next "
+                f"attempt resumes {where}, with {carried.turns} turn(s) already spent",
                 task=task,
                 attempt=number,
                 agent=agent,
@@ -353,7 +374,7 @@ class BoardStore(BoardReader):
                 status, kind = "failed", "task.failed"
         self._db.execute(
             "UPDATE attempts SET ended_at = ?, outcome = ?, message = ?, halt = ?, turns = ?, "
-            "tool_calls = ?, iterations = ?, usage = ?, elapsed = ? "
+            "tool_calls = ?, iterations = ?, usage = ?, elapsed = ?, checkpoint = ? "
             "WHERE task_id = ? AND number = ?",
             (
                 now,
@@ -365,6 +386,7 @@ class BoardStore(BoardReader):
                 outcome.iterations,
                 json.dumps(dict(outcome.usage)),
                 outcome.elapsed,
+                outcome.checkpoint,
                 task,
                 claim.number,
             ),
