@@ -32,6 +32,8 @@ from ._events import (
     IterationStarted,
     JsonlTranscript,
     RunHalted,
+    RunPaused,
+    RunResumed,
     RunStarted,
     SensorRead,
     SinkFailed,
@@ -46,6 +48,7 @@ from ._harness import Harness
 from ._lazy import lazy_exports as _lazy_exports
 from ._messages import FEEDBACK_TAG, Message, Role, ToolCall, Usage
 from ._model import ModelClient
+from ._pause import PauseSettings
 from ._result import (
     BudgetExceeded,
     Cancelled,
@@ -56,6 +59,7 @@ from ._result import (
     RunResult,
     SensorTripped,
     SessionTranscript,
+    UsageLimitReached,
 )
 from ._run import DEFAULT_SYSTEM_PROMPT
 from ._scripted import ScriptedModelClient
@@ -197,6 +201,7 @@ __all__ = [
     "OpenAIClient",
     "OpenCodeClient",
     "OtelSink",
+    "PauseSettings",
     "Plan",
     "PlanStep",
     "PriceTable",
@@ -205,7 +210,9 @@ __all__ = [
     "RetryPolicy",
     "Role",
     "RunHalted",
+    "RunPaused",
     "RunResult",
+    "RunResumed",
     "RunStarted",
     "RunTally",
     "ScriptedModelClient",
@@ -225,6 +232,7 @@ __all__ = [
     "TurnFinished",
     "TurnStarted",
     "Usage",
+    "UsageLimitReached",
     "VerdictReached",
     "WorkspaceEscape",
     "WorkspaceTooDeep",

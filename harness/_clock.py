@@ -66,6 +66,20 @@ class SystemClock:
         return "SystemClock()"
 
 
+def postpone(clock: Clock, scope: anyio.CancelScope, seconds: float) -> None:
+    """Move the deadline of `scope` (made by `clock.deadline_scope`) `seconds` later.
+
+    A pause that does not count toward wall time moves the run's deadlines with it. A clock
+    that keeps its own deadlines (`FakeClock`) offers ``postpone(scope, seconds)``; for any
+    other, the scope is an anyio cancel scope with the deadline set on it.
+    """
+    mover = getattr(clock, "postpone", None)
+    if callable(mover):
+        mover(scope, seconds)
+    else:
+        scope.deadline += seconds
+
+
 _UNWIND_ROUNDS = 32
 
 
@@ -126,6 +140,13 @@ class FakeClock:
         finally:
             self._sleepers.remove(target)
 
+    def postpone(self, scope: anyio.CancelScope, seconds: float) -> None:
+        """Move the deadline of `scope`, one of this clock's deadline scopes, `seconds` later."""
+        for index, (deadline, held) in enumerate(self._scopes):
+            if held is scope:
+                self._scopes[index] = (deadline + seconds, held)
+                return
+
     def deadline_scope(self, deadline: float) -> DeadlineScope:
         # A generator context manager's __exit__ returns a bool at run time; typeshed widens it
         # to `bool | None`, which would make a FakeClock not a `Clock` to mypy.
@@ -136,12 +157,11 @@ class FakeClock:
         with anyio.CancelScope() as scope:
             if deadline <= self._now:
                 scope.cancel()
-            entry = (deadline, scope)
-            self._scopes.append(entry)
+            self._scopes.append((deadline, scope))
             try:
                 yield scope
-            finally:
-                self._scopes.remove(entry)
+            finally:  # by identity: `postpone` may have replaced the entry
+                self._scopes[:] = [entry for entry in self._scopes if entry[1] is not scope]
 
 
 @define
@@ -180,6 +200,14 @@ class FastForwardClock:
             await anyio.lowlevel.checkpoint()
         await anyio.lowlevel.checkpoint()
 
+    def postpone(self, scope: anyio.CancelScope, seconds: float) -> None:
+        """Move the deadline of `scope`, one of this clock's deadline scopes, `seconds` later."""
+        for index, (deadline, held) in enumerate(self._scopes):
+            if held is scope:
+                self._scopes[index] = (deadline + seconds, held)
+                held.deadline = deadline + seconds - self._skipped
+                return
+
     def deadline_scope(self, deadline: float) -> DeadlineScope:
         return cast("DeadlineScope", self._deadline_scope(deadline))
 
@@ -190,5 +218,5 @@ class FastForwardClock:
             self._scopes.append(entry)
             try:
                 yield scope
-            finally:
-                self._scopes.remove(entry)
+            finally:  # by identity: `postpone` may have replaced the entry
+                self._scopes[:] = [held for held in self._scopes if held[1] is not scope]

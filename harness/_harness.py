@@ -18,6 +18,7 @@ from ._errors import ConfigurationError, FixtureError
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
 from ._jsonl import check_output_file
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
+from ._pause import PauseSettings
 from ._policy import Policy, ProtectsPaths, ScopesRun
 from ._protected import PathGuard
 from ._result import BudgetExceeded, Cancelled, Completed, HaltReason, ModelFailed, RunResult
@@ -38,6 +39,7 @@ def _checkpointing(value: object) -> Checkpointing | None:
 class Harness:
     """Runs an agent on a task until the policy halts it; `run` returns a `RunResult`.
 
+    `pause` says how a usage limit is waited out (see `PauseSettings`).
     `transcript` names a JSONL file that receives every event as it happens. `sinks` receive
     events too (the library's logger always does: see `StructlogSink`); a sink that raises is
     detached and reported in `RunResult.sink_failures`, and the run goes on. `done_tool` offers
@@ -58,6 +60,7 @@ class Harness:
     tool_timeout: float = 120.0
     done_tool: bool = False
     context_window: int | None = None
+    pause: PauseSettings = field(factory=PauseSettings)
     logger: Any = None
     checkpoints: Checkpointing | None = field(default=None, converter=_checkpointing)
     _tools: dict[str, Tool] = field(init=False)
@@ -85,6 +88,8 @@ class Harness:
                     f"sinks[{index}] must be an event sink, with emit(event) (got {got(sink)})"
                 )
         check_positive("context_window", self.context_window, integer=True, allow_none=True)
+        if not isinstance(self.pause, PauseSettings):
+            raise ConfigurationError(f"'pause' must be a PauseSettings (got {self.pause!r})")
         self._tools = as_tools(self.tools)
         # Protocols asked once, not per run: on Python 3.11 each question costs ~10 µs.
         self._scoped = isinstance(self.policy, ScopesRun)
@@ -181,6 +186,7 @@ class Harness:
             tool_timeout=self.tool_timeout,
             done_tool=self.done_tool,
             context_window=self.context_window,
+            pause=self.pause,
         )
 
     def _finish(self, run: Run, reason: HaltReason) -> RunResult:
@@ -208,9 +214,15 @@ class Harness:
     async def _within_deadline(self, run: Run) -> HaltReason:
         if run.deadline is None:
             return await self._begin_and_run(run)
-        with run.clock.deadline_scope(run.deadline):
-            return await self._begin_and_run(run)
-        return BudgetExceeded("max_wall_time", run.elapsed(), run.deadline - run.started_at)
+        with run.clock.deadline_scope(run.deadline) as scope:
+            run.wall_scopes.append(scope)
+            try:
+                return await self._begin_and_run(run)
+            finally:
+                run.wall_scopes.remove(scope)
+        # Reached only when the deadline cancelled the scope; time paused uncounted is not used.
+        limit = run.deadline - run.started_at - run.paused
+        return BudgetExceeded("max_wall_time", run.elapsed() - run.paused, limit)
 
     async def _begin_and_run(self, run: Run) -> HaltReason:
         before = run.snapshot()  # the run before its first turn, for the policy's start

@@ -104,6 +104,25 @@ class ModelFailed(HaltReason):
 
 
 @frozen
+class UsageLimitReached(HaltReason):
+    """The model met a usage limit whose wait (`wait` seconds, the reset plus jitter) is longer
+    than `max_pause`; the run stopped instead of pausing. `retry_in` is what the limit
+    reported (None: the reset could not be read)."""
+
+    source: str
+    message: str
+    retry_in: float | None
+    wait: float
+    max_pause: float
+
+    def describe(self) -> str:
+        return (
+            f"{self.source} usage limit: the wait of {self.wait:g}s is longer than max_pause "
+            f"{self.max_pause:g}s: {self.message}"
+        )
+
+
+@frozen
 class Cancelled(HaltReason):
     """The run was asked to stop from outside (a `CancelToken`; SIGTERM or SIGINT to the
     command line) and stopped where it was, as at a deadline; the work was not verified."""

@@ -34,6 +34,7 @@ from ._events import (
 )
 from ._messages import NO_USAGE, Message, Usage
 from ._model import ModelClient
+from ._pause import PauseSettings
 from ._policy import Policy
 from ._protected import PathGuard, ProtectedPaths, Tampering
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
@@ -66,6 +67,7 @@ class RunConfig:
     tool_timeout: float = 120.0
     done_tool: bool = False
     context_window: int | None = None
+    pause: PauseSettings = PauseSettings()
 
 
 @define(eq=False, kw_only=True)
@@ -97,6 +99,11 @@ class RunState:
     baselines: list[Baseline] = field(factory=list)
     tampering: list[Tampering] = field(factory=list)
     tampered_claims: int = 0
+    paused: float = 0.0
+    """Seconds spent paused for usage limits that do not count toward wall time: budgets
+    measure the run's time from `started_at` plus this (events keep the clock's time)."""
+    wall_scopes: list[anyio.CancelScope] = field(factory=list)
+    """The run's wall-time cancel scopes in force, which such a pause postpones."""
     description: str = field(init=False, repr=False)
     """What "done" means (the policy's description), read once for the run."""
 
@@ -323,7 +330,7 @@ class RunState:
             run_turns=self.turns,
             run_tool_calls=self.tool_calls,
             run_usage=self.usage,
-            started_at=self.started_at,
+            started_at=self.started_at + self.paused,
             now=now,
             deadline=self.deadline,
             claims_done=claims_done,

@@ -37,6 +37,8 @@ from ._events import (
     FeedbackInjected,
     IterationStarted,
     RunHalted,
+    RunPaused,
+    RunResumed,
     RunStarted,
     SensorRead,
     SinkFailed,
@@ -361,6 +363,26 @@ _PARSERS: dict[str, Callable[[_Fields, float], Event]] = {
     ProtectedPathsChanged.name: lambda f, at: ProtectedPathsChanged(
         at, f.text("agent"), f.integer("turn"), tuple(_tampering(c) for c in f.objects("changes"))
     ),
+    RunPaused.name: lambda f, at: RunPaused(
+        at,
+        f.text("agent"),
+        f.integer("iteration"),
+        f.integer("turn"),
+        f.text("source", ""),
+        f.text("message", ""),
+        f.number("retry_in", None),
+        f.number("resets_at", None),
+        f.number("wait"),
+        f.flag("counted", False),
+    ),
+    RunResumed.name: lambda f, at: RunResumed(
+        at,
+        f.text("agent"),
+        f.integer("iteration"),
+        f.integer("turn"),
+        f.number("paused_for"),
+        f.flag("counted", False),
+    ),
 }
 
 
@@ -442,7 +464,8 @@ class RunTally:
     event counted.
 
     `turns` counts the model calls started (as the run and its budget do: a call in flight
-    counts) and `turns_finished` those that returned; `tool_calls` counts the tool results
+    counts, and a call a usage limit cut off does not: ``run.paused`` takes it back) and
+    `turns_finished` those that returned; `tool_calls` counts the tool results
     recorded and `tool_errors` those that failed; `usage` adds up the finished calls' tokens
     and cost (an unknown price makes the cost unknown from there on); `at` is the latest
     event's time. Once ``run.halted`` comes, its totals (turns, tool calls, usage) are the
@@ -462,6 +485,8 @@ class RunTally:
         match event:
             case TurnStarted():
                 return evolve(self, turns=self.turns + 1, at=at)
+            case RunPaused():  # the call was cut off by a usage limit: not a turn
+                return evolve(self, turns=max(self.turns - 1, 0), at=at)
             case TurnFinished():
                 usage = self.usage + event.response.usage
                 return evolve(self, turns_finished=self.turns_finished + 1, usage=usage, at=at)

@@ -1,8 +1,9 @@
 """What extenders need: the protocols other packages implement, the session and policy types a
 strategy or a policy works with, and the helpers that describe and validate config tables.
 
-Users of the loop import `harness`; code that adds a strategy, a policy, a model client, a sink
-or a config-driven component imports this module. The `checks`, `termination` and `strategies`
+Users of the loop import `harness`; code that adds a strategy, a policy, a model client (which
+raises `UsageLimitError` for a usage limit), a sink or a config-driven component imports this
+module. The `checks`, `termination` and `strategies`
 packages use only these names (and `harness`'s own): no package imports another's private
 modules (tests/test_architecture.py enforces it).
 
@@ -16,9 +17,11 @@ from ._clock import Clock, SystemClock
 from ._files import FileRefused, read_regular_file
 from ._jsonl import check_output_file, dump_json, dump_line
 from ._lazy import lazy_exports
+from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError, find_usage_limit
 from ._log import LibraryLogger, get_logger
 from ._messages import ModelRequest, ModelResponse, ToolSpec
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
+from ._pause import PAUSE
 from ._policy import (
     CONTINUE,
     Decision,
@@ -33,7 +36,7 @@ from ._policy import (
 from ._run import Run, SingleSession, Strategy
 from ._run_state import RunConfig
 from ._schema import REQUIRED, Key, Schema, Variants
-from ._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
+from ._session import DONE_TOOL, NOT_EXECUTED, Session, SessionEnd, rejection_feedback
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
 from ._streaming import EventStream, stream_events
 from ._tools import as_tools
@@ -103,6 +106,8 @@ __all__ = [
     "ModelResponse",
     "NOTIFY",
     "NOTIFY_EVENTS",
+    "NOT_EXECUTED",
+    "PAUSE",
     "PRICE",
     "PathGuard",
     "Policy",
@@ -131,8 +136,11 @@ __all__ = [
     "Tampering",
     "ToolOutcome",
     "ToolSpec",
+    "USAGE_LIMIT",
     "UnknownEvent",
     "UnknownHalt",
+    "UsageLimit",
+    "UsageLimitError",
     "Variants",
     "as_tools",
     "check_output_file",
@@ -140,6 +148,7 @@ __all__ = [
     "check_type",
     "dump_json",
     "dump_line",
+    "find_usage_limit",
     "get_logger",
     "lazy_exports",
     "notifiers_from_config",

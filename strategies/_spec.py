@@ -37,6 +37,7 @@ from harness import (
     Harness,
     ModelClient,
     Notifier,
+    PauseSettings,
     Tool,
     list_files,
     model_from_config,
@@ -48,6 +49,7 @@ from harness.checkpoints import Checkpointing
 from harness.extend import (
     MODELS,
     NOTIFY,
+    PAUSE,
     REQUIRED,
     Clock,
     Key,
@@ -153,6 +155,13 @@ SPEC = Schema(
         ),
         Key("policy", "table", "How the completion check is treated.", see=POLICY),
         Key(
+            "pause",
+            "table",
+            "How a usage limit is waited out.",
+            default_text="pause up to 6 hours",
+            see=PAUSE,
+        ),
+        Key(
             "notify",
             ("array of tables", "table"),
             "Webhooks or commands told when the run ends (and, with `on`, when it pauses or "
@@ -211,6 +220,8 @@ class Spec:
     purpose: Purpose = "run"
     checkpoints: Checkpointing | None = None
     """``checkpoints = true`` (with ``checkpoint_dir``): how the run checkpoints its workspace."""
+    pause: PauseSettings = PauseSettings()
+    """The ``[pause]`` table: how a usage limit is waited out."""
     notify: tuple[Notifier, ...] = ()
     """The ``[[notify]]`` notifiers; `Spec.harness` adds them to the run's sinks."""
 
@@ -226,6 +237,7 @@ class Spec:
         wrap_model: Callable[[ModelClient, str], ModelClient] | None = None,
         clock: Clock | None = None,
         logger: Any = None,
+        pause: PauseSettings | None = None,
     ) -> Harness:
         """The `Harness` this spec describes; each keyword replaces the spec's own.
 
@@ -249,6 +261,7 @@ class Spec:
             checkpoints=self.checkpoints,
             clock=clock if clock is not None else SystemClock(),
             logger=logger,
+            pause=pause if pause is not None else self.pause,
         )
 
     def build_model(
@@ -368,6 +381,9 @@ def _spec(
     check_positive("context_window", context_window, integer=True, allow_none=True)
     tools = _tools(data.get("tools", ["read_file", "list_files", "write_file"]), where)
     _evaluator_has_tools(strategy, tools, f"{where}: strategy")
+    pause = PauseSettings.from_config(
+        _table(data.get("pause", {}), f"{where}: pause"), where=f"{where}: pause"
+    )
     spec = Spec(
         path=file,
         prompt=prompt,
@@ -389,6 +405,7 @@ def _spec(
         checks=checks,
         purpose=purpose,
         checkpoints=_checkpointing(data, base, where),
+        pause=pause,
         notify=notifiers_from_config(data["notify"], f"{where}: notify")
         if "notify" in data
         else (),

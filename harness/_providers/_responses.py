@@ -17,7 +17,7 @@ from typing import Any
 from attrs import frozen
 
 from .._errors import ModelError
-from ._retry import retry_after_seconds
+from ._retry import wait_seconds
 
 REDACTED = "[redacted]"
 # Local OpenAI-compatible servers (vLLM, Ollama, llama.cpp) need no key, but the SDK insists
@@ -148,7 +148,7 @@ def map_sdk_error(exc: Exception, sdk: ModuleType, provider: str, secret: str) -
         kind=kind,
         retryable=retryable,
         status_code=status,
-        retry_after=retry_after_seconds(dict(exc.response.headers)),
+        retry_after=wait_seconds(dict(exc.response.headers)),
     )
 
 

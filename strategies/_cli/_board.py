@@ -297,6 +297,7 @@ def _status_dict(store: BoardStore, events: int) -> dict[str, Any]:
         "running": running,
         "last_run": store.last_run(),
         "counts": store.counts(),
+        "accounts": [a.to_dict() for a in store.paused_accounts()],
         "tasks": [
             {**t.to_dict(), "interrupted": t.status == "in_progress" and running is None}
             for t in tasks
@@ -305,6 +306,22 @@ def _status_dict(store: BoardStore, events: int) -> dict[str, Any]:
     if events:
         data["events"] = [e.to_dict() for e in store.events(limit=events)]
     return data
+
+
+def _printable(text: str) -> str:
+    """`text` (an agent's words) with control characters shown as ``?``: data, never a
+    terminal escape."""
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
+def _duration(seconds: float) -> str:
+    """``1h 05m``, ``4m 10s``, ``12s``."""
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
 
 
 def _print_table(store: BoardStore, folder: Path, out: TextIO, *, events: int = 0) -> None:
@@ -352,6 +369,14 @@ def _print_table(store: BoardStore, folder: Path, out: TextIO, *, events: int = 
             out.write(" " * (widths[0] + 2) + f"└ {note}\n")
     counts = data["counts"]
     out.write(", ".join(f"{n} {s}" for s, n in counts.items() if n) + "\n")
+    for account in data["accounts"]:
+        until = account["paused_until"]
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(until))
+        left = max(until - time.time(), 0.0)
+        out.write(
+            f"account {account['name']}: paused until {when} (in {_duration(left)}): "
+            f"{_printable(one_line(account['reason'], 110))}\n"
+        )
     for event in data.get("events", []):
         when = time.strftime("%H:%M:%S", time.localtime(event["at"]))
         task = event["task"] or ""

@@ -10,9 +10,11 @@ come back as a ``failed`` outcome with the reason.
 Outcomes: ``complete`` only when the run's `RunResult.verified` is true (the completion check
 passed); ``failed`` for hard failures nobody can wait out (a verify command missing, a model
 auth or bad-request error, a broken fixture); ``retry`` for a transient model failure the
-client's own retries did not get past (rate limit, 5xx, timeout, connection); ``review`` for
-every other halt (a budget, the iterations or rounds used up, a sensor, the rejection cap):
-the work may be nearly done, and a person should look.
+client's own retries did not get past (rate limit, 5xx, timeout, connection); ``paused`` for
+a usage limit longer than the run may wait (`UsageLimitReached`), and for an attempt the board
+stopped because its account paused: the task is pending again, with what it got done carried,
+and no attempt is charged; ``review`` for every other halt (a budget, the iterations or rounds
+used up, a sensor, the rejection cap): the work may be nearly done, and a person should look.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from .._spec import Spec, spec_from_table
 from ._board_config import AttemptInfo, ModelSource
 from ._progress import AttemptProgress, BestCheckpoint
 
-Outcome = Literal["complete", "review", "failed", "retry"]
+Outcome = Literal["complete", "review", "failed", "retry", "paused"]
 TRANSIENT = frozenset({"rate_limit", "server", "timeout", "connection"})
 Emit = Callable[[dict[str, Any]], None]
 
@@ -131,6 +133,8 @@ def classify(halt: Mapping[str, Any], verified: bool) -> Outcome:
     """The task's fate from a run's halt: complete only when verified."""
     if verified:
         return "complete"
+    if halt.get("type") == "UsageLimitReached":
+        return "paused"
     if halt.get("type") == "ModelFailed":
         return "retry" if halt.get("kind") in TRANSIENT else "failed"
     return "review"

@@ -6,6 +6,14 @@ files (closing what a dead board left open), then start the pool. Each agent tak
 highest-priority pending task of its role, runs one attempt through the engine and records
 the outcome; a completed task unblocks its dependents; an agent with nothing to take waits
 for a change. The run ends when no task is pending or in progress.
+
+Accounts: each agent draws on an account (`Agent.account`). When an attempt's run pauses for
+a usage limit (``run.paused``), the board records the account as paused until the reset, stops
+every other attempt on the account (each goes back to pending, ``task.paused``, and resumes
+where it was, without charging an attempt) and starts no new attempt on it; the attempt that
+met the limit waits inside its run and carries on after the reset (``run.resumed``), when the
+account works again. Agents on other accounts keep working. The pause is in the database, so
+a board started again before the reset waits for it too.
 """
 
 from __future__ import annotations
@@ -31,6 +39,8 @@ from harness import (
     EventSink,
     IterationStarted,
     JsonlTranscript,
+    RunPaused,
+    RunResumed,
     VerdictReached,
 )
 from harness.extend import EventStream, LibraryLogger, stream_events
@@ -105,6 +115,15 @@ class Board:
     _seats: tuple[Seat, ...] = field(init=False, repr=False)
     _by_id: dict[str, BoardTask] = field(init=False, repr=False)
     _changed: anyio.Event | None = field(init=False, default=None, repr=False)
+    _paused: dict[str, float] = field(init=False, factory=dict, repr=False)
+    """Account -> Unix time its pause ends."""
+    _running: dict[str, dict[tuple[str, int], anyio.CancelScope]] = field(
+        init=False, factory=dict, repr=False
+    )
+    """Account -> the attempts running on it, each with the scope that stops it."""
+    _writer: Writer | None = field(init=False, default=None, repr=False)
+    _store: BoardStore | None = field(init=False, default=None, repr=False)
+    _owner: str = field(init=False, default="", repr=False)
 
     def __attrs_post_init__(self) -> None:
         problems = check_graph(self.tasks)
@@ -184,6 +203,7 @@ class Board:
 
                 await self._wait_for_leases(store)
                 await anyio.to_thread.run_sync(self._start, store, owner)
+                self._paused = await anyio.to_thread.run_sync(self._load_pauses, store, owner)
                 if self.settings.workspace_template is not None:
                     try:
                         await anyio.to_thread.run_sync(
@@ -241,10 +261,23 @@ class Board:
             max_attempts=self.settings.max_attempts,
         )
 
+    def _load_pauses(self, store: BoardStore, owner: str) -> dict[str, float]:
+        """The accounts still paused (a pause whose reset passed while no board ran is over)."""
+        now = time.time()
+        paused = {}
+        for account in store.paused_accounts():
+            assert account.paused_until is not None
+            if account.paused_until > now:
+                paused[account.name] = account.paused_until
+            else:
+                store.resume_account(owner, account.name, "its reset time has passed")
+        return paused
+
     async def _serve(
         self, store: BoardStore, owner: str, publish: Callable[[list[BoardEvent]], None]
     ) -> None:
         writer = Writer(store, publish)
+        self._writer, self._store, self._owner = writer, store, owner
         self._changed = anyio.Event()
         async with anyio.create_task_group() as group:
             group.start_soon(writer.serve)
@@ -273,6 +306,14 @@ class Board:
         while True:
             changed = self._changed
             assert changed is not None
+            paused_for = self._paused_for(seat.agent.account)
+            if paused_for > 0:  # no new attempt on a paused account
+                if await self._nothing_left(writer, store):
+                    self._notify()
+                    return
+                with anyio.move_on_after(paused_for):
+                    await changed.wait()
+                continue
             claim = await writer.call(
                 store.claim, owner, seat.name, seat.agent.role, self.engine.name
             )
@@ -285,7 +326,56 @@ class Board:
                 continue
             outcome = await self._attempt(writer, store, owner, seat, claim)
             await writer.call(store.finish, owner, claim, outcome, self.settings.max_attempts)
+            halt = outcome.halt or {}
+            if halt.get("type") == "UsageLimitReached":  # the run would not wait this long
+                wait = halt.get("wait")
+                seconds = float(wait) if isinstance(wait, int | float) else 0.0
+                self._pause_account(seat.agent.account, seconds, outcome.message, claim)
             self._notify()
+
+    async def _nothing_left(self, writer: Writer, store: BoardStore) -> bool:
+        """True when no task is pending or in progress: a paused seat need not wait."""
+        counts = await writer.call(store.counts)
+        return counts["pending"] == 0 and counts["in_progress"] == 0
+
+    # --- accounts ----------------------------------------------------------------------------
+
+    def _paused_for(self, account: str) -> float:
+        """Seconds until `account`'s pause ends (0 when it works); a pause whose time has
+        come ends here."""
+        until = self._paused.get(account)
+        if until is None:
+            return 0.0
+        left = until - time.time()
+        if left <= 0:
+            self._resume_account(account, "its reset time has passed")
+            return 0.0
+        return left
+
+    def _pause_account(
+        self, account: str, seconds: float, reason: str, claim: Claim | None = None
+    ) -> None:
+        """Pause `account` for `seconds`: stop its other running attempts (they resume later)
+        and start none on it until then. Called on the board's loop; does not block."""
+        assert self._writer is not None, "the board is not running"
+        assert self._store is not None
+        until = time.time() + max(seconds, 0.0)
+        self._paused[account] = max(self._paused.get(account, 0.0), until)
+        self._writer.post(self._store.pause_account, self._owner, account, until, reason, claim)
+        spared = None if claim is None else (claim.task, claim.number)
+        for key, scope in self._running.get(account, {}).items():
+            if key != spared:
+                scope.cancel()
+        self._notify()
+
+    def _resume_account(self, account: str, why: str) -> None:
+        """`account` works again (a no-op when it was not paused)."""
+        if self._paused.pop(account, None) is None:
+            return
+        assert self._writer is not None, "the board is not running"
+        assert self._store is not None
+        self._writer.post(self._store.resume_account, self._owner, account, why)
+        self._notify()
 
     async def _attempt(
         self, writer: Writer, store: BoardStore, owner: str, seat: Seat, claim: Claim
@@ -314,15 +404,24 @@ class Board:
         )
         spec = evolve(spec, sinks=self._watch(spec))
         outcome: AttemptOutcome | None = None
+        account = seat.agent.account
+        running = self._running.setdefault(account, {})
+        key = (claim.task, claim.number)
+        recorder = _Recorder(transcript, writer, store, owner, claim, self, account)
         try:
             try:
-                outcome = await self.engine.run_attempt(
-                    spec, _Recorder(transcript, writer, store, owner, claim).emit
-                )
+                with anyio.CancelScope() as scope:
+                    running[key] = scope
+                    outcome = await self.engine.run_attempt(spec, recorder.emit)
             finally:
                 transcript.close()
+            if outcome is None:  # stopped by `_pause_account`
+                outcome = AttemptOutcome(
+                    "paused", f"paused: the account {account} is at its usage limit"
+                )
             return outcome
         finally:
+            running.pop(key, None)
             for watcher in self.watchers:
                 try:
                     watcher.finished(spec, outcome)
@@ -360,7 +459,8 @@ class Board:
 
 class _Recorder:
     """Writes an attempt's events to its transcript as they happen (line by line, flushed),
-    and records in the event log each claim of done that was sent back."""
+    records in the event log each claim of done that was sent back, and tells the board when
+    the run pauses for its account's usage limit and resumes."""
 
     def __init__(
         self,
@@ -369,17 +469,28 @@ class _Recorder:
         store: BoardStore,
         owner: str,
         claim: Claim,
+        board: Board,
+        account: str,
     ) -> None:
         self._file = transcript
         self._writer = writer
         self._store = store
         self._owner = owner
         self._claim = claim
+        self._board = board
+        self._account = account
         self._working = False
 
     def emit(self, row: dict[str, Any]) -> None:
         self._file.write_row(row)
         match Event.from_dict(row):
+            case RunPaused(source=source, message=text, wait=wait):
+                why = f"{source}: {one_line(text)}"
+                self._board._pause_account(self._account, wait, why, self._claim)
+                return
+            case RunResumed():
+                self._board._resume_account(self._account, f"{self._claim.task} carries on")
+                return
             case IterationStarted():
                 self._working = True
                 return

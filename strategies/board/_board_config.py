@@ -16,6 +16,8 @@
     [[agents]]                           # one entry per kind of agent; --agents N makes a pool
     role = "backend"                     # of N, taking the entries in turn
     name = "coder"                       # optional; default: the role
+    account = "team-claude"              # optional; the quota it draws on (default: its name):
+                                         # a usage limit pauses every agent of the account
     model = { type = "fixture", path = "scripts/{task}.jsonl" }
 
     [[notify]]                           # optional, several allowed: a webhook or a command
@@ -56,7 +58,7 @@ _BOARD_KEYS = {
     "poll",
     "synchronous",
 }
-_AGENT_KEYS = {"role", "name", "model"}
+_AGENT_KEYS = {"role", "name", "model", "account"}
 _RAY_KEYS = {"address", "num_cpus"}
 
 
@@ -79,12 +81,15 @@ class Agent:
 
     `model` is a model table (as in a spec's ``[model]``; placeholders are filled per attempt,
     relative paths are relative to `base`) or a callable that builds a client for an attempt.
+    `account` names the quota its model draws on (default: the agent's name): when one of its
+    attempts meets a usage limit, the board pauses every attempt on the account.
     """
 
     role: str
     model: ModelSource = field(eq=False)
     name: str = ""
     base: Path | None = None
+    account: str = ""
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.role, str) or not self.role.strip():
@@ -95,6 +100,10 @@ class Agent:
             )
         if not self.name:
             object.__setattr__(self, "name", self.role)
+        if not isinstance(self.account, str):
+            raise ConfigurationError(f"'account' must be a string (got {self.account!r})")
+        if not self.account.strip():
+            object.__setattr__(self, "account", self.name)
 
     def model_for(self, info: AttemptInfo) -> ModelSource:
         """The model table with its placeholders filled in, or the factory itself."""
@@ -216,7 +225,11 @@ def load_config(folder: str | Path) -> BoardConfig:
             raise BoardConfigError(f'{at}.model must be a model table (type = "...", ...)')
         try:
             agent = Agent(
-                role=table.get("role", ""), model=model, name=table.get("name", ""), base=base
+                role=table.get("role", ""),
+                model=model,
+                name=table.get("name", ""),
+                base=base,
+                account=table.get("account", ""),
             )
         except ConfigurationError as exc:
             raise BoardConfigError(f"{at}: {exc}") from None

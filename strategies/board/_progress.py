@@ -6,7 +6,9 @@ that transcript: if it ends with ``run.halted`` the attempt had finished and onl
 was not recorded; otherwise the turns, tool calls, tokens, cost and time it used and the Ralph
 iterations it completed (an iteration is complete once the check at its end has run) are
 carried into the next attempt, which resumes after them. The attempt's best checkpoint (of
-its ``checkpoint.saved`` events, by Ralph's rule) is read the same way.
+its ``checkpoint.saved`` events, by Ralph's rule) is read the same way. The turn a usage
+limit cut off was not executed (it has no ``turn.finished``) and a pause that does not count
+toward wall time is taken off the time used: neither is carried.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from harness import (
     FixtureError,
     IterationStarted,
     RunHalted,
+    RunResumed,
     RunTally,
     TranscriptReader,
     TurnFinished,
@@ -108,6 +111,7 @@ def read_attempt(path: str | Path) -> AttemptRecord:
     last_reason: str | None = None
     problem: str | None = None
     best = BestCheckpoint()
+    paused = 0.0  # time paused for usage limits that does not count toward wall time
     try:
         for number, event in TranscriptReader(source, allow_cut_off=True):
             why = _untrusted(event)
@@ -125,6 +129,8 @@ def read_attempt(path: str | Path) -> AttemptRecord:
                         last_reason = event.reason
                 case CheckpointSaved():
                     best.saw(event)
+                case RunResumed(counted=False):
+                    paused += event.paused_for
     except FixtureError as exc:  # what came before the bad line is what is known to be done
         problem = str(exc) if exc.line is None else f"{exc}; nothing from this line on counts"
     progress = AttemptProgress(
@@ -134,7 +140,7 @@ def read_attempt(path: str | Path) -> AttemptRecord:
         input_tokens=tally.usage.input_tokens,
         output_tokens=tally.usage.output_tokens,
         cost_usd=tally.usage.cost_usd,
-        wall_time=tally.at,
+        wall_time=max(tally.at - paused, 0.0),
         last_reason=last_reason,
     )
     if tally.halt is None:

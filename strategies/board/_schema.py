@@ -127,6 +127,12 @@ CREATE TABLE IF NOT EXISTS attempts (
     PRIMARY KEY (task_id, number)
 );
 CREATE UNIQUE INDEX IF NOT EXISTS one_open_attempt ON attempts (task_id) WHERE ended_at IS NULL;
+CREATE TABLE IF NOT EXISTS accounts (
+    name TEXT PRIMARY KEY,
+    paused_until REAL,
+    reason TEXT,
+    updated_at REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     at REAL NOT NULL,
