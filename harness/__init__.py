@@ -80,6 +80,7 @@ if typing.TYPE_CHECKING:
     from ._cli_agent import CliAgentClient
     from ._compaction import Compaction
     from ._edit_tools import edit_file, search_files
+    from ._notify import Notifier
     from ._otel import OtelSink
     from ._plan import Plan, PlanStep, update_plan
     from ._providers import (
@@ -107,6 +108,7 @@ _LAZY = {
     "CursorAgentClient": "._agent_clients",
     "GeminiCliClient": "._agent_clients",
     "OpenCodeClient": "._agent_clients",
+    "Notifier": "._notify",
     "OtelSink": "._otel",
     "Plan": "._plan",
     "PlanStep": "._plan",
@@ -205,6 +207,7 @@ __all__ = [
     "ModelError",
     "ModelFailed",
     "ModelPrice",
+    "Notifier",
     "OpenAIClient",
     "OpenCodeClient",
     "OtelSink",

@@ -46,6 +46,7 @@ from ._workspace import open_in_workspace, remove_tree, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
     from ._cli_agent import render_prompt
+    from ._notify import NOTIFY, NOTIFY_EVENTS, notifiers_from_config
     from ._process import ProcessResult, run_process
     from ._protected import PathGuard, ProtectedPaths, Tampering
     from ._providers._model_config import MODELS
@@ -65,6 +66,9 @@ __getattr__, __dir__ = lazy_exports(
     globals(),
     {
         "render_prompt": "harness._cli_agent",
+        "NOTIFY": "harness._notify",
+        "NOTIFY_EVENTS": "harness._notify",
+        "notifiers_from_config": "harness._notify",
         "ProcessResult": "harness._process",
         "run_process": "harness._process",
         "MODELS": "harness._providers._model_config",
@@ -104,6 +108,8 @@ __all__ = [
     "ModelClient",
     "ModelRequest",
     "ModelResponse",
+    "NOTIFY",
+    "NOTIFY_EVENTS",
     "NOT_EXECUTED",
     "PAUSE",
     "PRICE",
@@ -150,6 +156,7 @@ __all__ = [
     "get_logger",
     "is_secret_name",
     "lazy_exports",
+    "notifiers_from_config",
     "of_type",
     "open_in_workspace",
     "positive",

@@ -37,6 +37,7 @@ from harness import (
     EventSink,
     Harness,
     ModelClient,
+    Notifier,
     PauseSettings,
     Tool,
     edit_file,
@@ -50,6 +51,7 @@ from harness import (
 from harness.checkpoints import Checkpointing
 from harness.extend import (
     MODELS,
+    NOTIFY,
     PAUSE,
     REQUIRED,
     Clock,
@@ -58,6 +60,7 @@ from harness.extend import (
     Strategy,
     SystemClock,
     check_positive,
+    notifiers_from_config,
 )
 from termination import Budget, TerminationPolicy, feedback_from_config, sensor_from_config
 from termination.extend import BUDGET, FEEDBACK, POLICY, SENSORS
@@ -174,6 +177,14 @@ SPEC = Schema(
             default_text="pause up to 6 hours",
             see=PAUSE,
         ),
+        Key(
+            "notify",
+            ("array of tables", "table"),
+            "Webhooks or commands told when the run ends (and, with `on`, when it pauses or "
+            "resumes).",
+            default=(),
+            see=NOTIFY,
+        ),
     ],
     heading="The spec file",
     help="The top level of a spec (TOML). Paths are relative to the spec file's folder.",
@@ -238,6 +249,8 @@ class Spec:
     """``checkpoints = true`` (with ``checkpoint_dir``): how the run checkpoints its workspace."""
     pause: PauseSettings = PauseSettings()
     """The ``[pause]`` table: how a usage limit is waited out."""
+    notify: tuple[Notifier, ...] = ()
+    """The ``[[notify]]`` notifiers; `Spec.harness` adds them to the run's sinks."""
 
     def harness(
         self,
@@ -267,7 +280,7 @@ class Spec:
             strategy=strategy if strategy is not None else self.build_strategy(wrap_model),
             workspace=workspace if workspace is not None else self.workspace,
             system_prompt=self.system_prompt,
-            sinks=tuple(sinks),
+            sinks=(*sinks, *self.notify),
             transcript=transcript if transcript is not None else self.transcript,
             tool_timeout=self.tool_timeout,
             done_tool=self.done_tool,
@@ -425,6 +438,9 @@ def _spec(
         purpose=purpose,
         checkpoints=_checkpointing(data, base, where),
         pause=pause,
+        notify=notifiers_from_config(data["notify"], f"{where}: notify")
+        if "notify" in data
+        else (),
     )
     _require(spec, purpose)
     return spec

@@ -164,7 +164,7 @@ class Board:
             size=agents,
             settings=config.settings,
             engine=engine,
-            sinks=sinks,
+            sinks=(*config.notify, *sinks),
             watchers=watchers,
         )
 

@@ -20,6 +20,10 @@
                                          # a usage limit pauses every agent of the account
     model = { type = "fixture", path = "scripts/{task}.jsonl" }
 
+    [[notify]]                           # optional, several allowed: a webhook or a command
+    webhook = "https://example.com/hook" # told when the board ends, a task needs review, an
+                                         # account pauses or resumes (see docs/notifications.md)
+
     [ray]                                # optional, for --engine ray
     address = "auto"                     # default: $RAY_ADDRESS, else a local instance
     num_cpus = 1                         # CPUs a task attempt asks Ray for
@@ -37,14 +41,14 @@ from typing import Any, Literal
 
 from attrs import field, frozen
 
-from harness import ConfigurationError, ModelClient
-from harness.extend import check_positive
+from harness import ConfigurationError, ModelClient, Notifier
+from harness.extend import check_positive, notifiers_from_config
 
 from ._tasks import BoardConfigError, parse_toml, read_board_file
 
 BOARD_FILE = "board.toml"
 TASKS_FOLDER = "tasks"
-_SECTIONS = {"board", "agents", "ray"}
+_SECTIONS = {"board", "agents", "ray", "notify"}
 _BOARD_KEYS = {
     "workspace",
     "workspace_template",
@@ -184,6 +188,8 @@ class BoardConfig:
     settings: BoardSettings
     agents: tuple[Agent, ...]
     ray: RaySettings
+    notify: tuple[Notifier, ...] = ()
+    """The ``[[notify]]`` notifiers: `Board.from_folder` adds them to the board's sinks."""
 
 
 def load_config(folder: str | Path) -> BoardConfig:
@@ -236,7 +242,13 @@ def load_config(folder: str | Path) -> BoardConfig:
     cpus = ray.get("num_cpus", 1.0)
     if isinstance(cpus, bool) or not isinstance(cpus, int | float) or cpus < 0:
         raise BoardConfigError(f"{where}: ray.num_cpus must be a number >= 0 (got {cpus!r})")
-    return BoardConfig(file, settings, tuple(agents), RaySettings(address, float(cpus)))
+    try:
+        notify = notifiers_from_config(data["notify"], "notify") if "notify" in data else ()
+    except ConfigurationError as exc:
+        raise BoardConfigError(f"{where}: {exc}") from None
+    return BoardConfig(
+        file, settings, tuple(agents), RaySettings(address, float(cpus)), notify=notify
+    )
 
 
 def _fill(value: Any, values: Mapping[str, str]) -> Any:
