@@ -130,8 +130,10 @@ class Worktrees:
         try:
             await self._commit(tree, outcome)
             if outcome.outcome == "complete":
-                async with self._merging:
-                    problem = await self._merge(tree)
+                # Shielded: a merge killed half-way could leave the user's checkout mid-merge.
+                with anyio.CancelScope(shield=True):
+                    async with self._merging:
+                        problem = await self._merge(tree)
                 if problem is not None:
                     outcome = evolve(outcome, outcome="review", message=problem)
         except GitError as exc:
