@@ -151,6 +151,10 @@ async def test_two_tasks_at_once_each_work_in_their_own_worktree_and_both_merge(
     tmp_path: Path,
 ) -> None:
     repo = _repo(tmp_path)
+    hooks = repo / ".git" / "hooks"
+    for hook in ("pre-commit", "pre-merge-commit", "commit-msg", "post-checkout"):
+        (hooks / hook).write_text(f"#!/bin/sh\ntouch '{repo}/{hook}-ran'\nexit 1\n")
+        (hooks / hook).chmod(0o755)
     where = _Where()
     board = _board(
         tmp_path,
@@ -173,6 +177,7 @@ async def test_two_tasks_at_once_each_work_in_their_own_worktree_and_both_merge(
     assert "Merge harness/" in log  # the second one could not fast-forward
     assert {line.split("|")[0] for line in log.splitlines()} == {"t", "harness board"}
     assert _leftovers(repo) == ([], [])
+    assert not list(repo.glob("*-ran"))  # the repository's hooks never ran
 
 
 async def test_a_conflicting_pair_merges_one_and_sends_the_other_to_review(
