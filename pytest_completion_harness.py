@@ -130,20 +130,27 @@ def _finish_recordings(request: pytest.FixtureRequest, pending: list[tuple[Path,
 
 @pytest.fixture
 def harness_fixture(
-    request: pytest.FixtureRequest, harness_model: Callable[..., ModelClient]
+    request: pytest.FixtureRequest,
+    harness_model: Callable[..., ModelClient],
+    harness_recording: bool,
 ) -> Iterator[Callable[..., Harness]]:
-    """A factory: ``harness_fixture(path, *, record=None, spec=None, **harness_options)`` is a
-    `Harness` whose model is ``harness_model(path, record=record)``.
+    """A factory: ``harness_fixture(path, *, record=None, spec=None, realtime=False,
+    **harness_options)`` is a `Harness` whose model is ``harness_model(path, record=record)``.
 
     With ``spec`` (a run spec's path, relative to the test file) the harness is the spec's
     (`Spec.harness`: its tools, policy, strategy, workspace, ...), and the keywords replace
-    the spec's ``policy``, ``strategy``, ``workspace``, ``sinks`` or ``transcript``; the spec
-    needs no ``[model]`` or prompt (the fixture is the model, the test gives the task).
+    the spec's ``policy``, ``strategy``, ``workspace``, ``sinks``, ``transcript`` or ``clock``;
+    the spec needs no ``[model]`` or prompt (the fixture is the model, the test gives the task).
     Without one, every keyword goes to `Harness` (``tools``, ``policy``, ``strategy``,
     ``workspace``, ...), and without a ``policy`` the run has no budget and the agent's claim
-    of done is accepted (`AlwaysComplete`). The harness keeps its runs' events for
-    `assert_events`."""
+    of done is accepted (`AlwaysComplete`). A replay runs on a `FastForwardClock`, so the
+    fixture's recorded delays take no time, unless ``realtime=True`` (the system clock, at the
+    recorded pace), a ``clock`` is given, or the test records. The harness keeps its runs'
+    events for `assert_events`."""
     from harness import Harness
+
+    def recording(record: Callable[[], ModelClient] | None) -> bool:
+        return harness_recording and record is not None
 
     runs: list[_RunLog] = []
 
@@ -152,8 +159,15 @@ def harness_fixture(
         *,
         record: Callable[[], ModelClient] | None = None,
         spec: str | os.PathLike[str] | None = None,
+        realtime: bool = False,
         **options: Any,
     ) -> Harness:
+        if "clock" not in options and not realtime and not recording(record):
+            # Recorded delays take no time; wall-time budgets count them, so the replay halts
+            # where the recording did, and real work (tools, checks) keeps real deadlines.
+            from harness.testing import FastForwardClock
+
+            options["clock"] = FastForwardClock()
         log = _RunLog()
         runs.append(log)
         options["sinks"] = [*options.get("sinks", ()), log]
@@ -232,7 +246,8 @@ def assert_events(
     `source` is a result of a harness built by `harness_fixture`, a `ListSink`, the events
     themselves, or a JSONL transcript. Each expected item is an event name
     (``"check.failed"``), an event class (`CheckFailed`), or either with fields that must
-    match: ``("check.failed", {"reason": "answer.txt does not exist"})``.
+    match: ``("check.failed", {"reason": "answer.txt does not exist"})``. A failure numbers
+    the expected items and the run's events from 1, as the docs do.
     """
     __tracebackhide__ = True
     events = _events_of(source)
@@ -242,15 +257,16 @@ def assert_events(
             f"expected exactly {len(expected)} events, the run emitted {len(events)}: {names}"
         )
     position = 0
-    for index, item in enumerate(expected):
+    for number, item in enumerate(expected, start=1):
         found = next(
             (i for i in range(position, len(events)) if _matches(events[i], item)),
             None,
         )
         if found is None or (exact and found != position):
-            where = f"at position {position}" if exact else f"among events {position} on"
+            # Counted from 1, like the item: event 1 is the run's first.
+            where = f"at position {position + 1}" if exact else f"among events {position + 1} on"
             raise AssertionError(
-                f"expected {_describe(item)} (item {index} of the expected list) {where}; "
+                f"expected {_describe(item)} (item {number} of the expected list) {where}; "
                 f"the run's events are {names}"
             )
         position = found + 1

@@ -12,6 +12,7 @@ from harness.extend import lazy_exports as _lazy_exports
 
 from ._always import AlwaysComplete
 from ._compose import AllOf, AnyOf, Combinable
+from ._progress import Assessment, MeasuresProgress, WorkProgress
 from ._protocol import CompletionCheck, PreparesForRun
 from ._run_check import CheckVerdict, run_check
 
@@ -69,6 +70,7 @@ __all__ = [
     "AllOf",
     "AlwaysComplete",
     "AnyOf",
+    "Assessment",
     "BubblewrapSandbox",
     "CHECK_TYPES",
     "CheckVerdict",
@@ -82,6 +84,7 @@ __all__ = [
     "FilesCheck",
     "JUDGE_SYSTEM",
     "LocalSandbox",
+    "MeasuresProgress",
     "ModelVerdict",
     "PlanCheck",
     "PreparesForRun",
@@ -91,6 +94,7 @@ __all__ = [
     "SqlResult",
     "SqlResultCheck",
     "TestSuiteCheck",
+    "WorkProgress",
     "check_from_config",
     "failing_tests",
     "load_features",

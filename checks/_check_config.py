@@ -115,9 +115,32 @@ CHECKS = Variants(
                     "A JUnit XML report the command writes (a workspace "
                     "path), read for the names of failing tests.",
                 ),
+                Key(
+                    "baseline",
+                    "boolean",
+                    "Run the suite before the agent's first turn; a claim then passes when "
+                    "nothing that passed breaks and no new test fails (older failures do not "
+                    "block). Needs output that names every test (pytest -rA or -v, unittest "
+                    "-v, go test -v or -json, node --test, cargo test) or `junit_xml`.",
+                    default=False,
+                ),
+                Key(
+                    "must_pass",
+                    "array of strings",
+                    "Tests that must pass, named as the check reports them or by the end "
+                    "of that name (`test_add` for `tests/test_calc.py::test_add`).",
+                    default=(),
+                ),
+                Key(
+                    "max_runs",
+                    "integer",
+                    "Baselines kept, for this many of the newest runs that share the check.",
+                    default=64,
+                ),
             ],
-            help="`TestSuiteCheck`: the test command exits 0; otherwise the reason names the "
-            "failing tests (pytest, unittest, go, JUnit XML) and the output's tail.",
+            help="`TestSuiteCheck`: the test command exits 0 (or, with `baseline`, breaks "
+            "nothing that passed before the run); otherwise the reason names the failing "
+            "tests (pytest, unittest, go, node, cargo, JUnit XML) and the output's tail.",
         ),
         "command": Schema(
             "a command check",

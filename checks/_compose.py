@@ -14,9 +14,12 @@ from collections.abc import Iterable
 from attrs import field, frozen
 
 from harness import ConfigurationError, SessionStateSnapshot
+from harness.checkpoints import WorkProgress
+from harness.extend import Baseline
 
+from ._progress import Assessment
 from ._protocol import CompletionCheck, PreparesForRun
-from ._run_check import run_check
+from ._run_check import CheckVerdict, ask
 
 
 def as_check(value: object) -> CompletionCheck:
@@ -55,10 +58,19 @@ def _bullets(title: str, checks: Iterable[CompletionCheck]) -> str:
     return "\n".join(lines)
 
 
-async def _prepare_all(checks: Iterable[CompletionCheck], state: SessionStateSnapshot) -> None:
+async def _prepare_all(
+    checks: Iterable[CompletionCheck], state: SessionStateSnapshot
+) -> tuple[Baseline, ...]:
+    """Prepare every check that prepares; the baselines they recorded, in order."""
+    found: list[Baseline] = []
     for check in checks:
         if isinstance(check, PreparesForRun):
-            await check.prepare(state)
+            recorded = await check.prepare(state)
+            if isinstance(recorded, Baseline):
+                found.append(recorded)
+            elif isinstance(recorded, tuple):
+                found.extend(b for b in recorded if isinstance(b, Baseline))
+    return tuple(found)
 
 
 def _flatten(value: object, kind: type[AllOf | AnyOf]) -> tuple[CompletionCheck, ...]:
@@ -91,15 +103,22 @@ class AllOf(Combinable):
     def of(cls, *checks: CompletionCheck) -> AllOf:
         return cls(checks)
 
-    async def prepare(self, state: SessionStateSnapshot) -> None:
-        await _prepare_all(self.checks, state)
+    async def prepare(self, state: SessionStateSnapshot) -> tuple[Baseline, ...]:
+        return await _prepare_all(self.checks, state)
 
     async def check(self, state: SessionStateSnapshot) -> str | None:
         for check in self.checks:
-            reason = (await run_check(check, state)).reason
+            reason = (await ask(check, state)).reason
             if reason is not None:
                 return reason
         return None
+
+    async def measure(self, state: SessionStateSnapshot) -> Assessment:
+        """Every check's answer (none skipped, so the progress is whole): the first reason,
+        and the sum of the progress the checks report."""
+        answers = [await ask(check, state) for check in self.checks]
+        reason = next((a.reason for a in answers if a.reason is not None), None)
+        return Assessment(reason, WorkProgress.sum_of([a.progress for a in answers]))
 
     def description(self) -> str:
         if len(self.checks) == 1:
@@ -117,26 +136,45 @@ class AnyOf(Combinable):
     def of(cls, *checks: CompletionCheck) -> AnyOf:
         return cls(checks)
 
-    async def prepare(self, state: SessionStateSnapshot) -> None:
-        await _prepare_all(self.checks, state)
+    async def prepare(self, state: SessionStateSnapshot) -> tuple[Baseline, ...]:
+        return await _prepare_all(self.checks, state)
 
     async def check(self, state: SessionStateSnapshot) -> str | None:
         reasons: list[str] = []
         for check in self.checks:
-            reason = (await run_check(check, state)).reason
+            reason = (await ask(check, state)).reason
             if reason is None:
                 return None
             reasons.append(reason)
-        if len(reasons) == 1:
-            return reasons[0]
-        lines = [f"none of the {len(reasons)} alternatives holds:"]
-        for number, reason in enumerate(reasons, 1):
-            first, *rest = reason.splitlines() or [""]
-            lines.append(f"{number}. {first}")
-            lines.extend(f"   {line}" for line in rest)
-        return "\n".join(lines)
+        return _alternatives(reasons)
+
+    async def measure(self, state: SessionStateSnapshot) -> Assessment:
+        """As `check` (the first alternative that holds ends it), with the progress of the
+        alternative furthest along."""
+        answers: list[CheckVerdict] = []
+        for check in self.checks:
+            answer = await ask(check, state)
+            if answer.reason is None:
+                return Assessment(None, answer.progress)
+            answers.append(answer)
+        reasons = [a.reason for a in answers if a.reason is not None]
+        return Assessment(
+            _alternatives(reasons), WorkProgress.best_of([a.progress for a in answers])
+        )
 
     def description(self) -> str:
         if len(self.checks) == 1:
             return self.checks[0].description()
         return _bullets("At least one of these must hold:", self.checks)
+
+
+def _alternatives(reasons: list[str]) -> str:
+    """Every alternative's reason, numbered (one alone as it is)."""
+    if len(reasons) == 1:
+        return reasons[0]
+    lines = [f"none of the {len(reasons)} alternatives holds:"]
+    for number, reason in enumerate(reasons, 1):
+        first, *rest = reason.splitlines() or [""]
+        lines.append(f"{number}. {first}")
+        lines.extend(f"   {line}" for line in rest)
+    return "\n".join(lines)

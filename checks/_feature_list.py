@@ -11,9 +11,11 @@ from typing import Any
 from attrs import Factory, define, field, frozen
 
 from harness import SessionStateSnapshot, WorkspaceEscape, resolve_in_workspace
-from harness.extend import check_positive
+from harness.checkpoints import WorkProgress
+from harness.extend import check_positive, of_type
 
 from ._compose import Combinable
+from ._progress import Assessment
 
 _SHOW = 5
 DEFAULT_MAX_RUNS = 64
@@ -141,7 +143,9 @@ class FeatureListCheck(Combinable):
 
     # Reads one small JSON file with plain file I/O, as `prepare` does: nothing to wait for.
 
-    path: str = "feature_list.json"
+    path: str = field(
+        default="feature_list.json", validator=of_type(str, "a path in the workspace, as a string")
+    )
     max_runs: int = field(default=DEFAULT_MAX_RUNS, converter=_max_runs)
     _baselines: _Baselines = field(
         init=False,
@@ -174,24 +178,31 @@ class FeatureListCheck(Combinable):
         self._baselines.remember(state.run_id, {f.key: _without_passes(f.raw) for f in features})
 
     async def check(self, state: SessionStateSnapshot) -> str | None:
+        return (await self.measure(state)).reason
+
+    async def measure(self, state: SessionStateSnapshot) -> Assessment:
+        """The verdict, and the features passing (none measured when the list cannot be read
+        or was tampered with: its count would not be the run's)."""
         try:
             features = load_features(self._resolve(state), label=self.path)
             baseline = self._baselines.lookup(state.run_id)
         except FeatureListError as exc:
-            return str(exc)
+            return Assessment(str(exc))
         tampered = self._tampering(baseline, features)
         if tampered:
-            return tampered
+            return Assessment(tampered)
         if not features:
-            return f"{self.path} lists no features"
+            return Assessment(f"{self.path} lists no features")
         failing = [f.key for f in features if not f.passes]
+        progress = WorkProgress(len(features) - len(failing), len(features), "features", failing)
         if not failing:
-            return None
+            return Assessment(None, progress)
         shown = ", ".join(_short(k) for k in failing[:_SHOW])
         more = f" and {len(failing) - _SHOW} more" if len(failing) > _SHOW else ""
-        return (
+        return Assessment(
             f"{len(failing)} of {len(features)} features in {self.path} do not pass yet: "
-            f"{shown}{more}"
+            f"{shown}{more}",
+            progress,
         )
 
     def _tampering(self, baseline: Baseline | None, features: list[Feature]) -> str | None:

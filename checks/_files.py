@@ -9,8 +9,10 @@ import anyio.to_thread
 from attrs import field, frozen
 
 from harness import ConfigurationError, SessionStateSnapshot, WorkspaceEscape, resolve_in_workspace
+from harness.checkpoints import WorkProgress
 
 from ._compose import Combinable
+from ._progress import Assessment
 
 _SHOW = 5
 _GLOB_CHARS = frozenset("*?[")
@@ -53,12 +55,16 @@ class FilesCheck(Combinable):
         return f"These files {what} in the workspace: {', '.join(self.paths)}."
 
     async def check(self, state: SessionStateSnapshot) -> str | None:
+        return (await self.measure(state)).reason
+
+    async def measure(self, state: SessionStateSnapshot) -> Assessment:
+        """The verdict, and how many of the entries are present (and not empty, if asked)."""
         workspace = state.workspace
         if workspace is None:
-            return "the run has no workspace, so the required files cannot exist"
+            return Assessment("the run has no workspace, so the required files cannot exist")
         return await anyio.to_thread.run_sync(self._inspect, workspace)
 
-    def _inspect(self, workspace: Path) -> str | None:
+    def _inspect(self, workspace: Path) -> Assessment:
         missing: list[str] = []
         empty: list[str] = []
         for entry in self.paths:
@@ -72,7 +78,9 @@ class FilesCheck(Combinable):
             parts.append(f"missing {len(missing)} of {len(self.paths)}: {_some(missing)}")
         if empty:
             parts.append(f"empty: {_some(empty)}")
-        return "; ".join(parts) if parts else None
+        absent = [*missing, *empty]
+        progress = WorkProgress(len(self.paths) - len(absent), len(self.paths), "files", absent)
+        return Assessment("; ".join(parts) if parts else None, progress)
 
 
 def _matches(workspace: Path, entry: str) -> list[Path]:

@@ -23,6 +23,11 @@ class CompletionCheck(Protocol):
 
 @runtime_checkable
 class PreparesForRun(Protocol):
-    """A check that records a baseline when the run starts (before any agent action)."""
+    """A check that records a baseline when the run starts (before any agent action).
 
-    async def prepare(self, state: SessionStateSnapshot) -> None: ...
+    `prepare` may return what it recorded, a `harness.Baseline` (or a tuple of them, for a
+    composition), which the run writes to its transcript and lists on the result; None
+    otherwise.
+    """
+
+    async def prepare(self, state: SessionStateSnapshot) -> object: ...

@@ -1,5 +1,8 @@
 """`run_check`: the one place a completion check's answer becomes a `CheckVerdict`.
 
+A check that can count what it verifies (`MeasuresProgress`) is asked with `measure`, and
+the verdict carries its `WorkProgress` too.
+
 The check fails closed. An exception, an answer that is neither None nor a non-empty
 string, or (with a time limit) a check still running at the deadline is "not complete", with
 a reason naming the check and what went wrong. The policy, Ralph, `harness check` and the
@@ -8,11 +11,14 @@ stop hooks all ask a check through here, so the agent reads the same reason on e
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from attrs import frozen
 
 from harness import SessionStateSnapshot
-from harness.extend import Clock, SystemClock
+from harness.extend import Clock, SystemClock, Tampering
 
+from ._progress import Assessment, MeasuresProgress, WorkProgress
 from ._protocol import CompletionCheck
 
 
@@ -23,6 +29,8 @@ class CheckVerdict:
 
     check: CompletionCheck
     reason: str | None
+    progress: WorkProgress | None = None
+    """How far the work is (`done` of `total`), when the check measures it."""
 
     @property
     def passed(self) -> bool:
@@ -46,15 +54,35 @@ async def run_check(
     With `time_limit`, the check runs under a deadline scope that many seconds from now on
     `clock` (the system clock by default): a check still running then is cancelled (and its
     processes with it) and is "not complete". Cancellation from outside is not caught.
+
+    A snapshot whose `tampering` names protected paths the agent changed is judged "not
+    complete" whatever the check says (the run gave it the pristine files, see
+    `RunState.judge`); the reason names the files, then what the check said.
     """
+    verdict = await ask(check, snapshot, time_limit=time_limit, clock=clock)
+    if not snapshot.tampering:
+        return verdict
+    reason = tampering_reason(snapshot.tampering, verdict.reason)
+    return CheckVerdict(check, reason, verdict.progress)
+
+
+async def ask(
+    check: CompletionCheck,
+    snapshot: SessionStateSnapshot,
+    *,
+    time_limit: float | None = None,
+    clock: Clock | None = None,
+) -> CheckVerdict:
+    """`run_check` without the verdict on tampering: for the children of a composition, whose
+    parent gives it once."""
     name = type(check).__name__
     try:
         if time_limit is None:
-            answer: object = await check.check(snapshot)
+            answer: object = await _ask(check, snapshot)
         else:
             clock = clock if clock is not None else SystemClock()
             with clock.deadline_scope(clock.now() + time_limit) as scope:
-                answer = await check.check(snapshot)
+                answer = await _ask(check, snapshot)
             if scope.cancelled_caught:
                 return CheckVerdict(
                     check, f"the completion check {name} did not finish within {time_limit:g}s"
@@ -63,7 +91,19 @@ async def run_check(
         return CheckVerdict(
             check, f"the completion check {name} failed with {type(exc).__name__}: {exc}"
         )
+    if isinstance(answer, Assessment):
+        return CheckVerdict(check, _reason(answer.reason, name), answer.progress)
     return CheckVerdict(check, _reason(answer, name))
+
+
+async def _ask(check: CompletionCheck, snapshot: SessionStateSnapshot) -> object:
+    if isinstance(check, MeasuresProgress):
+        answer: object = await check.measure(snapshot)
+        if not isinstance(answer, Assessment):
+            name = type(check).__name__
+            return f"the completion check {name} measured {answer!r} instead of an Assessment"
+        return answer
+    return await check.check(snapshot)
 
 
 def _reason(answer: object, name: str) -> str | None:
@@ -75,3 +115,18 @@ def _reason(answer: object, name: str) -> str | None:
     if not answer.strip():
         return f"the completion check {name} returned an empty reason"
     return answer
+
+
+def tampering_reason(changes: Sequence[Tampering], reason: str | None) -> str:
+    """Why a claim that changed protected paths is rejected, and what the check said of the
+    work with them as they were."""
+    changed = "\n".join(f"- {t}" for t in changes)
+    verdict = (
+        "With them as they were, the completion check passes: restore them and claim again."
+        if reason is None
+        else f"With them as they were, the completion check reports:\n{reason}"
+    )
+    return (
+        "Protected files were changed. They judge the work, so the claim is rejected and "
+        f"they are judged as they were when the run started:\n{changed}\n{verdict}"
+    )

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import anyio
-from attrs import field, frozen
+from attrs import Factory, field, frozen
 
-from harness import SessionStateSnapshot, WorkspaceEscape, resolve_in_workspace
-from harness.extend import ProcessResult, positive
+from harness import ConfigurationError, SessionStateSnapshot, WorkspaceEscape, resolve_in_workspace
+from harness.checkpoints import WorkProgress
+from harness.extend import Baseline, ProcessResult, positive
 
+from ._baseline import Comparison, PerRun, SuiteBaseline, compare
 from ._command import (
     command_text,
     convert_command,
@@ -21,10 +23,35 @@ from ._command import (
     with_output,
 )
 from ._compose import Combinable
+from ._progress import Assessment
 from ._sandbox import LocalSandbox, SandboxProvider
+from ._suite_tally import tally
 from ._test_output import JunitError, SuiteOutput, junit_failures, read_output
+from ._test_results import TestResults, Unreadable, junit_results, names, read_results
 
 _SHOW = 8
+
+
+def _must_pass(value: Sequence[str] | str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = (value,)
+    items = tuple(value)
+    for item in items:
+        if not isinstance(item, str) or not item.strip():
+            raise ConfigurationError(f"'must_pass' must hold test names (got {item!r})")
+    return items
+
+
+@frozen
+class _Ran:
+    """One run of the suite: the process, what its output says, and its listing of tests."""
+
+    result: ProcessResult
+    said: SuiteOutput
+    listing: TestResults | Unreadable
+    from_report: list[str]
+    report_cases: int | None
+    report_note: str | None
 
 
 @frozen
@@ -38,6 +65,16 @@ class TestSuiteCheck(Combinable):
     A run that ran no tests is not complete whatever its exit code: a fresh report with no
     test cases, or output that says so (``Ran 0 tests``, ``no tests ran``, ``[no test
     files]``, ``# tests 0``, ``running 0 tests``, ...) with no line showing a test ran.
+
+    With `baseline`, `prepare` runs the suite once before the agent's first turn and records
+    every test's outcome; a claim is then complete when every test that passed then still
+    passes, every `must_pass` test passes and no new failure appeared, whatever the exit code
+    (failures that predate the run are listed apart and do not block). This needs a listing
+    of every test: the JUnit report, or output that names passing tests too (pytest ``-v`` or
+    ``-rA``, unittest ``-v``, go test ``-v`` or ``-json``, node --test, cargo test). When the
+    listing cannot be read, the check fails closed: the exit code decides, as without a
+    baseline, and the reason says why. `must_pass` alone (no baseline) adds its tests to the
+    plain check, and needs the listing. Baselines are kept for the newest `max_runs` runs.
     """
 
     __test__ = False  # not a pytest test class, despite the name
@@ -48,15 +85,169 @@ class TestSuiteCheck(Combinable):
     sandbox: SandboxProvider = field(factory=LocalSandbox, validator=validate_sandbox)
     junit_xml: str | None = None
     env: Mapping[str, str] = field(factory=dict, converter=convert_env, hash=False)
+    baseline: bool = False
+    must_pass: tuple[str, ...] = field(default=(), converter=_must_pass)
+    max_runs: int = field(default=64, validator=positive(integer=True))
+    _baselines: PerRun[SuiteBaseline] = field(
+        init=False,
+        eq=False,
+        repr=False,
+        default=Factory(lambda self: PerRun(self.max_runs), takes_self=True),
+    )
 
     def description(self) -> str:
         where = "" if self.working_dir in (".", "") else f" (in {self.working_dir})"
-        return (
+        text = (
             f"The test suite passes: `{command_text(self.command)}`{where} runs at least one "
             "test and exits with code 0. Fix the code, not the tests."
         )
+        if self.baseline:
+            text = (
+                f"The test suite `{command_text(self.command)}`{where} shows no new failure: "
+                "every test that passed before you started still passes, and no test fails "
+                "that did not fail then (failures that predate the task do not count). Fix "
+                "the code, not the tests."
+            )
+        if self.must_pass:
+            text += f" These tests must pass: {', '.join(self.must_pass)}."
+        return text
+
+    async def prepare(self, state: SessionStateSnapshot) -> Baseline | None:
+        """With `baseline`, run the suite before the agent's first turn and remember every
+        test's outcome for this run; the `Baseline` returned goes into the transcript."""
+        if not self.baseline:
+            return None
+        shown = f"`{command_text(self.command)}`"
+        ran = await self._run(state)
+        if isinstance(ran, str):
+            recorded = SuiteBaseline(shown, None, None, f"the suite could not run: {ran}")
+        elif ran.result.timed_out or ran.result.exit_code < 0:
+            why = failure_headline(self.command, ran.result, self.timeout)
+            recorded = SuiteBaseline(shown, ran.result.exit_code, None, why)
+        elif isinstance(ran.listing, Unreadable):
+            recorded = SuiteBaseline(shown, ran.result.exit_code, None, ran.listing.why)
+        else:
+            recorded = SuiteBaseline(shown, ran.result.exit_code, ran.listing)
+        self._baselines.remember(state.run_id, recorded)
+        results = recorded.results
+        return Baseline(
+            check=shown,
+            runner=results.runner if results is not None else None,
+            passed=len(results.passed) if results is not None else 0,
+            failing=recorded.failing,
+            exit_code=recorded.exit_code,
+            unreadable=recorded.unreadable,
+        )
+
+    def baseline_for(self, run_id: str) -> SuiteBaseline | None:
+        """The baseline `prepare` recorded for the run, if it is still kept."""
+        return self._baselines.get(run_id)
+
+    def restore_baseline(self, run_id: str, baseline: SuiteBaseline) -> None:
+        """Use `baseline`, recorded earlier (by another process: the stop hooks), for the run."""
+        self._baselines.remember(run_id, baseline)
 
     async def check(self, state: SessionStateSnapshot) -> str | None:
+        return (await self.measure(state)).reason
+
+    async def measure(self, state: SessionStateSnapshot) -> Assessment:
+        """The verdict, and the tests passing of those that ran (see `_progress`)."""
+        ran = await self._run(state)
+        if isinstance(ran, str):
+            return Assessment(ran)
+        return Assessment(self._verdict(state, ran), _progress(ran))
+
+    def _verdict(self, state: SessionStateSnapshot, ran: _Ran) -> str | None:
+        result, said = ran.result, ran.said
+        none_ran = None
+        if result.timed_out or result.exit_code < 0:
+            pass  # stopped before it could finish: what it ran so far says nothing
+        elif ran.report_cases == 0:
+            none_ran = f"its JUnit report {self.junit_xml} lists no test cases"
+        elif ran.report_cases is None and said.ran is False:
+            none_ran = f"its output says `{said.none_ran}`"
+        if self.baseline or self.must_pass:
+            judged = self._against_baseline(state, ran, none_ran)
+            if not isinstance(judged, _Fallback):
+                return judged
+            fallback = judged.why
+        else:
+            fallback = None
+        if result.ok and not ran.from_report and none_ran is None:
+            return None
+        reason = self._reason(result, said, ran.from_report, none_ran, ran.report_note)
+        if not fallback:
+            return reason
+        headline, newline, rest = reason.partition("\n")
+        return f"{headline}\n({fallback}; so the exit code decides){newline}{rest}"
+
+    def _against_baseline(
+        self, state: SessionStateSnapshot, ran: _Ran, none_ran: str | None
+    ) -> str | _Fallback | None:
+        """The verdict by test names, or a `_Fallback` saying why names cannot decide."""
+        result, listing = ran.result, ran.listing
+        shown = f"`{command_text(self.command)}`"
+        if result.timed_out or result.exit_code < 0:
+            return _Fallback("the run was stopped, so its listing is not whole")
+        if isinstance(listing, Unreadable):
+            if self.must_pass:
+                return with_output(
+                    f"{shown} must show that {', '.join(self.must_pass)} passed, but its "
+                    f"output cannot be read into test names: {listing.why}",
+                    result,
+                )
+            return _Fallback(f"the baseline is not applied: {listing.why}")
+        recorded = self._baselines.get(state.run_id) if self.baseline else None
+        if self.baseline and recorded is None:
+            why = "no baseline was recorded for this run (it is taken when a run starts)"
+        elif recorded is not None and recorded.results is None:
+            why = f"the baseline could not be read into test names ({recorded.unreadable})"
+        else:
+            why = None
+        base = recorded.results if recorded is not None else None
+        comparison = compare(base, listing, self.must_pass)
+        if why is not None or not self.baseline:
+            if comparison.unmet:
+                return self._compared(shown, ran, compare(None, listing, self.must_pass))
+            return _Fallback(f"the baseline is not applied: {why}") if why else _Fallback("")
+        if none_ran is not None or not listing.outcomes:
+            said = none_ran or "its listing names no test"
+            return with_output(f"{shown} ran no tests ({said})", result)
+        if not result.ok and not listing.failed:
+            return with_output(
+                f"{failure_headline(self.command, result, self.timeout)} although no test "
+                "failed; something else went wrong",
+                result,
+            )
+        if comparison.complete:
+            return None
+        return self._compared(shown, ran, comparison)
+
+    def _compared(self, shown: str, ran: _Ran, comparison: Comparison) -> str:
+        result = ran.result
+        headline = (
+            f"{shown} exited 0"
+            if result.ok
+            else failure_headline(self.command, result, self.timeout)
+        )
+        if ran.said.counts:
+            headline += f" ({ran.said.counts})"
+        lines = [headline]
+        if comparison.broken:
+            broken = names(comparison.broken, _SHOW)
+            lines.append(f"tests that passed before the run no longer pass: {broken}")
+        if comparison.new_failures:
+            lines.append(f"new failures: {names(comparison.new_failures, _SHOW)}")
+        if comparison.unmet:
+            lines.append(f"must_pass tests not passing: {'; '.join(comparison.unmet[:_SHOW])}")
+        if comparison.predating:
+            lines.append(
+                "failing since before the run began (these do not block): "
+                f"{names(comparison.predating, _SHOW)}"
+            )
+        return with_output("\n".join(lines), result)
+
+    async def _run(self, state: SessionStateSnapshot) -> _Ran | str:
         report = self._report_path(state)
         if isinstance(report, str):
             return report
@@ -74,22 +265,18 @@ class TestSuiteCheck(Combinable):
         report_cases: int | None = None
         from_report: list[str] = []
         report_note = None
+        listing: TestResults | Unreadable | None = None
         if report is not None and await _stamp(report) not in (before, None):
             try:
                 report_cases, from_report = junit_failures(report, label=str(self.junit_xml))
+                listing = junit_results(report, label=str(self.junit_xml))
             except JunitError as exc:
                 report_note = str(exc)
+                listing = Unreadable(report_note)
+        if listing is None:
+            listing = read_results(result.output_tail, truncated=result.truncated)
         said = read_output(result.output_tail, complete=not result.truncated)
-        none_ran = None
-        if result.timed_out or result.exit_code < 0:
-            pass  # stopped before it could finish: what it ran so far says nothing
-        elif report_cases == 0:
-            none_ran = f"its JUnit report {self.junit_xml} lists no test cases"
-        elif report_cases is None and said.ran is False:
-            none_ran = f"its output says `{said.none_ran}`"
-        if result.ok and not from_report and none_ran is None:
-            return None
-        return self._reason(result, said, from_report, none_ran, report_note)
+        return _Ran(result, said, listing, from_report, report_cases, report_note)
 
     def _report_path(self, state: SessionStateSnapshot) -> Path | str | None:
         if self.junit_xml is None or state.workspace is None:
@@ -132,6 +319,30 @@ class TestSuiteCheck(Combinable):
         return with_output(headline, result)
 
 
+def _progress(ran: _Ran) -> WorkProgress | None:
+    """Tests passing of those that ran: from a fresh JUnit report, else the listing of named
+    outcomes when it names passing tests, else the runner's closing counts (with the failing
+    names the output gives). A run that timed out or was killed counts none as passing."""
+    result, listing = ran.result, ran.listing
+    counted = tally(result.output_tail)
+    if ran.report_cases is not None:
+        passed, total, failing = (
+            ran.report_cases - len(ran.from_report),
+            ran.report_cases,
+            list(ran.from_report),
+        )
+    elif isinstance(listing, TestResults) and listing.passed:
+        failing = [name for name, outcome in listing.outcomes.items() if outcome == "failed"]
+        passed, total = len(listing.passed), len(listing.passed) + len(failing)
+    elif counted is not None:
+        passed, total, failing = counted.passed, counted.total, list(ran.said.failing)
+    else:
+        return None
+    if result.timed_out or result.exit_code < 0:
+        passed = 0
+    return WorkProgress(max(0, min(passed, total)), total, "tests", failing)
+
+
 async def _stamp(path: Path | None) -> tuple[int, int] | None:
     """The file's (mtime in ns, size), or None when it does not exist."""
     if path is None:
@@ -141,3 +352,11 @@ async def _stamp(path: Path | None) -> tuple[int, int] | None:
     except OSError:
         return None
     return stat.st_mtime_ns, stat.st_size
+
+
+@frozen
+class _Fallback:
+    """Test names cannot decide: the exit code does, and `why` says so ("" for the plain
+    check with its `must_pass` tests met)."""
+
+    why: str

@@ -32,6 +32,8 @@ from ._events import (
     IterationStarted,
     JsonlTranscript,
     RunHalted,
+    RunPaused,
+    RunResumed,
     RunStarted,
     SensorRead,
     SinkFailed,
@@ -46,6 +48,7 @@ from ._harness import Harness
 from ._lazy import lazy_exports as _lazy_exports
 from ._messages import FEEDBACK_TAG, Message, Role, ToolCall, Usage
 from ._model import ModelClient
+from ._pause import PauseSettings
 from ._result import (
     BudgetExceeded,
     Cancelled,
@@ -56,13 +59,19 @@ from ._result import (
     RunResult,
     SensorTripped,
     SessionTranscript,
+    UsageLimitReached,
 )
 from ._run import DEFAULT_SYSTEM_PROMPT
 from ._scripted import ScriptedModelClient
 from ._state import SessionStateSnapshot
 from ._tools import Tool, ToolContext, ToolResult, tool
 from ._transcript import RunTally, TranscriptReader
-from ._workspace import WorkspaceEscape, open_in_workspace, resolve_in_workspace
+from ._workspace import (
+    WorkspaceEscape,
+    WorkspaceTooDeep,
+    open_in_workspace,
+    resolve_in_workspace,
+)
 
 if typing.TYPE_CHECKING:
     from ._agent_clients import CursorAgentClient, GeminiCliClient, OpenCodeClient
@@ -189,6 +198,7 @@ __all__ = [
     "OpenAIClient",
     "OpenCodeClient",
     "OtelSink",
+    "PauseSettings",
     "Plan",
     "PlanStep",
     "PriceTable",
@@ -197,7 +207,9 @@ __all__ = [
     "RetryPolicy",
     "Role",
     "RunHalted",
+    "RunPaused",
     "RunResult",
+    "RunResumed",
     "RunStarted",
     "RunTally",
     "ScriptedModelClient",
@@ -217,8 +229,10 @@ __all__ = [
     "TurnFinished",
     "TurnStarted",
     "Usage",
+    "UsageLimitReached",
     "VerdictReached",
     "WorkspaceEscape",
+    "WorkspaceTooDeep",
     "list_files",
     "model_from_config",
     "open_in_workspace",

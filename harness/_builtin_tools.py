@@ -144,6 +144,7 @@ def _write_file(path: str, content: str, ctx: ToolContext) -> str:
         content: the whole new content of the file
     """
     data = content.encode("utf-8")
+    _refuse_protected(ctx, path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NONBLOCK
     fd, _ = open_in_workspace(_root(ctx), path, flags, make_parents=True)
     try:
@@ -154,6 +155,34 @@ def _write_file(path: str, content: str, ctx: ToolContext) -> str:
     finally:
         os.close(fd)
     return f"wrote {len(data)} bytes to {path}"
+
+
+def _refuse_protected(ctx: ToolContext, path: str) -> None:
+    """Refuse a write to a protected path, by the name given or where its links lead.
+
+    A first line of defence, for the agent's benefit: the record taken when the run started
+    is what catches a change by any other route (a shell, a link made later)."""
+    protected = ctx.protected
+    if not protected:
+        return
+    root = _root(ctx)
+    written = Path(os.path.normpath(path))
+    lexical = written if not written.is_absolute() else _inside(root, written)
+    real = _inside(root.resolve(), Path(os.path.realpath(root / path)))
+    for relative in (lexical, real):
+        rule = protected.rule_for(relative.as_posix()) if relative is not None else None
+        if rule is not None:
+            raise PermissionError(
+                f"{path} is protected by the rule {rule!r}: it judges the work and may not be "
+                "changed. Change the code, not the verifier."
+            )
+
+
+def _inside(root: Path, path: Path) -> Path | None:
+    try:
+        return path.relative_to(root)
+    except ValueError:
+        return None
 
 
 read_file: Tool = tool(name="read_file", read_only=True)(_read_file)

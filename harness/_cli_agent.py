@@ -5,27 +5,42 @@ Each turn renders a prompt from the request (see `render_prompt`), runs the comm
 run's workspace with the prompt on stdin or as an argument, and returns the command's output as
 the assistant's text with no tool calls: every turn is a claim of done, so the completion check
 runs after each one and its reason goes into the next turn's prompt. The process tree is
-killed on timeout and on cancellation (`run_process`). A command that exits non-zero fails the
-run with a `ModelError`; one that runs out of time returns what it printed, marked with
-``stop_reason="timeout"``, so the check decides and the next turn carries on.
+killed on timeout and on cancellation (`run_process`). One that runs out of time returns what
+it printed, marked with ``stop_reason="timeout"``, so the check decides and the next turn
+carries on.
+
+A turn that reports a usage limit (Claude Code's, Codex's, Gemini CLI's: see `harness._limits`)
+raises `UsageLimitError`: the run pauses until the reset and runs the turn again. Messages in
+words are read only from a short output or a command that failed (an agent's long answer may
+quote one); Claude Code's ``rate_limit_event`` lines are read from any output. Otherwise a
+command that exits non-zero fails the run with a `ModelError`, and one that exits 0 having
+printed nothing, or only an error message, did no work: its turn is marked
+``stop_reason="not_executed"``, which is neither a claim of done nor progress.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
 from ._clock import Clock, SystemClock
 from ._errors import ConfigurationError, ModelError
+from ._limits import UsageLimitError, find_usage_limit
 from ._messages import ModelRequest, ModelResponse, Usage
 from ._process import DEFAULT_MAX_OUTPUT, run_process
+from ._session import NOT_EXECUTED
 from ._validate import check_positive
 
 PromptMode = Literal["stdin", "argument"]
 PROMPT_FIELD = "{prompt}"
 _REDACTED = "[redacted]"
+SHORT_OUTPUT = 2000
+"""An output at most this long (stripped) may be only a message: a limit or an error."""
+_ERROR_LINE = re.compile(r"^\W{0,3}\[?(?:API Error|Error|ERROR|error)\b")
 
 
 def render_prompt(request: ModelRequest) -> str:
@@ -136,6 +151,12 @@ class CliAgentClient:
             stdin=stdin,
         )
         output = _redact(result.output_tail, secrets)
+        text = output.strip()
+        short = len(text) <= SHORT_OUTPUT
+        failed = result.exit_code != 0 and not result.timed_out
+        limit = find_usage_limit(text, now=time.time(), words=short or failed)
+        if limit is not None:
+            raise UsageLimitError(limit)
         if result.timed_out:
             return ModelResponse(
                 text=f"{output.strip()}\n\n[{self.name} was stopped after {self.timeout:g}s]",
@@ -148,8 +169,12 @@ class CliAgentClient:
                 f"{self.name} exited with code {result.exit_code}: {output.strip()[-1000:]}",
                 kind="other",
             )
+        did_nothing = not text or (short and _ERROR_LINE.match(text) is not None)
         return ModelResponse(
-            text=output.strip(), usage=Usage(cost_usd=None), model=self.name, stop_reason="exit"
+            text=text,
+            usage=Usage(cost_usd=None),
+            model=self.name,
+            stop_reason=NOT_EXECUTED if did_nothing else "exit",
         )
 
     def __repr__(self) -> str:

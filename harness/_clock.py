@@ -66,6 +66,20 @@ class SystemClock:
         return "SystemClock()"
 
 
+def postpone(clock: Clock, scope: anyio.CancelScope, seconds: float) -> None:
+    """Move the deadline of `scope` (made by `clock.deadline_scope`) `seconds` later.
+
+    A pause that does not count toward wall time moves the run's deadlines with it. A clock
+    that keeps its own deadlines (`FakeClock`) offers ``postpone(scope, seconds)``; for any
+    other, the scope is an anyio cancel scope with the deadline set on it.
+    """
+    mover = getattr(clock, "postpone", None)
+    if callable(mover):
+        mover(scope, seconds)
+    else:
+        scope.deadline += seconds
+
+
 _UNWIND_ROUNDS = 32
 
 
@@ -126,6 +140,13 @@ class FakeClock:
         finally:
             self._sleepers.remove(target)
 
+    def postpone(self, scope: anyio.CancelScope, seconds: float) -> None:
+        """Move the deadline of `scope`, one of this clock's deadline scopes, `seconds` later."""
+        for index, (deadline, held) in enumerate(self._scopes):
+            if held is scope:
+                self._scopes[index] = (deadline + seconds, held)
+                return
+
     def deadline_scope(self, deadline: float) -> DeadlineScope:
         # A generator context manager's __exit__ returns a bool at run time; typeshed widens it
         # to `bool | None`, which would make a FakeClock not a `Clock` to mypy.
@@ -136,9 +157,66 @@ class FakeClock:
         with anyio.CancelScope() as scope:
             if deadline <= self._now:
                 scope.cancel()
+            self._scopes.append((deadline, scope))
+            try:
+                yield scope
+            finally:  # by identity: `postpone` may have replaced the entry
+                self._scopes[:] = [entry for entry in self._scopes if entry[1] is not scope]
+
+
+@define
+class FastForwardClock:
+    """The event loop's clock, except that a `sleep` takes no time: it moves this clock
+    forward by what it skipped. Made for replays, where the only sleeps are a fixture's
+    recorded delays.
+
+    Real work keeps its real deadlines: a tool, a check or a command that hangs is cancelled
+    when the clock (real time plus the time skipped) reaches its deadline, as on the system
+    clock. A sleep that would pass a deadline stops the clock at that deadline and cancels its
+    scope, so a wall-time budget halts a replay exactly where it halted the recorded run.
+    Sleeps are skipped one after another: two taken at once add up, where a real clock (or
+    `FakeClock`) would overlap them.
+    """
+
+    _skipped: float = field(init=False, default=0.0)
+    _scopes: list[tuple[float, anyio.CancelScope]] = field(init=False, factory=list)
+
+    def now(self) -> float:
+        return anyio.current_time() + self._skipped
+
+    @property
+    def skipped(self) -> float:
+        """The seconds of sleep this clock skipped so far."""
+        return self._skipped
+
+    async def sleep(self, seconds: float) -> None:
+        target = self.now() + max(seconds, 0.0)
+        while (now := self.now()) < target:
+            # Skip to the target, or to the first deadline before it (whose scope then fires).
+            stop = min((d for d, _ in self._scopes if now < d < target), default=target)
+            self._skipped += stop - now
+            for deadline, scope in self._scopes:
+                scope.deadline = deadline - self._skipped
+            await anyio.lowlevel.checkpoint()
+        await anyio.lowlevel.checkpoint()
+
+    def postpone(self, scope: anyio.CancelScope, seconds: float) -> None:
+        """Move the deadline of `scope`, one of this clock's deadline scopes, `seconds` later."""
+        for index, (deadline, held) in enumerate(self._scopes):
+            if held is scope:
+                self._scopes[index] = (deadline + seconds, held)
+                held.deadline = deadline + seconds - self._skipped
+                return
+
+    def deadline_scope(self, deadline: float) -> DeadlineScope:
+        return cast("DeadlineScope", self._deadline_scope(deadline))
+
+    @contextmanager
+    def _deadline_scope(self, deadline: float) -> Iterator[anyio.CancelScope]:
+        with anyio.CancelScope(deadline=deadline - self._skipped) as scope:
             entry = (deadline, scope)
             self._scopes.append(entry)
             try:
                 yield scope
-            finally:
-                self._scopes.remove(entry)
+            finally:  # by identity: `postpone` may have replaced the entry
+                self._scopes[:] = [held for held in self._scopes if held[1] is not scope]

@@ -26,6 +26,7 @@ from ._jsonl import LineFile
 from ._log import get_logger
 from ._messages import ModelResponse, ToolCall, Usage
 from ._result import HaltReason
+from ._work_progress import WorkProgress
 
 
 @frozen
@@ -182,6 +183,77 @@ class VerdictReached(Event):
     round: int
     passed: bool
     reasons: str
+
+
+@frozen
+class CheckpointSaved(Event):
+    """The workspace was checkpointed (`harness.checkpoints`): at the run's start, at the end
+    of a Ralph iteration, at a rejected claim. `checkpoint` is its id, `tree` its content;
+    `progress` what the completion check measured on it, when it did."""
+
+    name: ClassVar[str] = "checkpoint.saved"
+    level: ClassVar[str] = "debug"
+    label: str
+    checkpoint: str
+    tree: str
+    seq: int
+    kind: str
+    progress: WorkProgress | None = None
+
+
+@frozen
+class CheckpointRestored(Event):
+    """The workspace was put back to checkpoint `checkpoint` (`label` is that checkpoint's);
+    `reason` says why; `added`/`modified`/`deleted` count the files the restore changed."""
+
+    name: ClassVar[str] = "checkpoint.restored"
+    checkpoint: str
+    label: str
+    reason: str
+    added: int
+    modified: int
+    deleted: int
+
+
+@frozen
+class CheckpointFailed(Event):
+    """A checkpoint could not be saved or restored; the run goes on without it."""
+
+    name: ClassVar[str] = "checkpoint.failed"
+    level: ClassVar[str] = "warning"
+    label: str
+    error: str
+
+
+@frozen
+class RunPaused(Event):
+    """The model client met a usage limit: the run waits `wait` seconds on its clock, then runs
+    turn `turn` again (the turn is charged to no budget). `retry_in` and `resets_at` are what
+    the limit reported (None: unreadable); `counted` says whether the pause uses up wall time."""
+
+    name: ClassVar[str] = "run.paused"
+    level: ClassVar[str] = "warning"
+    agent: str
+    iteration: int
+    turn: int
+    source: str
+    message: str
+    retry_in: float | None
+    resets_at: float | None
+    wait: float
+    counted: bool
+
+
+@frozen
+class RunResumed(Event):
+    """The pause is over after `paused_for` seconds; turn `turn` runs again."""
+
+    name: ClassVar[str] = "run.resumed"
+    agent: str
+    iteration: int
+    turn: int
+    paused_for: float
+    counted: bool
 
 
 @frozen

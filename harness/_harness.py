@@ -8,32 +8,44 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
+import anyio
 from attrs import define, evolve, field
 
 from ._cancel import CancelToken
+from ._checkpoints import Checkpointing
 from ._clock import Clock, SystemClock
 from ._errors import ConfigurationError, FixtureError
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
 from ._jsonl import check_output_file
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
-from ._policy import Policy, ScopesRun
+from ._pause import PauseSettings
+from ._policy import Policy, ProtectsPaths, ScopesRun
+from ._protected import PathGuard
 from ._result import BudgetExceeded, Cancelled, Completed, HaltReason, ModelFailed, RunResult
-from ._run import Run, SingleSession, Strategy
+from ._run import CheckpointsTheStart, Run, SingleSession, Strategy
 from ._run_state import RunConfig
 from ._state import SessionStateSnapshot
 from ._streaming import EventStream, stream_events
 from ._tools import Tool, as_tools
-from ._validate import check_positive
+from ._validate import check_positive, check_type, got
+from ._verification import BaselineRecorded, ProtectedPathsRecorded
+
+
+def _checkpointing(value: object) -> Checkpointing | None:
+    return Checkpointing.convert(value)
 
 
 @define(kw_only=True, eq=False)
 class Harness:
     """Runs an agent on a task until the policy halts it; `run` returns a `RunResult`.
 
+    `pause` says how a usage limit is waited out (see `PauseSettings`).
     `transcript` names a JSONL file that receives every event as it happens. `sinks` receive
     events too (the library's logger always does: see `StructlogSink`); a sink that raises is
     detached and reported in `RunResult.sink_failures`, and the run goes on. `done_tool` offers
-    the model a `done` tool as an explicit way to claim the task is done.
+    the model a `done` tool as an explicit way to claim the task is done. `checkpoints` (True,
+    or a `Checkpointing`) checkpoints the workspace when the run starts and at every rejected
+    claim (and a Ralph strategy at the end of every iteration): see `harness.checkpoints`.
     """
 
     model: ModelClient
@@ -48,7 +60,9 @@ class Harness:
     tool_timeout: float = 120.0
     done_tool: bool = False
     context_window: int | None = None
+    pause: PauseSettings = field(factory=PauseSettings)
     logger: Any = None
+    checkpoints: Checkpointing | None = field(default=None, converter=_checkpointing)
     _tools: dict[str, Tool] = field(init=False)
     _workspace: Path | None = field(init=False)
     _scoped: bool = field(init=False)
@@ -62,7 +76,20 @@ class Harness:
         if not isinstance(self.strategy, Strategy):
             raise ConfigurationError(f"'strategy' must be a Strategy (got {self.strategy!r})")
         check_positive("tool_timeout", self.tool_timeout)
+        check_type("workspace", self.workspace, (str, os.PathLike), "a path", allow_none=True)
+        check_type("transcript", self.transcript, (str, os.PathLike), "a path", allow_none=True)
+        check_type("system_prompt", self.system_prompt, str, "a string", allow_none=True)
+        check_type("done_tool", self.done_tool, bool, "True or False")
+        check_type("clock", self.clock, Clock, "a Clock (SystemClock(), FakeClock(), ...)")
+        check_type("sinks", self.sinks, (list, tuple), "a list of event sinks")
+        for index, sink in enumerate(self.sinks):
+            if not callable(getattr(sink, "emit", None)):
+                raise ConfigurationError(
+                    f"sinks[{index}] must be an event sink, with emit(event) (got {got(sink)})"
+                )
         check_positive("context_window", self.context_window, integer=True, allow_none=True)
+        if not isinstance(self.pause, PauseSettings):
+            raise ConfigurationError(f"'pause' must be a PauseSettings (got {self.pause!r})")
         self._tools = as_tools(self.tools)
         # Protocols asked once, not per run: on Python 3.11 each question costs ~10 µs.
         self._scoped = isinstance(self.policy, ScopesRun)
@@ -122,8 +149,11 @@ class Harness:
                 exc.result = self._finish(run, ModelFailed("fixture", str(exc)))
                 raise
             result = self._finish(run, reason)
-            # A cancelled run stopped where it was: the lines it did not reach are not a fault.
-            scripts = () if isinstance(reason, Cancelled) else self._scripts(run)
+            # A cancelled run stopped where it was, and work found done before the first turn
+            # needed none: the lines such a run did not reach are not a fault (a retried or
+            # resumed attempt replays its agent's whole script, and finds the work done).
+            reached = not isinstance(reason, Cancelled) and reason != Completed(early=True)
+            scripts = self._scripts(run) if reached else ()
             for model in scripts:
                 try:
                     model.verify_consumed()
@@ -132,6 +162,8 @@ class Harness:
                     raise
             return result
         finally:
+            if run.checkpoints is not None:
+                await run.checkpoints.aclose()
             if transcript is not None:
                 transcript.close()
 
@@ -154,6 +186,7 @@ class Harness:
             tool_timeout=self.tool_timeout,
             done_tool=self.done_tool,
             context_window=self.context_window,
+            pause=self.pause,
         )
 
     def _finish(self, run: Run, reason: HaltReason) -> RunResult:
@@ -181,9 +214,15 @@ class Harness:
     async def _within_deadline(self, run: Run) -> HaltReason:
         if run.deadline is None:
             return await self._begin_and_run(run)
-        with run.clock.deadline_scope(run.deadline):
-            return await self._begin_and_run(run)
-        return BudgetExceeded("max_wall_time", run.elapsed(), run.deadline - run.started_at)
+        with run.clock.deadline_scope(run.deadline) as scope:
+            run.wall_scopes.append(scope)
+            try:
+                return await self._begin_and_run(run)
+            finally:
+                run.wall_scopes.remove(scope)
+        # Reached only when the deadline cancelled the scope; time paused uncounted is not used.
+        limit = run.deadline - run.started_at - run.paused
+        return BudgetExceeded("max_wall_time", run.elapsed() - run.paused, limit)
 
     async def _begin_and_run(self, run: Run) -> HaltReason:
         before = run.snapshot()  # the run before its first turn, for the policy's start
@@ -196,15 +235,42 @@ class Harness:
             return await self.strategy.run(run)
 
     async def _begin(self, run: Run, before: SessionStateSnapshot) -> HaltReason | None:
-        """Before the strategy: the policy's start, and the optional check before the first
-        turn, which ends the run (`Completed(early=True)`) when the work is already done."""
-        await self.policy.start_run(before)
+        """Before the strategy: the policy's start, the optional check before the first turn
+        (which ends the run, `Completed(early=True)`, when the work is already done), and the
+        checkpoint of the start, measured when the strategy needs that."""
+        measure = isinstance(self.strategy, CheckpointsTheStart) and self.strategy.measures_start
+        checkpointing = self.checkpoints if self.checkpoints is not None else None
+        if measure and checkpointing is None:
+            checkpointing = Checkpointing()
+        keep = checkpointing is not None and await run.start_checkpoints(checkpointing)
+        await self._record_verifier(run, before)
+        progress = None
+        early: HaltReason | None = None
         if self.policy.check_before_first_turn:
             policy = self.policy.start_session(clock=run.clock)
-            run.initial_reason = await run.check(run.snapshot(), policy)
+            assessed = await run.assess(run.snapshot(), policy)
+            run.initial_reason, progress = assessed.reason, assessed.progress
             if run.initial_reason is None:
-                return Completed(early=True)
-        return None
+                early = Completed(early=True)
+        elif keep and measure:
+            policy = self.policy.start_session(clock=run.clock)
+            progress = (await policy.assess(run.snapshot())).progress
+        if keep:
+            await run.checkpoint("run started", progress)
+        return early
+
+    async def _record_verifier(self, run: Run, before: SessionStateSnapshot) -> None:
+        """Before the first turn: the protected paths as they are, then the policy's start
+        (the checks' baselines: a test suite run once), each into the transcript."""
+        policy = self.policy
+        protected = policy.protected if isinstance(policy, ProtectsPaths) else None
+        if protected and run.workspace is not None:
+            run.protected = protected
+            run.guard = await anyio.to_thread.run_sync(PathGuard.record, run.workspace, protected)
+            run.emit(ProtectedPathsRecorded(run.elapsed(), protected.rules, len(run.guard.files)))
+        for baseline in await policy.start_run(before) or ():
+            run.baselines.append(baseline)
+            run.emit(BaselineRecorded(run.elapsed(), baseline))
 
     def stream(self, task: str) -> AbstractAsyncContextManager[EventStream[Event, RunResult]]:
         """Run `task` in the background and iterate its events as they happen.

@@ -23,6 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import ConfigurationError, FixtureError
+from ._files import FileRefused, read_regular_file
+
+# The largest fixture or transcript read whole: far above a long run's, and a bound on memory
+# for a path that names something else (a sparse file of a terabyte).
+MAX_JSONL_BYTES = 256 * 1024 * 1024
 
 
 def read_lines(path: str | Path, *, what: str) -> list[str]:
@@ -30,12 +35,15 @@ def read_lines(path: str | Path, *, what: str) -> list[str]:
 
     Lines are split on ``\\n`` only, as JSONL is: a JSON string may hold a raw U+2028 or
     U+0085, which `str.splitlines` would wrongly treat as line ends. A UTF-8 byte-order mark
-    at the start of the file is dropped.
+    at the start of the file is dropped. A FIFO, a device or a file over `MAX_JSONL_BYTES` is
+    refused (a `FixtureError`), never waited on or read without end.
     """
     try:
-        data = Path(path).read_bytes()
+        data = read_regular_file(path, limit=MAX_JSONL_BYTES, what=what)
     except OSError as exc:
         raise FixtureError(f"cannot read the {what}: {exc.strerror or exc}", path=path) from None
+    except FileRefused as exc:
+        raise FixtureError(f"cannot read the {what}: it {exc.reason}", path=path) from None
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8) :]
     lines: list[str] = []

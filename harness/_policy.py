@@ -6,8 +6,9 @@ so the loop never imports the packages built on top of it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from attrs import frozen
 
@@ -15,6 +16,11 @@ from ._clock import Clock
 from ._messages import Message
 from ._result import BudgetExceeded, HaltReason
 from ._state import SessionStateSnapshot
+from ._work_progress import Assessment, WorkProgress
+
+if TYPE_CHECKING:
+    from ._protected import ProtectedPaths
+    from ._verification import Baseline
 
 Scope = Literal["run", "session"]
 
@@ -48,7 +54,8 @@ class Decision:
     """What the policy decided after a turn.
 
     `halt` stops the session; otherwise `feedback` goes into the next request. `checked` says
-    whether the completion check ran; `rejection` is its reason when it said "not yet".
+    whether the completion check ran; `rejection` is its reason when it said "not yet", and
+    `progress` what it measured (see `WorkProgress`), when it measures.
     """
 
     halt: HaltReason | None = None
@@ -56,6 +63,7 @@ class Decision:
     readings: tuple[SensorReading, ...] = ()
     checked: bool = False
     rejection: str | None = None
+    progress: WorkProgress | None = None
 
 
 CONTINUE = Decision()
@@ -116,6 +124,10 @@ class PolicySession(Protocol):
         """Run the completion check, failing closed: an error or a timeout is a reason."""
         ...
 
+    async def assess(self, snapshot: SessionStateSnapshot) -> Assessment:
+        """As `check`, with the progress the check measured (None when it does not measure)."""
+        ...
+
 
 @runtime_checkable
 class Policy(Protocol):
@@ -134,15 +146,33 @@ class Policy(Protocol):
         """True when a cost budget is set, so every model call must report its price."""
         ...
 
+    @property
+    def bounded(self) -> bool:
+        """True when some budget limit caps the run (turns, tool calls, tokens, cost, time)."""
+        ...
+
     def description(self) -> str:
         """What "done" means, told to the agent at the start of every session."""
         ...
 
-    async def start_run(self, snapshot: SessionStateSnapshot) -> None:
-        """Called once before anything else happens in a run (checks record baselines here)."""
+    async def start_run(self, snapshot: SessionStateSnapshot) -> Sequence[Baseline] | None:
+        """Called once before the agent's first turn (checks record baselines here); the
+        baselines returned go into the transcript and onto the result."""
         ...
 
     def start_session(self, *, clock: Clock, limit: Limit | None = None) -> PolicySession: ...
+
+
+@runtime_checkable
+class ProtectsPaths(Protocol):
+    """A policy that names paths the agent may not change (tests, feature lists, scripts).
+
+    The run records them before anything else, the workspace tools refuse to write them,
+    and every claim is judged with them as they were (see `RunState.judge`).
+    """
+
+    @property
+    def protected(self) -> ProtectedPaths: ...
 
 
 @runtime_checkable

@@ -27,6 +27,7 @@ import anyio
 from ._clock import Clock, SystemClock
 from ._errors import ModelError
 from ._jsonl import LineFile
+from ._limits import UsageLimit, UsageLimitError
 from ._log import LibraryLogger
 from ._messages import ModelRequest, ModelResponse
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
@@ -78,6 +79,10 @@ class RecordingModelClient:
             response = await self.inner.complete(request)
         except ModelError as exc:
             error: dict[str, Any] = {"kind": exc.kind, "message": str(exc)}
+            if isinstance(exc, UsageLimitError):  # what the replay needs to wait the same
+                limit = exc.limit
+                error.update(source=limit.source, message=limit.message)
+                error.update({k: v for k, v in _reset(limit).items() if v is not None})
             if exc.retryable:
                 error["retryable"] = True
             self._write({**head, **self._delay(started), "error": error}, also=exc)
@@ -141,3 +146,7 @@ def response_line(response: ModelResponse) -> dict[str, Any]:
     if response.stop_reason is not None:
         line["stop_reason"] = response.stop_reason
     return line
+
+
+def _reset(limit: UsageLimit) -> dict[str, float | None]:
+    return {"retry_in": limit.retry_in, "resets_at": limit.resets_at}

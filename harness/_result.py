@@ -11,6 +11,8 @@ from ._messages import Message, Usage
 
 if TYPE_CHECKING:
     from ._events import SinkFailed
+    from ._protected import Tampering
+    from ._verification import Baseline
 
 
 @frozen
@@ -102,6 +104,25 @@ class ModelFailed(HaltReason):
 
 
 @frozen
+class UsageLimitReached(HaltReason):
+    """The model met a usage limit whose wait (`wait` seconds, the reset plus jitter) is longer
+    than `max_pause`; the run stopped instead of pausing. `retry_in` is what the limit
+    reported (None: the reset could not be read)."""
+
+    source: str
+    message: str
+    retry_in: float | None
+    wait: float
+    max_pause: float
+
+    def describe(self) -> str:
+        return (
+            f"{self.source} usage limit: the wait of {self.wait:g}s is longer than max_pause "
+            f"{self.max_pause:g}s: {self.message}"
+        )
+
+
+@frozen
 class Cancelled(HaltReason):
     """The run was asked to stop from outside (a `CancelToken`; SIGTERM or SIGINT to the
     command line) and stopped where it was, as at a deadline; the work was not verified."""
@@ -138,6 +159,10 @@ class RunResult:
     iterations: int
     elapsed: float
     sink_failures: tuple[SinkFailed, ...] = ()
+    baselines: tuple[Baseline, ...] = ()
+    """What the checks recorded before the agent's first turn (the failures that predate it)."""
+    tampering: tuple[Tampering, ...] = ()
+    """Every change to a protected path found at a claim, in the order found."""
 
     @property
     def verified(self) -> bool:

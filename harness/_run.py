@@ -16,6 +16,7 @@ from ._run_state import DEFAULT_SYSTEM_PROMPT, RunState
 from ._session import OnClaim, Session
 from ._state import SessionStateSnapshot
 from ._tools import Tool
+from ._work_progress import Assessment
 
 
 @runtime_checkable
@@ -28,6 +29,16 @@ class Strategy(Protocol):
     async def run(self, run: Run) -> HaltReason:
         """Drive sessions until the run halts; return why."""
         ...
+
+
+@runtime_checkable
+class CheckpointsTheStart(Protocol):
+    """A strategy that needs the run's start checkpointed with the progress the check
+    measures there (Ralph rolling back to it): the `Harness` then takes that checkpoint even
+    without ``checkpoints=True``, before the strategy runs."""
+
+    @property
+    def measures_start(self) -> bool: ...
 
 
 @define(eq=False, kw_only=True)
@@ -100,9 +111,13 @@ class Run(RunState):
 
     async def check(self, snapshot: SessionStateSnapshot, policy: PolicySession) -> str | None:
         """Run the completion check outside a turn (fail closed) and record the verdict."""
-        reason = await policy.check(snapshot)
-        self.record_check(snapshot.agent, snapshot.turns, reason)
-        return reason
+        return (await self.assess(snapshot, policy)).reason
+
+    async def assess(self, snapshot: SessionStateSnapshot, policy: PolicySession) -> Assessment:
+        """As `check`, with the progress the check measured."""
+        assessed = await self.judge(snapshot, policy.assess)
+        self.record_check(snapshot.agent, snapshot.turns, assessed.reason)
+        return assessed
 
     def result(self, reason: HaltReason) -> RunResult:
         return RunResult(
@@ -116,6 +131,8 @@ class Run(RunState):
             tool_calls=self.tool_calls,
             iterations=self.iterations,
             elapsed=self.elapsed(),
+            baselines=tuple(self.baselines),
+            tampering=tuple(self.tampering),
         )
 
 
@@ -130,4 +147,4 @@ class SingleSession:
         return end.reason
 
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "Run", "SingleSession", "Strategy"]
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "CheckpointsTheStart", "Run", "SingleSession", "Strategy"]

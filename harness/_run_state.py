@@ -6,18 +6,43 @@ producing the result. A `Session` sees only this, so the two modules import one 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
-from attrs import define, field, frozen
+import anyio
+from attrs import define, evolve, field, frozen
 
+from ._checkpoints import (
+    Checkpoint,
+    CheckpointDiff,
+    CheckpointError,
+    Checkpointing,
+    CheckpointStore,
+    open_checkpoints,
+)
 from ._clock import Clock
-from ._events import CheckFailed, CheckPassed, Event, EventSink, SinkFailed
+from ._events import (
+    CheckFailed,
+    CheckPassed,
+    CheckpointFailed,
+    CheckpointRestored,
+    CheckpointSaved,
+    Event,
+    EventSink,
+    SinkFailed,
+)
 from ._messages import NO_USAGE, Message, Usage
 from ._model import ModelClient
+from ._pause import PauseSettings
 from ._policy import Policy
+from ._protected import PathGuard, ProtectedPaths, Tampering
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
 from ._tools import Tool
+from ._verification import Baseline, ProtectedPathsChanged
+from ._work_progress import WorkProgress
+
+T = TypeVar("T")
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an autonomous agent. Work on the task with the tools you have until it is "
@@ -42,6 +67,7 @@ class RunConfig:
     tool_timeout: float = 120.0
     done_tool: bool = False
     context_window: int | None = None
+    pause: PauseSettings = PauseSettings()
 
 
 @define(eq=False, kw_only=True)
@@ -61,7 +87,23 @@ class RunState:
     usage: Usage = NO_USAGE
     check_reasons: list[str] = field(factory=list)
     store: SessionStore = field(factory=SessionStore)
+    checkpoints: CheckpointStore | None = None
+    """Where the workspace is checkpointed (see `start_checkpoints`); None: it is not."""
+    last_checkpoint: Checkpoint | None = None
+    """The checkpoint saved last in this run."""
     sink_failures: list[SinkFailed] = field(factory=list)
+    protected: ProtectedPaths | None = None
+    """The policy's protected paths, which the workspace tools refuse to write."""
+    guard: PathGuard | None = None
+    """The protected paths as the run found them (recorded before anything else)."""
+    baselines: list[Baseline] = field(factory=list)
+    tampering: list[Tampering] = field(factory=list)
+    tampered_claims: int = 0
+    paused: float = 0.0
+    """Seconds spent paused for usage limits that do not count toward wall time: budgets
+    measure the run's time from `started_at` plus this (events keep the clock's time)."""
+    wall_scopes: list[anyio.CancelScope] = field(factory=list)
+    """The run's wall-time cancel scopes in force, which such a pause postpones."""
     description: str = field(init=False, repr=False)
     """What "done" means (the policy's description), read once for the run."""
 
@@ -136,6 +178,105 @@ class RunState:
             self.check_reasons.append(reason)
             self.emit(CheckFailed(self.elapsed(), agent, turn, self.description, reason))
 
+    async def start_checkpoints(self, settings: Checkpointing | None = None) -> bool:
+        """Checkpoint the workspace from now on (a series named by the run's id), unless it
+        already is; False when the run has no workspace or it cannot be checkpointed (a
+        ``checkpoint.failed`` event says why)."""
+        if self.checkpoints is not None:
+            return True
+        if self.workspace is None:
+            return False
+        settings = settings or Checkpointing()
+        try:
+            self.checkpoints = await open_checkpoints(
+                self.workspace,
+                series=self.run_id,
+                clock=self.clock,
+                backend=settings.backend,
+                state_dir=settings.state_dir,
+            )
+        except (CheckpointError, OSError) as exc:
+            self.emit(CheckpointFailed(self.elapsed(), "open", f"{type(exc).__name__}: {exc}"))
+            return False
+        return True
+
+    async def checkpoint(
+        self, label: str, progress: WorkProgress | None = None
+    ) -> Checkpoint | None:
+        """Checkpoint the workspace now and emit ``checkpoint.saved``; None when the run keeps
+        no checkpoints or saving failed (then ``checkpoint.failed`` says why)."""
+        store = self.checkpoints
+        if store is None:
+            return None
+        at = self.elapsed()
+        try:
+            saved = await store.save(label, at=at, progress=progress)
+        except (CheckpointError, OSError) as exc:
+            self.emit(CheckpointFailed(self.elapsed(), label, f"{type(exc).__name__}: {exc}"))
+            return None
+        self.last_checkpoint = saved
+        self.emit(
+            CheckpointSaved(
+                at, saved.label, saved.id, saved.tree, saved.seq, saved.kind, saved.progress
+            )
+        )
+        return saved
+
+    async def restore(self, checkpoint: Checkpoint, reason: str) -> CheckpointDiff | None:
+        """Put the workspace back to `checkpoint` and emit ``checkpoint.restored``; None when
+        that failed (``checkpoint.failed`` says why)."""
+        store = self.checkpoints
+        if store is None:
+            return None
+        try:
+            # A restore cut off half way would leave a mix of two states: it runs to its end
+            # (each git command has its own time limit) even when the run is cancelled.
+            with anyio.CancelScope(shield=True):
+                changed = await store.restore(checkpoint)
+        except (CheckpointError, OSError) as exc:
+            label = f"restore {checkpoint.short_id}"
+            self.emit(CheckpointFailed(self.elapsed(), label, f"{type(exc).__name__}: {exc}"))
+            return None
+        self.emit(
+            CheckpointRestored(
+                self.elapsed(),
+                checkpoint.id,
+                checkpoint.label,
+                reason,
+                len(changed.added),
+                len(changed.modified),
+                len(changed.deleted),
+            )
+        )
+        return changed
+
+    async def judge(
+        self, snapshot: SessionStateSnapshot, judge: Callable[[SessionStateSnapshot], Awaitable[T]]
+    ) -> T:
+        """Run `judge` (the completion check, or the policy's decision that runs it) on
+        `snapshot`, with the verifier as the run found it.
+
+        When protected paths changed since the run started, by any route, the change is
+        recorded (``protected.changed``, `RunResult.tampering`) and `judge` gets a snapshot
+        whose `tampering` names it and whose workspace is a temporary copy with the recorded
+        files laid over the agent's work: the policy rejects the claim, and the checks'
+        reason says what the untouched verifier thinks of the work.
+        """
+        guard, workspace = self.guard, snapshot.workspace
+        if guard is None or workspace is None:
+            return await judge(snapshot)
+        changes = await anyio.to_thread.run_sync(guard.changes, workspace)
+        if not changes:
+            return await judge(snapshot)
+        self.tampering.extend(changes)
+        self.tampered_claims += 1
+        self.emit(ProtectedPathsChanged(self.elapsed(), snapshot.agent, snapshot.turns, changes))
+        async with guard.pristine(workspace, changes) as copy:
+            judged = evolve(
+                snapshot, workspace=copy, tampering=changes, tampered_claims=self.tampered_claims
+            )
+            return await judge(judged)
+
     def system_message(self, base: str | None = None) -> Message:
         """The system prompt: the caller's, what "done" means, and how feedback is marked."""
         how = (
@@ -189,7 +330,7 @@ class RunState:
             run_turns=self.turns,
             run_tool_calls=self.tool_calls,
             run_usage=self.usage,
-            started_at=self.started_at,
+            started_at=self.started_at + self.paused,
             now=now,
             deadline=self.deadline,
             claims_done=claims_done,
@@ -197,4 +338,5 @@ class RunState:
             store=self.store.frozen(),
             context_window=self.config.context_window,
             session_started_at=now if session_started_at is None else session_started_at,
+            tampered_claims=self.tampered_claims,
         )

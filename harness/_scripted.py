@@ -7,6 +7,7 @@ malformed line are all `FixtureError`s that name the file and the line (and the 
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -22,10 +23,11 @@ from ._errors import (
     FixtureUnconsumed,
     ModelError,
 )
-from ._events import Event, RunHalted, TurnFinished, TurnStarted
+from ._events import Event, RunHalted, RunPaused, TurnFinished, TurnStarted
 from ._jsonl import dump_line, json_rows, read_lines
+from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
 from ._messages import ModelRequest, ModelResponse, ToolCall, Usage
-from ._result import ModelFailed
+from ._result import ModelFailed, UsageLimitReached
 
 _LINE_KEYS = frozenset(
     {
@@ -69,6 +71,7 @@ _ERROR_KINDS = frozenset(
         "malformed",
         "recording",
         "other",
+        USAGE_LIMIT,
     }
 )
 
@@ -186,7 +189,7 @@ def _parse_line(row: object, path: str, lineno: int) -> ScriptLine:
         )
     unknown = sorted(set(row) - _LINE_KEYS)
     if unknown:
-        raise fail(unknown[0], f"unknown key (expected some of {sorted(_LINE_KEYS)})")
+        raise fail(unknown[0], f"unknown key{_did_you_mean(unknown[0], _LINE_KEYS)}")
     text = row.get("text", "")
     if not isinstance(text, str):
         raise fail("text", f"must be a string (got {type(text).__name__})")
@@ -205,10 +208,8 @@ def _parse_line(row: object, path: str, lineno: int) -> ScriptLine:
         raise fail("expect", f"must be an object (got {type(expect).__name__})")
     bad = sorted(set(expect) - _EXPECT_KEYS)
     if bad:
-        raise fail(
-            f"expect.{bad[0]}", f"unknown expectation (expected some of {sorted(_EXPECT_KEYS)})"
-        )
-    error = None
+        raise fail(f"expect.{bad[0]}", f"unknown expectation{_did_you_mean(bad[0], _EXPECT_KEYS)}")
+    error: ModelError | None = None
     if "error" in row:
         spec = row["error"]
         if not isinstance(spec, dict) or not isinstance(spec.get("message"), str):
@@ -216,7 +217,11 @@ def _parse_line(row: object, path: str, lineno: int) -> ScriptLine:
         kind = spec.get("kind", "other")
         if kind not in _ERROR_KINDS:
             raise fail("error.kind", f"must be one of {sorted(_ERROR_KINDS)} (got {kind!r})")
-        error = ModelError(spec["message"], kind=kind, retryable=bool(spec.get("retryable", False)))
+        if kind == USAGE_LIMIT:
+            error = UsageLimitError(_parse_limit(spec, fail))
+        else:
+            retryable = bool(spec.get("retryable", False))
+            error = ModelError(spec["message"], kind=kind, retryable=retryable)
     response = None
     if error is None:
         response = ModelResponse(
@@ -227,6 +232,31 @@ def _parse_line(row: object, path: str, lineno: int) -> ScriptLine:
             stop_reason=row.get("stop_reason"),
         )
     return ScriptLine(path, lineno, response, error, float(delay), expect, row.get("agent"))
+
+
+def _did_you_mean(key: str, valid: frozenset[str] | tuple[str, ...]) -> str:
+    """What follows "unknown key": the closest valid key when one is close, and the valid
+    keys: ``; did you mean 'delay'? (expected some of [...])``."""
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    guess = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{guess} (expected some of {sorted(valid)})"
+
+
+def _parse_limit(spec: Mapping[str, Any], fail: Any) -> UsageLimit:
+    """A ``usage_limit`` error line: ``{"kind": "usage_limit", "message": ..., "source": ...,
+    "retry_in": seconds or null, "resets_at": Unix time or null}``."""
+    source = spec.get("source", "fixture")
+    if not isinstance(source, str):
+        raise fail("error.source", f"must be a string (got {type(source).__name__})")
+    numbers: dict[str, float | None] = {}
+    for key in ("retry_in", "resets_at"):
+        value = spec.get(key)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | float) or value < 0
+        ):
+            raise fail(f"error.{key}", f"must be a number >= 0 or null (got {value!r})")
+        numbers[key] = None if value is None else float(value)
+    return UsageLimit(source, spec["message"], numbers["retry_in"], numbers["resets_at"])
 
 
 def _parse_calls(value: object, lineno: int, fail: Any) -> tuple[ToolCall, ...]:
@@ -248,7 +278,8 @@ def _parse_calls(value: object, lineno: int, fail: Any) -> tuple[ToolCall, ...]:
             raise fail(f"{where}.id", f"must be a string (got {call_id!r})")
         extra = sorted(set(item) - {"id", "name", "arguments"})
         if extra:
-            raise fail(f"{where}.{extra[0]}", "unknown key (expected id, name, arguments)")
+            known = ("id", "name", "arguments")
+            raise fail(f"{where}.{extra[0]}", f"unknown key{_did_you_mean(extra[0], known)}")
         calls.append(ToolCall(call_id, name, arguments))
     return tuple(calls)
 
@@ -258,7 +289,7 @@ def _parse_usage(value: object, fail: Any) -> Usage:
         raise fail("usage", f"must be an object (got {type(value).__name__})")
     bad = sorted(set(value) - _USAGE_KEYS)
     if bad:
-        raise fail(f"usage.{bad[0]}", f"unknown key (expected some of {sorted(_USAGE_KEYS)})")
+        raise fail(f"usage.{bad[0]}", f"unknown key{_did_you_mean(bad[0], _USAGE_KEYS)}")
     counts = {}
     for key in ("input_tokens", "output_tokens", "cached_tokens"):
         n = value.get(key, 0)
@@ -393,6 +424,15 @@ def _line_from_response(response: ModelResponse) -> dict[str, Any]:
 
 
 def _line_cut_off(latency: float, next_event: Event) -> dict[str, Any]:
+    if isinstance(next_event, RunPaused):  # the call met a usage limit; the run waited
+        limit = UsageLimit(
+            next_event.source, next_event.message, next_event.retry_in, next_event.resets_at
+        )
+        return {"delay": latency, "error": _limit_error(limit)}
+    if isinstance(next_event, RunHalted) and isinstance(next_event.reason, UsageLimitReached):
+        reason = next_event.reason
+        limit = UsageLimit(reason.source, reason.message, reason.retry_in)
+        return {"delay": latency, "error": _limit_error(limit)}
     if isinstance(next_event, RunHalted) and isinstance(next_event.reason, ModelFailed):
         kind = next_event.reason.kind
         return {
@@ -407,6 +447,15 @@ def _line_cut_off(latency: float, next_event: Event) -> dict[str, Any]:
         "delay": latency,
         "error": {"kind": "timeout", "message": f"the call was cut off after {latency:g}s"},
     }
+
+
+def _limit_error(limit: UsageLimit) -> dict[str, Any]:
+    error: dict[str, Any] = {"kind": USAGE_LIMIT, "message": limit.message, "source": limit.source}
+    if limit.retry_in is not None:
+        error["retry_in"] = limit.retry_in
+    if limit.resets_at is not None:
+        error["resets_at"] = limit.resets_at
+    return error
 
 
 def write_fixture(lines: Iterable[Mapping[str, Any]], path: str | Path) -> Path:

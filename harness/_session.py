@@ -13,15 +13,26 @@ from typing import Literal
 import anyio
 from attrs import evolve, frozen
 
+from ._clock import postpone
 from ._errors import ConfigurationError, ModelError
-from ._events import FeedbackInjected, SensorRead, ToolCalled, TurnFinished, TurnStarted
+from ._events import (
+    FeedbackInjected,
+    RunPaused,
+    RunResumed,
+    SensorRead,
+    ToolCalled,
+    TurnFinished,
+    TurnStarted,
+)
+from ._limits import UsageLimit, UsageLimitError
 from ._messages import NO_USAGE, Message, ModelRequest, ModelResponse, ToolCall
 from ._model import ModelClient
 from ._policy import Decision, Limit, PolicySession
-from ._result import BudgetExceeded, HaltReason, ModelFailed
+from ._result import BudgetExceeded, HaltReason, ModelFailed, UsageLimitReached
 from ._run_state import RunState
 from ._state import HistoryView, SessionStateSnapshot, ToolOutcome
 from ._tools import Tool, ToolContext, ToolResult
+from ._work_progress import Assessment
 
 DONE_TOOL = "done"
 
@@ -48,6 +59,11 @@ DONE = Tool(
 NOT_RUN = ToolResult("not run: the tool-call budget is exhausted", is_error=True)
 
 OnClaim = Literal["check", "return"]
+
+NOT_EXECUTED = "not_executed"
+"""The `ModelResponse.stop_reason` of a turn that did no work (a command-line agent that only
+printed an error, or nothing): it is neither a claim of done nor progress, and the next turn
+is told so."""
 
 
 @frozen
@@ -99,6 +115,8 @@ class Session:
         self.tool_calls = 0
         self.usage = NO_USAGE
         self.started_at = self._last_reading = run.now()
+        self._paused = 0.0  # paused for usage limits, not counted toward wall time
+        self._scope: anyio.CancelScope | None = None
         self._wall_time = limit.wall_time if limit is not None else None
         self._deadline = _earlier(
             run.deadline, None if self._wall_time is None else self.started_at + self._wall_time
@@ -122,7 +140,7 @@ class Session:
             turns=self.turns,
             tool_calls=self.tool_calls,
             usage=self.usage,
-            session_started_at=self.started_at,
+            session_started_at=self.started_at + self._paused,
             claims_done=claims_done,
             final_text=final_text,
             now=now,
@@ -134,19 +152,28 @@ class Session:
 
     async def check(self, snapshot: SessionStateSnapshot) -> str | None:
         """Run the completion check on `snapshot` outside a turn, through this session's
-        policy (fail closed), and record the verdict; None when the work is complete."""
-        reason = await self._policy.check(snapshot)
-        self._run.record_check(snapshot.agent, snapshot.turns, reason)
-        return reason
+        policy (fail closed), with the verifier as the run found it (`RunState.judge`), and
+        record the verdict; None when the work is complete."""
+        return (await self.assess(snapshot)).reason
+
+    async def assess(self, snapshot: SessionStateSnapshot) -> Assessment:
+        """As `check`, with the progress the check measured (None when it does not measure)."""
+        assessed = await self._run.judge(snapshot, self._policy.assess)
+        self._run.record_check(snapshot.agent, snapshot.turns, assessed.reason)
+        return assessed
 
     async def run(self) -> SessionEnd:
         """Drive turns until the session ends (see `SessionEnd`), within its own wall time."""
         if self._wall_time is None:
             return await self._turns()
-        with self._run.clock.deadline_scope(self.started_at + self._wall_time):
-            return await self._turns()
+        with self._run.clock.deadline_scope(self.started_at + self._wall_time) as scope:
+            self._scope = scope
+            try:
+                return await self._turns()
+            finally:
+                self._scope = None
         # Reached only when the session's own deadline cancelled the scope.
-        used = self._run.now() - self.started_at
+        used = self._run.now() - self.started_at - self._paused
         limit = BudgetExceeded("max_wall_time", used, self._wall_time, "session")
         return SessionEnd(limit, self.snapshot())
 
@@ -156,27 +183,48 @@ class Session:
         while halt is None:
             try:
                 response = await self._call_model()
+            except UsageLimitError as exc:
+                halt = await self._pause(exc.limit)
+                continue  # the same turn again, or the halt
             except ModelError as exc:
                 halt = ModelFailed(exc.kind, str(exc))
                 break
             halt, done_summary = await self.run_tool_calls(response.tool_calls, snapshot)
             if halt is not None:
                 break
-            claims_done = not response.tool_calls or done_summary is not None
+            executed = response.stop_reason != NOT_EXECUTED
+            claims_done = executed and (not response.tool_calls or done_summary is not None)
+            if not executed:
+                self.inject("harness", not_executed_feedback(response.text))
             snapshot = self.snapshot(
                 claims_done=claims_done,
                 final_text=(done_summary or response.text) if claims_done else None,
                 now=self._last_reading,
             )
-            decision = await self._policy.after_turn(
-                snapshot, run_check=claims_done and self._on_claim == "check"
-            )
+            decision = await self._decide(snapshot, claims_done and self._on_claim == "check")
             self._apply(decision)
             if decision.halt is not None:
                 return SessionEnd(decision.halt, snapshot)
+            if decision.rejection is not None:
+                await self._run.checkpoint(
+                    f"claim rejected ({self.agent}, iteration {self.iteration}, turn {self.turns})",
+                    decision.progress,
+                )
             if claims_done and self._on_claim == "return":  # the strategy judges the claim
                 return SessionEnd(None, snapshot)
         return SessionEnd(halt, self.snapshot())
+
+    async def _decide(self, snapshot: SessionStateSnapshot, run_check: bool) -> Decision:
+        """The policy's decision after a turn; a claim it will check is judged with the
+        verifier as the run found it (`RunState.judge`)."""
+        policy = self._policy
+        if not run_check:
+            return await policy.after_turn(snapshot, run_check=False)
+
+        async def decide(judged: SessionStateSnapshot) -> Decision:
+            return await policy.after_turn(judged, run_check=True)
+
+        return await self._run.judge(snapshot, decide)
 
     async def _call_model(self) -> ModelResponse:
         """One model call: counted, announced, accounted and appended to the conversation."""
@@ -199,6 +247,63 @@ class Session:
         at = self._last_reading - run.started_at
         run.emit(TurnFinished(at, self.agent, self.iteration, self.turns, response))
         return response
+
+    async def _pause(self, limit: UsageLimit) -> HaltReason | None:
+        """Wait out a usage limit on the run's clock (see `PauseSettings`): None once it is
+        over and the turn may run again, or `UsageLimitReached` when the wait is too long.
+
+        The turn the limit cut off was not executed: it is taken off the turn counts.
+        """
+        run = self._run
+        self.turns -= 1
+        run.turns -= 1
+        turn = self.turns + 1
+        settings = run.config.pause
+        seed = f"{run.task}|{self.agent}|{self.iteration}|{turn}|{limit.retry_in}"
+        wait = settings.wait_for(limit, seed)
+        if wait > settings.max_pause:
+            return UsageLimitReached(
+                limit.source, limit.message, limit.retry_in, wait, settings.max_pause
+            )
+        counted = settings.counts_toward_wall_time
+        paused_at = run.now()
+        run.emit(
+            RunPaused(
+                paused_at - run.started_at,
+                self.agent,
+                self.iteration,
+                turn,
+                limit.source,
+                limit.message,
+                limit.retry_in,
+                limit.resets_at,
+                wait,
+                counted,
+            )
+        )
+        if not counted:  # move the deadlines first, so that none fires during the wait
+            self._postpone(wait)
+        await run.clock.sleep(wait)
+        self._read_clock()
+        paused_for = self._last_reading - paused_at
+        if not counted and paused_for != wait:
+            self._postpone(paused_for - wait)
+        at = self._last_reading - run.started_at
+        run.emit(RunResumed(at, self.agent, self.iteration, turn, paused_for, counted))
+        return None
+
+    def _postpone(self, seconds: float) -> None:
+        """Move the run's and this session's wall-time deadlines `seconds` later."""
+        run = self._run
+        run.paused += seconds
+        self._paused += seconds
+        if run.deadline is not None:
+            run.deadline += seconds
+        if self._deadline is not None:
+            self._deadline += seconds
+        scopes = [*run.wall_scopes, *([self._scope] if self._scope is not None else [])]
+        for scope in scopes:
+            postpone(run.clock, scope, seconds)
 
     def _read_clock(self) -> None:
         """Read the clock after an await; until the next await every event and snapshot
@@ -262,7 +367,7 @@ class Session:
             available = ", ".join(sorted(self._tools)) or "none"
             return ToolResult(f"error: unknown tool {call.name!r} (available: {available})", True)
         run = self._run
-        context = ToolContext(run.workspace, run.store, run.clock, call, self.agent)
+        context = ToolContext(run.workspace, run.store, run.clock, call, self.agent, run.protected)
         time_limit = tool.timeout if tool.timeout is not None else run.tool_timeout
         return await tool.call(call.arguments, context, time_limit=time_limit)
 
@@ -339,6 +444,16 @@ def rejection_feedback(reason: str) -> Message:
         "You claimed the task is done, but the completion check did not pass:\n"
         f"{reason}\n"
         "Keep working on what is missing, then claim done again.",
+    )
+
+
+def not_executed_feedback(output: str) -> str:
+    """What the agent is told after a turn that did no work."""
+    said = output.strip()
+    shown = f" It printed only:\n{said[-1000:]}" if said else " It printed nothing."
+    return (
+        f"Your last turn did no work, so it was not counted as a claim of done.{shown}\n"
+        "Carry on with the task."
     )
 
 

@@ -10,12 +10,15 @@ import operator
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from attrs import frozen
 
 from ._events import ToolCalled
 from ._messages import Message, Usage
+
+if TYPE_CHECKING:
+    from ._protected import Tampering
 
 T = TypeVar("T")
 
@@ -134,6 +137,10 @@ class SessionStateSnapshot:
     store: Mapping[type, tuple[Any, ...]]
     context_window: int | None = None
     session_started_at: float = 0.0
+    tampering: tuple[Tampering, ...] = ()
+    """The protected paths found changed when this claim was judged (empty otherwise)."""
+    tampered_claims: int = 0
+    """How many claims of the run so far found protected paths changed."""
 
     @classmethod
     def standalone(

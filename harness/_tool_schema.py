@@ -13,17 +13,21 @@ description. `harness._arguments` checks values against the schema before any co
 from __future__ import annotations
 
 import contextlib
+import datetime
+import decimal
 import enum
 import inspect
 import json
 import re
+import sys
 import types
 import typing
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath
 from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin
 
-from ._arguments import Invalid, compile_schema
+from ._arguments import Invalid, ToolArgumentError, compile_schema
 from ._errors import ConfigurationError
 
 Convert = Callable[[Any], Any]  # a valid JSON value -> the value the parameter expects
@@ -163,6 +167,8 @@ class _Deriver:
         if isinstance(tp, type):
             if issubclass(tp, PurePath):
                 return {"type": "string"}, tp
+            if issubclass(tp, _PYDANTIC_STANDARD) or _is_pydantic_model(tp):
+                return self._pydantic(tp)
             if issubclass(tp, enum.Enum):
                 return self._enum(tp)
             if typing.is_typeddict(tp):
@@ -180,6 +186,30 @@ class _Deriver:
         if tp in _MAPPINGS or origin in _MAPPINGS:
             return self._mapping(args)
         raise self.fail(f"has a type the schema cannot express ({tp!r})")
+
+    def _pydantic(self, tp: type) -> tuple[dict[str, Any], Convert | None]:
+        """A pydantic model, or a type pydantic reads from JSON text (`datetime`, `UUID`,
+        `Decimal`, ...): its schema and its conversion come from pydantic's `TypeAdapter`."""
+        try:
+            from pydantic import TypeAdapter, ValidationError
+        except ImportError:
+            raise self.fail(
+                f"has the type {tp.__name__}, which needs pydantic: "
+                "pip install 'completion-harness[pydantic]'"
+            ) from None
+        adapter: Any = TypeAdapter(tp)
+        schema = _inline_refs(adapter.json_schema(), {}, (), self)
+        pname = self.pname
+
+        def convert(value: Any) -> Any:
+            try:
+                return adapter.validate_python(value)
+            except ValidationError as exc:
+                raise ToolArgumentError(
+                    f"argument {pname!r} is not a valid {tp.__name__}: {_first_error(exc)}"
+                ) from None
+
+        return schema, convert
 
     def _annotated(self, tp: Any) -> tuple[dict[str, Any], Convert | None]:
         schema, convert = self.derive(tp.__origin__)
@@ -339,6 +369,59 @@ class _Deriver:
 
 
 _MISSING: Any = object()
+
+# Types JSON carries as text that pydantic converts (when it is installed).
+_PYDANTIC_STANDARD = (
+    datetime.date,  # and datetime.datetime
+    datetime.time,
+    datetime.timedelta,
+    uuid.UUID,
+    decimal.Decimal,
+)
+
+
+def _is_pydantic_model(tp: type) -> bool:
+    """A subclass of pydantic's `BaseModel` (pydantic is imported once such a class exists)."""
+    pydantic = sys.modules.get("pydantic")
+    return pydantic is not None and issubclass(tp, pydantic.BaseModel)
+
+
+def _inline_refs(
+    node: Any, defs: Mapping[str, Any], expanding: tuple[str, ...], deriver: _Deriver
+) -> Any:
+    """`node` with every ``{"$ref": "#/$defs/Name"}`` replaced by that definition, so the
+    schema stands alone inside a tool's parameters (a reference is resolved from the root of
+    the schema it sits in). A model that contains itself is refused, as a dataclass is."""
+    if isinstance(node, list):
+        return [_inline_refs(item, defs, expanding, deriver) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$defs" in node:
+        defs = {**defs, **node["$defs"]}
+    out: dict[str, Any] = {}
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        name = ref.removeprefix("#/$defs/")
+        if name in expanding:
+            raise deriver.fail(f"has a recursive type ({name}), which the schema cannot hold")
+        out.update(_inline_refs(defs[name], defs, (*expanding, name), deriver))
+    for key, value in node.items():
+        if key not in ("$defs", "$ref"):
+            out[key] = _inline_refs(value, defs, expanding, deriver)
+    return out
+
+
+def _first_error(exc: Any) -> str:
+    """The first problem of a pydantic `ValidationError`, as the argument errors read."""
+    error = exc.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in error.get("loc", ()))
+    text = repr(error.get("input"))
+    if len(text) > 60:
+        text = text[:57] + "..."
+    prefix = f"{where}: " if where else ""
+    more = exc.error_count() - 1
+    tail = f" (and {more} more)" if more else ""
+    return f"{prefix}{error['msg']} (got {text}){tail}"
 
 
 def _dataclass_fields(cls: type) -> list[tuple[str, bool, Any]]:

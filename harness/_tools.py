@@ -8,6 +8,7 @@ declared ``inline=True``; an async function runs on the event loop. A parameter 
 
 from __future__ import annotations
 
+import datetime
 import functools
 import inspect
 import json
@@ -22,10 +23,11 @@ from ._arguments import compile_arguments
 from ._clock import Clock
 from ._errors import ConfigurationError
 from ._messages import ToolCall, ToolSpec
+from ._protected import ProtectedPaths
 from ._state import SessionStore
 from ._threads import run_sync_abandonable
 from ._tool_schema import Convert, compile_converters, parse_docstring, schema_for
-from ._validate import check_positive
+from ._validate import check_positive, got
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -34,13 +36,15 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 
 @frozen
 class ToolContext:
-    """What a tool may reach besides its arguments: the workspace, the session store, time."""
+    """What a tool may reach besides its arguments: the workspace, the session store, time,
+    and the protected paths a tool that writes must refuse (`ProtectedPaths.rule_for`)."""
 
     workspace: Path | None
     store: SessionStore
     clock: Clock
     call: ToolCall
     agent: str
+    protected: ProtectedPaths | None = None
 
 
 @frozen
@@ -186,7 +190,18 @@ def render_result(result: object) -> str:
         return repr(result)
 
 
-_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+def _jsonable(value: object) -> object:
+    """A value the JSON encoder cannot take as it is: a pydantic model's JSON form, a date's
+    ISO text, else its `str`."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    return str(value)
+
+
+_JSON = json.JSONEncoder(ensure_ascii=False, default=_jsonable)
 
 
 @overload
@@ -225,12 +240,44 @@ def tool(
     return wrap(fn) if fn is not None else wrap
 
 
-def as_tools(items: Sequence[Tool | Callable[..., Any]]) -> dict[str, Tool]:
-    """Normalise a list of tools and plain functions into a name -> Tool map."""
+def as_tools(items: Sequence[Tool | Callable[..., Any]], *, name: str = "tools") -> dict[str, Tool]:
+    """Normalise a list of tools and plain functions into a name -> Tool map; a mistake (a
+    tool's name where the tool belongs, a lone tool) is a `ConfigurationError` saying so."""
+    if isinstance(items, Tool | str) or callable(items):
+        raise ConfigurationError(
+            f"{name!r} must be a list of tools or functions (got {got(items)}); "
+            f"wrap it in a list: {name}=[...]"
+        )
+    if not isinstance(items, Sequence):
+        raise ConfigurationError(
+            f"{name!r} must be a list of tools or functions (got {got(items)})"
+        )
     tools: dict[str, Tool] = {}
-    for item in items:
+    for index, item in enumerate(items):
+        if isinstance(item, str):
+            raise ConfigurationError(_named_not_given(name, index, item))
+        if not isinstance(item, Tool) and not callable(item):
+            raise ConfigurationError(
+                f"{name}[{index}] must be a Tool or a function (got {got(item)})"
+            )
         t = item if isinstance(item, Tool) else Tool.from_function(item)
         if t.name in tools:
             raise ConfigurationError(f"two tools are named {t.name!r}")
         tools[t.name] = t
     return tools
+
+
+_BUILT_IN = ("read_file", "list_files", "write_file", "update_plan")
+
+
+def _named_not_given(name: str, index: int, text: str) -> str:
+    """The error for a tool given by its name, as a spec does, where Python needs the tool."""
+    message = f"{name}[{index}] is the string {text!r}, not a tool: pass the tool itself"
+    if text in _BUILT_IN:
+        return (
+            f"{message} (from harness import {text}; or tools=workspace_tools() for read_file, "
+            "list_files and write_file)"
+        )
+    if ":" in text:
+        return f"{message} (import it; 'module:function' names are for spec files)"
+    return f"{message} (a function, or Tool.from_function(f))"

@@ -26,14 +26,19 @@ from typing import Any, ClassVar, TypeVar, cast
 
 from attrs import evolve, field, frozen
 
-from ._errors import FixtureError
+from ._errors import ConfigurationError, FixtureError
 from ._events import (
     CheckFailed,
     CheckPassed,
+    CheckpointFailed,
+    CheckpointRestored,
+    CheckpointSaved,
     Event,
     FeedbackInjected,
     IterationStarted,
     RunHalted,
+    RunPaused,
+    RunResumed,
     RunStarted,
     SensorRead,
     SinkFailed,
@@ -42,9 +47,13 @@ from ._events import (
     TurnStarted,
     VerdictReached,
 )
+from ._files import FileRefused, open_regular_file
 from ._jsonl import load_line
 from ._messages import ModelResponse, ToolCall, Usage
+from ._protected import Change, Tampering
 from ._result import HaltReason
+from ._verification import Baseline, BaselineRecorded, ProtectedPathsChanged, ProtectedPathsRecorded
+from ._work_progress import WorkProgress
 
 T = TypeVar("T")
 _MISSING: Any = object()
@@ -129,6 +138,14 @@ class _Fields:
             return None
         return _Fields(value, self.path, self.line, f"{self.prefix}{key}.")
 
+    def texts(self, key: str) -> list[str]:
+        """The strings in the list in `key` (absent: none)."""
+        values = self._get(key, list, "a list", ())
+        for index, value in enumerate(values):
+            if not isinstance(value, str):
+                raise self.error(f"{key}[{index}]", f"expected a string (got {value!r:.60})")
+        return list(values)
+
     def objects(self, key: str) -> list[_Fields]:
         """The objects in the list in `key` (absent: none)."""
         values = self._get(key, list, "a list", ())
@@ -199,6 +216,50 @@ def _halt(f: _Fields) -> HaltReason:
     return halt_from_dict(f.data)
 
 
+def _progress(f: _Fields | None) -> WorkProgress | None:
+    if f is None:
+        return None
+    failing = f._get("failing", list, "a list of names", ())
+    for index, name in enumerate(failing):
+        if not isinstance(name, str):
+            raise f.error(f"failing[{index}]", f"expected a string (got {name!r:.60})")
+    try:
+        return WorkProgress(
+            f.integer("done"), f.integer("total"), f.text("unit", "items"), tuple(failing)
+        )
+    except ConfigurationError as exc:
+        raise f.error("done", str(exc)) from None
+
+
+def _names_of(f: _Fields, key: str) -> tuple[str, ...]:
+    names = f._get(key, list, "a list of names", ())
+    for index, name in enumerate(names):
+        if not isinstance(name, str):
+            raise f.error(f"{key}[{index}]", f"expected a string (got {name!r:.60})")
+    return tuple(names)
+
+
+def _baseline(f: _Fields) -> Baseline:
+    return Baseline(
+        f.text("check"),
+        f.text("runner", None),
+        f.integer("passed", 0),
+        _names_of(f, "failing"),
+        f.integer("exit_code", None),
+        f.text("unreadable", None),
+    )
+
+
+def _tampering(f: _Fields) -> Tampering:
+    change = f.text("change")
+    if change not in _CHANGES:
+        raise f.error("change", f"expected one of {', '.join(_CHANGES)} (got {change!r:.60})")
+    return Tampering(f.text("path"), cast(Change, change), f.text("rule"))
+
+
+_CHANGES = ("modified", "deleted", "added", "replaced")
+
+
 def _nested(f: _Fields, key: str) -> _Fields:
     found = f.nested(key)
     assert found is not None
@@ -263,8 +324,64 @@ _PARSERS: dict[str, Callable[[_Fields, float], Event]] = {
         f.integer("tool_calls"),
         _usage(_nested(f, "usage")),
     ),
+    CheckpointSaved.name: lambda f, at: CheckpointSaved(
+        at,
+        f.text("label"),
+        f.text("checkpoint"),
+        f.text("tree"),
+        f.integer("seq"),
+        f.text("kind"),
+        _progress(f.nested("progress", None)),
+    ),
+    CheckpointRestored.name: lambda f, at: CheckpointRestored(
+        at,
+        f.text("checkpoint"),
+        f.text("label"),
+        f.text("reason", ""),
+        f.integer("added", 0),
+        f.integer("modified", 0),
+        f.integer("deleted", 0),
+    ),
+    CheckpointFailed.name: lambda f, at: CheckpointFailed(at, f.text("label"), f.text("error")),
+    BaselineRecorded.name: lambda f, at: BaselineRecorded(at, _baseline(_nested(f, "baseline"))),
+    ProtectedPathsRecorded.name: lambda f, at: ProtectedPathsRecorded(
+        at, _names_of(f, "rules"), f.integer("files", 0)
+    ),
+    ProtectedPathsChanged.name: lambda f, at: ProtectedPathsChanged(
+        at,
+        f.text("agent"),
+        f.integer("turn"),
+        tuple(_tampering(c) for c in f.objects("changes")),
+    ),
     SinkFailed.name: lambda f, at: SinkFailed(
         at, f.text("sink"), f.text("failed_on"), f.text("error")
+    ),
+    BaselineRecorded.name: lambda f, at: BaselineRecorded(at, _baseline(_nested(f, "baseline"))),
+    ProtectedPathsRecorded.name: lambda f, at: ProtectedPathsRecorded(
+        at, tuple(f.texts("rules")), f.integer("files")
+    ),
+    ProtectedPathsChanged.name: lambda f, at: ProtectedPathsChanged(
+        at, f.text("agent"), f.integer("turn"), tuple(_tampering(c) for c in f.objects("changes"))
+    ),
+    RunPaused.name: lambda f, at: RunPaused(
+        at,
+        f.text("agent"),
+        f.integer("iteration"),
+        f.integer("turn"),
+        f.text("source", ""),
+        f.text("message", ""),
+        f.number("retry_in", None),
+        f.number("resets_at", None),
+        f.number("wait"),
+        f.flag("counted", False),
+    ),
+    RunResumed.name: lambda f, at: RunResumed(
+        at,
+        f.text("agent"),
+        f.integer("iteration"),
+        f.integer("turn"),
+        f.number("paused_for"),
+        f.flag("counted", False),
     ),
 }
 
@@ -310,11 +427,15 @@ class TranscriptReader:
     def rows(self) -> Iterator[tuple[int, object]]:
         """The lines as parsed JSON, ``(line number, value)``, blank lines skipped."""
         self.cut_off_line = None
-        try:
-            handle = self.path.open("rb")
+        try:  # a FIFO or a device is refused, never waited on or read without end
+            handle = open_regular_file(self.path, what="transcript")
         except OSError as exc:
             raise FixtureError(
                 f"cannot read the transcript: {exc.strerror or exc}", path=self.path
+            ) from None
+        except FileRefused as exc:
+            raise FixtureError(
+                f"cannot read the transcript: it {exc.reason}", path=self.path
             ) from None
         with handle:
             number = 0
@@ -343,7 +464,8 @@ class RunTally:
     event counted.
 
     `turns` counts the model calls started (as the run and its budget do: a call in flight
-    counts) and `turns_finished` those that returned; `tool_calls` counts the tool results
+    counts, and a call a usage limit cut off does not: ``run.paused`` takes it back) and
+    `turns_finished` those that returned; `tool_calls` counts the tool results
     recorded and `tool_errors` those that failed; `usage` adds up the finished calls' tokens
     and cost (an unknown price makes the cost unknown from there on); `at` is the latest
     event's time. Once ``run.halted`` comes, its totals (turns, tool calls, usage) are the
@@ -363,6 +485,8 @@ class RunTally:
         match event:
             case TurnStarted():
                 return evolve(self, turns=self.turns + 1, at=at)
+            case RunPaused():  # the call was cut off by a usage limit: not a turn
+                return evolve(self, turns=max(self.turns - 1, 0), at=at)
             case TurnFinished():
                 usage = self.usage + event.response.usage
                 return evolve(self, turns_finished=self.turns_finished + 1, usage=usage, at=at)

@@ -20,6 +20,7 @@ import errno
 import os
 import sys
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -34,6 +35,10 @@ SUPPORTED = (
     and {os.open, os.mkdir, os.readlink, os.stat} <= os.supports_dir_fd
 )
 _MAX_LINKS = 40  # as the kernel's own limit on links followed in one lookup
+# How deep the workspace tools make folders: far below what a project needs, and a bound on
+# what an agent can pile up (a tree thousands of folders deep outlasts most tools that walk
+# it, `shutil.rmtree` among them).
+MAX_DEPTH = 64
 # Errors `open` gives for a link under O_NOFOLLOW (FreeBSD says EMLINK), and for a file where
 # a folder was expected under O_DIRECTORY (which some systems also give for a link).
 _LINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK, errno.ENOTDIR})
@@ -41,6 +46,10 @@ _LINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK, errno.ENOTDIR})
 
 class WorkspaceEscape(ValueError):
     """A path would resolve outside the workspace."""
+
+
+class WorkspaceTooDeep(ValueError):
+    """Making a path would put a folder more than `MAX_DEPTH` folders below the workspace."""
 
 
 def resolve_in_workspace(workspace: Path, relative: str | Path) -> Path:
@@ -74,7 +83,8 @@ def open_in_workspace(
 ) -> tuple[int, Path]:
     """Open `relative` inside `workspace` with `os.open` `flags` (``O_NOFOLLOW`` and
     ``O_CLOEXEC`` are added): the descriptor, and the real path it names. With `make_parents`,
-    missing folders on the way are created (each inside the one before it, by descriptor).
+    missing folders on the way are created (each inside the one before it, by descriptor),
+    at most `MAX_DEPTH` folders below the workspace (`WorkspaceTooDeep` past that).
 
     Raises `WorkspaceEscape` for a path or a link that leads outside, and the `OSError` of the
     failing step (naming `relative`) otherwise. The caller closes the descriptor.
@@ -172,6 +182,11 @@ class _Walk:
         except FileNotFoundError:
             if not make:
                 raise
+        if len(self.real) >= MAX_DEPTH:
+            raise WorkspaceTooDeep(
+                f"path {self.relative!r} would make a folder {len(self.real) + 1} levels deep; "
+                f"the workspace allows at most {MAX_DEPTH}"
+            )
         with contextlib.suppress(FileExistsError):  # made meanwhile: the open below judges it
             os.mkdir(name, dir_fd=dir_fd)
         return _step(dir_fd, name, _FOLDER, 0)
@@ -242,3 +257,119 @@ def _components(path: str) -> list[str]:
 def _escape(relative: str, root: Path, link: str | None) -> WorkspaceEscape:
     through = f" (through the {link})" if link else ""
     return WorkspaceEscape(f"path {relative!r} is outside the workspace {str(root)!r}{through}")
+
+
+def remove_tree(path: str | os.PathLike[str]) -> list[str]:
+    """Remove the folder `path` and everything in it (a temporary workspace); never raises.
+
+    Returns what could not be removed, one line each (empty when all of it went). Unlike
+    `shutil.rmtree` it does not recurse, so no depth of folders makes it fail, and it works
+    by descriptor, so no path length does either; a folder without write or read permission
+    is made writable and readable first; an entry that vanishes meanwhile (the agent's
+    process still at work) is simply gone. Going back up, it checks that the parent is the
+    folder it came down from, and stops (saying so) if the tree was moved meanwhile: it never
+    removes anything outside `path`.
+    """
+    root = Path(path)
+    problems: list[str] = []
+    try:
+        if not root.is_dir() or root.is_symlink():
+            with contextlib.suppress(FileNotFoundError):
+                root.unlink()
+            return problems
+        fd = _open_folder(os.open(root.parent, _FOLDER), root.name, close_parent=True)
+    except OSError as exc:
+        return [f"{root}: {exc.strerror or exc}"]
+    trail: list[tuple[str, tuple[int, int]]] = []  # (name, (dev, ino) of its parent)
+    try:
+        while True:
+            child = _empty_but_folders(fd, problems, root, trail)
+            if child is not None:
+                status = os.fstat(fd)
+                below = _open_folder(fd, child)
+                trail.append((child, (status.st_dev, status.st_ino)))
+                os.close(fd)
+                fd = below
+                continue
+            # Empty (or all its problems noted): go up and remove it there.
+            parent = os.open("..", _FOLDER, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            if not trail:
+                break
+            name, expected = trail.pop()
+            status = os.fstat(fd)
+            if (status.st_dev, status.st_ino) != expected:
+                problems.append(f"{root}: the tree was moved while it was removed; left as it is")
+                return problems
+            _remove(os.rmdir, name, fd, problems, partial(_shown, root, trail, name))
+        _remove(os.rmdir, root.name, fd, problems, lambda: str(root))
+    except OSError as exc:
+        problems.append(f"{root}: {exc.strerror or exc}")
+    finally:
+        os.close(fd)
+    return problems
+
+
+def _open_folder(dir_fd: int, name: str, *, close_parent: bool = False) -> int:
+    """`name` in `dir_fd` opened as a folder (made readable first if it was not)."""
+    try:
+        try:
+            return os.open(name, _FOLDER, dir_fd=dir_fd)
+        except PermissionError:
+            os.chmod(name, 0o700, dir_fd=dir_fd, follow_symlinks=False)
+            return os.open(name, _FOLDER, dir_fd=dir_fd)
+    finally:
+        if close_parent:
+            os.close(dir_fd)
+
+
+def _empty_but_folders(
+    fd: int, problems: list[str], root: Path, trail: list[tuple[str, tuple[int, int]]]
+) -> str | None:
+    """Remove every entry of the folder `fd` but its subfolders; the first subfolder left,
+    or None when there is none (the folder is empty, but for what could not be removed)."""
+    with os.scandir(fd) as entries:
+        listed = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+    for name, is_folder in listed:
+        if is_folder:
+            if not _already_failed(problems, root, trail, name):
+                return name
+            continue
+        _remove(os.unlink, name, fd, problems, partial(_shown, root, trail, name))
+    return None
+
+
+def _remove(
+    action: Callable[..., None],
+    name: str,
+    fd: int,
+    problems: list[str],
+    shown: Callable[[], str],
+) -> None:
+    """`action(name, dir_fd=fd)` (`os.unlink` or `os.rmdir`); a folder without write
+    permission is given it and the action tried again; what still fails is noted."""
+    try:
+        try:
+            action(name, dir_fd=fd)
+        except PermissionError:
+            os.chmod(fd, 0o700)
+            action(name, dir_fd=fd)
+    except FileNotFoundError:
+        pass  # gone meanwhile
+    except OSError as exc:
+        problems.append(f"{shown()}: {exc.strerror or exc}")
+
+
+def _already_failed(
+    problems: list[str], root: Path, trail: list[tuple[str, tuple[int, int]]], name: str
+) -> bool:
+    shown = _shown(root, trail, name)
+    return any(p.startswith(f"{shown}:") for p in problems)
+
+
+def _shown(root: Path, trail: list[tuple[str, tuple[int, int]]], name: str) -> str:
+    parts = [part for part, _ in trail]
+    if len(parts) > 8:  # a deep tree: its path would fill the screen
+        parts = [*parts[:3], f"... ({len(parts) - 6} more) ...", *parts[-3:]]
+    return str(root.joinpath(*parts, name)) if name else str(root.joinpath(*parts))

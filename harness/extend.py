@@ -1,8 +1,9 @@
 """What extenders need: the protocols other packages implement, the session and policy types a
 strategy or a policy works with, and the helpers that describe and validate config tables.
 
-Users of the loop import `harness`; code that adds a strategy, a policy, a model client, a sink
-or a config-driven component imports this module. The `checks`, `termination` and `strategies`
+Users of the loop import `harness`; code that adds a strategy, a policy, a model client (which
+raises `UsageLimitError` for a usage limit), a sink or a config-driven component imports this
+module. The `checks`, `termination` and `strategies`
 packages use only these names (and `harness`'s own): no package imports another's private
 modules (tests/test_architecture.py enforces it).
 
@@ -13,17 +14,21 @@ renderers load on first use, so a run that does not read a spec does not pay to 
 import typing
 
 from ._clock import Clock, SystemClock
+from ._files import FileRefused, read_regular_file
 from ._jsonl import check_output_file, dump_json, dump_line
 from ._lazy import lazy_exports
+from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError, find_usage_limit
 from ._log import LibraryLogger, get_logger
 from ._messages import ModelRequest, ModelResponse, ToolSpec
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
+from ._pause import PAUSE
 from ._policy import (
     CONTINUE,
     Decision,
     Limit,
     Policy,
     PolicySession,
+    ProtectsPaths,
     Scope,
     ScopesRun,
     SensorReading,
@@ -31,21 +36,28 @@ from ._policy import (
 from ._run import Run, SingleSession, Strategy
 from ._run_state import RunConfig
 from ._schema import REQUIRED, Key, Schema, Variants
-from ._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
+from ._session import DONE_TOOL, NOT_EXECUTED, Session, SessionEnd, rejection_feedback
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
 from ._streaming import EventStream, stream_events
 from ._tools import as_tools
 from ._transcript import UnknownEvent, UnknownHalt
-from ._validate import check_positive, positive
-from ._workspace import open_in_workspace, resolve_in_workspace
+from ._validate import check_positive, check_type, of_type, positive
+from ._workspace import open_in_workspace, remove_tree, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
     from ._cli_agent import render_prompt
     from ._process import ProcessResult, run_process
+    from ._protected import PathGuard, ProtectedPaths, Tampering
     from ._providers._model_config import MODELS
     from ._providers._pricing import PRICE
     from ._providers._retry import RETRY
     from ._reference import render_schema, render_variants
+    from ._verification import (
+        Baseline,
+        BaselineRecorded,
+        ProtectedPathsChanged,
+        ProtectedPathsRecorded,
+    )
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -59,16 +71,26 @@ __getattr__, __dir__ = lazy_exports(
         "RETRY": "harness._providers._retry",
         "render_schema": "harness._reference",
         "render_variants": "harness._reference",
+        "PathGuard": "harness._protected",
+        "ProtectedPaths": "harness._protected",
+        "Tampering": "harness._protected",
+        "Baseline": "harness._verification",
+        "BaselineRecorded": "harness._verification",
+        "ProtectedPathsChanged": "harness._verification",
+        "ProtectedPathsRecorded": "harness._verification",
     },
 )
 
 __all__ = [
+    "Baseline",
+    "BaselineRecorded",
     "CONTINUE",
     "ChecksConsumed",
     "Clock",
     "DONE_TOOL",
     "Decision",
     "EventStream",
+    "FileRefused",
     "HistoryView",
     "Key",
     "KnowsPrices",
@@ -78,10 +100,17 @@ __all__ = [
     "ModelClient",
     "ModelRequest",
     "ModelResponse",
+    "NOT_EXECUTED",
+    "PAUSE",
     "PRICE",
+    "PathGuard",
     "Policy",
     "PolicySession",
     "ProcessResult",
+    "ProtectedPaths",
+    "ProtectedPathsChanged",
+    "ProtectedPathsRecorded",
+    "ProtectsPaths",
     "REQUIRED",
     "RETRY",
     "ReadsClock",
@@ -98,21 +127,30 @@ __all__ = [
     "SingleSession",
     "Strategy",
     "SystemClock",
+    "Tampering",
     "ToolOutcome",
     "ToolSpec",
+    "USAGE_LIMIT",
     "UnknownEvent",
     "UnknownHalt",
+    "UsageLimit",
+    "UsageLimitError",
     "Variants",
     "as_tools",
     "check_output_file",
     "check_positive",
+    "check_type",
     "dump_json",
     "dump_line",
+    "find_usage_limit",
     "get_logger",
     "lazy_exports",
+    "of_type",
     "open_in_workspace",
     "positive",
+    "read_regular_file",
     "rejection_feedback",
+    "remove_tree",
     "render_prompt",
     "render_schema",
     "render_variants",

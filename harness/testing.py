@@ -8,13 +8,14 @@ events in memory or drive time by hand import this module too::
 The pytest plugin (``pytest_completion_harness``) builds its fixtures from these names.
 """
 
-from ._clock import FakeClock
+from ._clock import FakeClock, FastForwardClock
 from ._errors import FixtureAssertionError
 from ._events import ListSink
 from ._scripted import ScriptedModelClient, fixture_from_transcript, write_fixture
 
 __all__ = [
     "FakeClock",
+    "FastForwardClock",
     "FixtureAssertionError",
     "ListSink",
     "ScriptedModelClient",

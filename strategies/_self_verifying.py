@@ -19,7 +19,7 @@ from harness import (
     Tool,
     VerdictReached,
 )
-from harness.extend import Run, as_tools, check_positive
+from harness.extend import Run, as_tools, check_positive, check_type
 from termination import Budget
 
 from ._reasons import SelfVerifyExhausted
@@ -44,8 +44,8 @@ class SelfVerifying:
 
     With `evaluator_must_use_tools`, a PASS counts only when the evaluator used at least one of
     its tools successfully in that round (it opened the work rather than trusting the builder's
-    summary); a PASS without one is a FAIL that says so. Off by default here, so an evaluator
-    that judges from the claim alone keeps working; the command line turns it on.
+    summary); a PASS without one is a FAIL that says so. On by default, as in a spec; an
+    evaluator meant to judge from the claim alone needs it off.
     """
 
     evaluator: ModelClient
@@ -53,12 +53,14 @@ class SelfVerifying:
     evaluator_tools: Sequence[Tool | Callable[..., Any]] | None = None
     evaluator_budget: Budget | None = None
     max_rounds: int = 3
-    evaluator_must_use_tools: bool = False
+    evaluator_must_use_tools: bool = True
     name: str = "self_verifying"
     _tools: dict[str, Tool] | None = field(init=False, default=None, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         check_positive("max_rounds", self.max_rounds, integer=True)
+        check_type("evaluator_prompt", self.evaluator_prompt, str, "a string (the system prompt)")
+        check_type("evaluator_budget", self.evaluator_budget, Budget, "a Budget", allow_none=True)
         if not isinstance(self.evaluator_must_use_tools, bool):
             raise ConfigurationError(
                 "'evaluator_must_use_tools' must be true or false "
@@ -67,7 +69,9 @@ class SelfVerifying:
         if not callable(getattr(self.evaluator, "complete", None)):
             raise ConfigurationError(f"'evaluator' must be a ModelClient (got {self.evaluator!r})")
         if self.evaluator_tools is not None:
-            object.__setattr__(self, "_tools", as_tools(self.evaluator_tools))
+            object.__setattr__(
+                self, "_tools", as_tools(self.evaluator_tools, name="evaluator_tools")
+            )
 
     async def run(self, run: Run) -> HaltReason:
         tools = self._evaluator_tools(run)
@@ -91,6 +95,8 @@ class SelfVerifying:
             if outcome.passed:
                 return Completed()
             last_reason = outcome.reasons
+            # The evaluator rejected the builder's claim: keep the work it judged.
+            await run.checkpoint(f"claim rejected by the evaluator (round {round_})")
             builder.inject("evaluator", _to_builder(outcome))
         return SelfVerifyExhausted(self.max_rounds, last_reason)
 

@@ -36,6 +36,7 @@ from harness import (
     EventSink,
     Harness,
     ModelClient,
+    PauseSettings,
     Tool,
     list_files,
     model_from_config,
@@ -43,7 +44,18 @@ from harness import (
     update_plan,
     write_file,
 )
-from harness.extend import MODELS, REQUIRED, Key, Schema, Strategy, check_positive
+from harness.checkpoints import Checkpointing
+from harness.extend import (
+    MODELS,
+    PAUSE,
+    REQUIRED,
+    Clock,
+    Key,
+    Schema,
+    Strategy,
+    SystemClock,
+    check_positive,
+)
 from termination import Budget, TerminationPolicy, feedback_from_config, sensor_from_config
 from termination.extend import BUDGET, FEEDBACK, POLICY, SENSORS
 
@@ -92,6 +104,21 @@ SPEC = Schema(
         ),
         Key("tool_timeout", "number", "Seconds one tool call may take.", default=120.0),
         Key(
+            "checkpoints",
+            "boolean",
+            "Checkpoint the workspace when the run starts, at every rejected claim and at the "
+            "end of every Ralph iteration: a commit on a private ref in a git work tree, else a "
+            "snapshot (see `harness checkpoints`).",
+            default=False,
+        ),
+        Key(
+            "checkpoint_dir",
+            "string",
+            "Where snapshots are kept when the workspace is not in git (relative to the spec "
+            "file).",
+            default_text="under $XDG_STATE_HOME",
+        ),
+        Key(
             "context_window",
             "integer",
             "The model's context window in tokens (for the context_pressure sensor).",
@@ -124,6 +151,13 @@ SPEC = Schema(
             see=FEEDBACK,
         ),
         Key("policy", "table", "How the completion check is treated.", see=POLICY),
+        Key(
+            "pause",
+            "table",
+            "How a usage limit is waited out.",
+            default_text="pause up to 6 hours",
+            see=PAUSE,
+        ),
     ],
     heading="The spec file",
     help="The top level of a spec (TOML). Paths are relative to the spec file's folder.",
@@ -134,6 +168,17 @@ Purpose = Literal["run", "task", "checks"]
 """What a spec is loaded for, and so what it must have (see the module's docstring)."""
 
 _PURPOSES: tuple[Purpose, ...] = ("run", "task", "checks")
+
+
+def _checkpointing(data: Mapping[str, Any], base: Path, where: str) -> Checkpointing | None:
+    folder = data.get("checkpoint_dir")
+    if not data.get("checkpoints", False):
+        if folder is not None:
+            raise SpecError(f"{where}: checkpoint_dir is set but checkpoints is not true")
+        return None
+    if folder is None:
+        return Checkpointing()
+    return Checkpointing(state_dir=(base / _string(folder, f"{where}: checkpoint_dir")).resolve())
 
 
 class SpecError(ConfigurationError):
@@ -162,6 +207,10 @@ class Spec:
     policy: TerminationPolicy
     checks: tuple[CompletionCheck, ...]
     purpose: Purpose = "run"
+    checkpoints: Checkpointing | None = None
+    """``checkpoints = true`` (with ``checkpoint_dir``): how the run checkpoints its workspace."""
+    pause: PauseSettings = PauseSettings()
+    """The ``[pause]`` table: how a usage limit is waited out."""
 
     def harness(
         self,
@@ -173,12 +222,16 @@ class Spec:
         sinks: Sequence[EventSink] = (),
         transcript: Path | None = None,
         wrap_model: Callable[[ModelClient, str], ModelClient] | None = None,
+        clock: Clock | None = None,
+        logger: Any = None,
+        pause: PauseSettings | None = None,
     ) -> Harness:
         """The `Harness` this spec describes; each keyword replaces the spec's own.
 
         `model` defaults to a fresh client from ``[model]``, `strategy` to a fresh one from
         ``[strategy]`` (`wrap_model(client, role)` may wrap the extra model it uses, such as a
-        recording of the evaluator), `workspace` and `transcript` to the spec's.
+        recording of the evaluator), `workspace` and `transcript` to the spec's; `clock` and
+        `logger` to the harness's own defaults (the system clock, the library's logger).
         """
         return Harness(
             model=model if model is not None else self.build_model(),
@@ -192,6 +245,10 @@ class Spec:
             tool_timeout=self.tool_timeout,
             done_tool=self.done_tool,
             context_window=self.context_window,
+            checkpoints=self.checkpoints,
+            clock=clock if clock is not None else SystemClock(),
+            logger=logger,
+            pause=pause if pause is not None else self.pause,
         )
 
     def build_model(
@@ -311,6 +368,9 @@ def _spec(
     check_positive("context_window", context_window, integer=True, allow_none=True)
     tools = _tools(data.get("tools", ["read_file", "list_files", "write_file"]), where)
     _evaluator_has_tools(strategy, tools, f"{where}: strategy")
+    pause = PauseSettings.from_config(
+        _table(data.get("pause", {}), f"{where}: pause"), where=f"{where}: pause"
+    )
     spec = Spec(
         path=file,
         prompt=prompt,
@@ -331,6 +391,8 @@ def _spec(
         policy=policy,
         checks=checks,
         purpose=purpose,
+        checkpoints=_checkpointing(data, base, where),
+        pause=pause,
     )
     _require(spec, purpose)
     return spec

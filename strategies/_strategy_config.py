@@ -37,6 +37,16 @@ STRATEGIES = Variants(
                     see=BUDGET,
                 ),
                 Key("cooldown", "number", "Seconds between iterations.", default=0.0),
+                Key(
+                    "rollback",
+                    "string",
+                    "`on_regression`: checkpoint the workspace before the first iteration and "
+                    "after each one, and when an iteration ends with less done than the best "
+                    "checkpoint so far (tests, features, files passing), restore that "
+                    "checkpoint and tell the next iteration what broke.",
+                    default="never",
+                    choices=("never", "on_regression"),
+                ),
             ],
             help="`Ralph`: each iteration starts a fresh context (system prompt, task, and the "
             "check's last reason); the workspace persists. Halts `RalphCompletionUnmet` when "
@@ -73,7 +83,6 @@ STRATEGIES = Variants(
                     "(read the work); on by default in a spec, since a small evaluator has "
                     "been seen to pass wrong work without opening a file.",
                     default=True,
-                    default_text="true (`SelfVerifying` called from Python defaults to false)",
                 ),
             ],
             help="`SelfVerifying`: the builder runs until the check passes, then a fresh "
@@ -106,7 +115,6 @@ def strategy_from_config(
 
     try:
         settings["evaluator"] = build_model(settings["evaluator"], f"{where}.evaluator")
-        settings.setdefault("evaluator_must_use_tools", True)
         return SelfVerifying(**settings)
     except ConfigurationError as exc:
         raise ConfigurationError(f"{where}: {exc}") from None

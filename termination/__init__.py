@@ -49,6 +49,7 @@ if typing.TYPE_CHECKING:
         register_sensor,
         sensor_from_config,
     )
+    from ._tampering import TamperingSensor
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
@@ -69,6 +70,7 @@ _LAZY = {
     "PlanProgressFeedback": "._providers",
     "ToolUsageFeedback": "._providers",
     "RepeatedClaimSensor": "._repeated_claim",
+    "TamperingSensor": "._tampering",
 }
 
 
@@ -103,6 +105,7 @@ __all__ = [
     "Sensor",
     "Severity",
     "StartsSession",
+    "TamperingSensor",
     "TerminationPolicy",
     "ToolUsageFeedback",
     "WatchesWorkspace",

@@ -37,6 +37,22 @@ class Budget:
     def wall_time(self) -> float | None:
         return self.max_wall_time
 
+    @property
+    def bounded(self) -> bool:
+        """True when at least one dimension has a limit."""
+        return any(
+            limit is not None
+            for limit in (
+                self.max_turns,
+                self.max_tool_calls,
+                self.max_input_tokens,
+                self.max_output_tokens,
+                self.max_total_tokens,
+                self.max_cost_usd,
+                self.max_wall_time,
+            )
+        )
+
     def exceeded(
         self,
         snapshot: SessionStateSnapshot,

@@ -88,6 +88,14 @@ POLICY = Schema(
             "into the first turn.",
             default=False,
         ),
+        Key(
+            "protected",
+            "array of strings",
+            "Paths the agent may not change (globs relative to the workspace: `tests/**`, "
+            "`feature_list.json`). Recorded when the run starts; `write_file` refuses them; a "
+            "claim that finds them changed is rejected and judged with them as they were.",
+            default_text="none",
+        ),
     ],
     heading="[policy]",
     help="How the termination policy treats the completion check.",
@@ -181,6 +189,12 @@ SENSORS = Variants(
             ],
             help="`RepeatedClaimSensor`: the agent repeats its rejected claim of done word for "
             "word.",
+        ),
+        "tampering": Schema(
+            "sensor 'tampering'",
+            [_limit(3, "claims that found protected paths changed"), *_common("tampering")],
+            help="`TamperingSensor`: claim after claim finds the `[policy] protected` paths "
+            "changed.",
         ),
     },
     help="Read after every turn; each warns (feedback in the next turn) or "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from attrs import evolve, field, frozen
 
@@ -20,7 +20,18 @@ from harness import (
     SensorTripped,
     SessionStateSnapshot,
 )
-from harness.extend import CONTINUE, Clock, Decision, Limit, SensorReading, check_positive
+from harness.checkpoints import Assessment
+from harness.extend import (
+    CONTINUE,
+    Baseline,
+    Clock,
+    Decision,
+    Limit,
+    ProtectedPaths,
+    SensorReading,
+    check_positive,
+    check_type,
+)
 
 from ._budget import Budget
 from ._feedback import FeedbackProviderConfig
@@ -60,6 +71,10 @@ def _feedback(value: Sequence[Any]) -> tuple[FeedbackProviderConfig, ...]:
             )
         seen.add(name)
     return items
+
+
+def _protected(value: ProtectedPaths | Sequence[str] | str) -> ProtectedPaths:
+    return value if isinstance(value, ProtectedPaths) else ProtectedPaths(value)
 
 
 def _check(value: object) -> CompletionCheck:
@@ -103,6 +118,7 @@ class TerminationPolicy:
     check_before_first_turn: bool = False
     feedback: tuple[FeedbackProviderConfig, ...] = field(default=(), converter=_feedback)
     feedback_max_chars: int = 2000
+    protected: ProtectedPaths = field(factory=ProtectedPaths, converter=_protected)
     # Which optional hooks the sensors and the check implement, asked once here: on Python
     # 3.11 each protocol check costs ~10 µs, and every run and session would ask again.
     _binds: tuple[bool, ...] = field(init=False, repr=False, eq=False)
@@ -118,6 +134,7 @@ class TerminationPolicy:
     def __attrs_post_init__(self) -> None:
         check_positive("check_timeout", self.check_timeout, allow_none=True)
         check_positive("max_rejections", self.max_rejections, integer=True, allow_none=True)
+        check_type("check_before_first_turn", self.check_before_first_turn, bool, "True or False")
         size = self.feedback_max_chars
         if isinstance(size, bool) or not isinstance(size, int) or size < 200:
             raise ConfigurationError(f"'feedback_max_chars' must be an int >= 200 (got {size!r})")
@@ -153,12 +170,20 @@ class TerminationPolicy:
     def requires_known_cost(self) -> bool:
         return self.budget.max_cost_usd is not None
 
+    @property
+    def bounded(self) -> bool:
+        return self.budget.bounded
+
     def description(self) -> str:
         return self.completion_check.description()
 
-    async def start_run(self, snapshot: SessionStateSnapshot) -> None:
-        if self._prepares:
-            await self.completion_check.prepare(snapshot)  # type: ignore[attr-defined]
+    async def start_run(self, snapshot: SessionStateSnapshot) -> tuple[Baseline, ...]:
+        """Let the check record its baselines before the first turn; they are returned for
+        the transcript."""
+        if not self._prepares:
+            return ()
+        recorded = await self.completion_check.prepare(snapshot)  # type: ignore[attr-defined]
+        return baselines_of(recorded)
 
     def run_scope(self, snapshot: SessionStateSnapshot) -> AbstractAsyncContextManager[object]:
         """Watch the run's workspace while the run lasts, when something here reads it."""
@@ -321,10 +346,15 @@ class _PolicySession:
             if not readings and not feedback:
                 return CONTINUE
             return Decision(readings=tuple(readings), feedback=tuple(feedback))
-        reason = await self.check(snapshot)
+        assessed = await self.assess(snapshot)
+        reason = assessed.reason
         if reason is None:
             return Decision(
-                halt=Completed(), readings=tuple(readings), feedback=tuple(feedback), checked=True
+                halt=Completed(),
+                readings=tuple(readings),
+                feedback=tuple(feedback),
+                checked=True,
+                progress=assessed.progress,
             )
         self._rejections += 1
         rejections = self._rejections
@@ -340,6 +370,7 @@ class _PolicySession:
             feedback=tuple(feedback),
             checked=True,
             rejection=reason,
+            progress=assessed.progress,
         )
 
     def _read_verdicts(
@@ -356,10 +387,13 @@ class _PolicySession:
         return _read(watchers, snapshot, readings, feedback, rejection=reason)
 
     async def check(self, snapshot: SessionStateSnapshot) -> str | None:
+        return (await self.assess(snapshot)).reason
+
+    async def assess(self, snapshot: SessionStateSnapshot) -> Assessment:
         verdict = await run_check(
             self._check, snapshot, time_limit=self._policy.check_timeout, clock=self._clock
         )
-        return verdict.reason
+        return Assessment(verdict.reason, verdict.progress)
 
 
 def _read(
@@ -385,3 +419,12 @@ def _read(
             return SensorTripped(sensor.name, reading.message)
         feedback.append(Message.feedback(f"sensor:{sensor.name}", reading.message))
     return None
+
+
+def baselines_of(recorded: object) -> tuple[Baseline, ...]:
+    """What a check's `prepare` returned, as baselines: one, several, or none."""
+    if isinstance(recorded, Baseline):
+        return (recorded,)
+    if isinstance(recorded, tuple | list):
+        return tuple(b for b in cast(Sequence[object], recorded) if isinstance(b, Baseline))
+    return ()

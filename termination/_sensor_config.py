@@ -25,6 +25,7 @@ from ._oscillation import OscillationSensor
 from ._providers import BudgetFeedback, DeadlineFeedback, PlanProgressFeedback, ToolUsageFeedback
 from ._repeated_claim import RepeatedClaimSensor
 from ._sensors import ConsecutiveToolErrorsSensor, RepeatedToolCallSensor, Sensor
+from ._tampering import TamperingSensor
 
 _SENSORS: dict[str, Callable[..., Sensor]] = {
     "repeated_tool_call": RepeatedToolCallSensor,
@@ -34,6 +35,7 @@ _SENSORS: dict[str, Callable[..., Sensor]] = {
     "context_pressure": ContextPressureSensor,
     "check_churn": CheckChurnSensor,
     "repeated_claim": RepeatedClaimSensor,
+    "tampering": TamperingSensor,
 }
 _PROVIDERS: dict[str, Callable[..., FeedbackProvider]] = {
     "deadline": DeadlineFeedback,

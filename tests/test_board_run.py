@@ -436,3 +436,26 @@ async def test_a_self_verifying_task_whose_evaluator_fails_it_once(tmp_path: Pat
     assert _kinds(events, "t") == ["task.assigned", "task.rejected", "task.complete"]
     rejected = next(e for e in events if e.kind == "task.rejected")
     assert rejected.message == "the evaluator failed the work: t.txt is a draft."
+
+
+async def test_a_retried_attempt_whose_check_already_passes_is_complete(tmp_path: Path) -> None:
+    """A person fixes a reviewed task's work and retries it: the next attempt checks first,
+    finds the work done and completes before its first turn, although its scripted agent
+    (one script for every attempt) has lines it never reached; not failed."""
+    make_board(
+        tmp_path,
+        {"t": task_toml("t", extra="[budget]\nmax_turns = 2")},
+        {"t": [{"text": "done"}, {"text": "done!"}]},
+    )
+    result, _ = await _run(Board.from_folder(tmp_path))
+    assert result.status_of("t") == "review"
+    (tmp_path / ".board" / "workspace" / "t.txt").write_text("fixed by hand\n")
+    with _store(tmp_path / ".board") as store:
+        assert store.retry(["t"]) == ["pending"]
+    result, events = await _run(Board.from_folder(tmp_path))
+    assert result.status_of("t") == "complete", [e.message for e in events]
+    with _store(tmp_path / ".board") as store:
+        second = store.attempts("t")[-1]
+        assert second.outcome == "complete"
+        halted = json.loads(second.transcript.read_text().splitlines()[-1])
+    assert halted["reason"] == {"type": "Completed", "early": True}

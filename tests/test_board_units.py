@@ -251,5 +251,5 @@ def test_a_database_of_another_schema_is_refused(tmp_path: Path) -> None:
     db.execute("UPDATE meta SET value = '99' WHERE key = 'schema'")
     db.commit()
     db.close()
-    with pytest.raises(ValueError, match="has schema 99, this version reads 1"):
+    with pytest.raises(ValueError, match="has schema 99, this version reads 2"):
         BoardStore(tmp_path / "board.db")

@@ -146,7 +146,8 @@ async def test_self_verifying_can_use_command_line_agents_for_both_roles(
     harness = Harness(
         model=builder,
         policy=TerminationPolicy(),
-        strategy=SelfVerifying(evaluator=evaluator, max_rounds=3),
+        # The command-line evaluator reads the work with its own tools, which the run cannot see.
+        strategy=SelfVerifying(evaluator=evaluator, max_rounds=3, evaluator_must_use_tools=False),
         workspace=workspace,
     )
     result = await harness.run("Add steps to progress.txt.")

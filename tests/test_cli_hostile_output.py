@@ -182,7 +182,7 @@ def test_harness_run_piped_into_head_exits_with_the_runs_code(tmp_path: Path, ba
     transcript = tmp_path / "run.jsonl"
     command = (
         f"{sys.executable} -m strategies run {spec(tmp_path, delay=0.5)} "
-        f"--transcript {transcript} --backend {backend} 2>&1 | head -1; "
+        f"--transcript {transcript} --backend {backend} --realtime 2>&1 | head -1; "
         'echo "status=${PIPESTATUS[0]}"'
     )
     done = subprocess.run(

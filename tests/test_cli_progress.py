@@ -145,7 +145,8 @@ def test_a_terminal_gets_a_live_status_line(spec: Path, columns: int, colour: bo
     the model thinks and never wider than the terminal; notable events print above it;
     at the end the line is cleared and the cursor restored; the outcome goes to stdout."""
     env = _env(TERM="xterm-256color", NO_COLOR=None if colour else "1")
-    screen, out, code = run_on_terminal(_command(spec), env, columns)
+    # --realtime: the fixture's delays pass for real, so the model is seen thinking.
+    screen, out, code = run_on_terminal(_command(spec, "--realtime"), env, columns)
     assert code == 0, screen
     assert out.startswith("VERIFIED COMPLETE")
     assert screen.startswith(HIDE_CURSOR)
@@ -309,3 +310,26 @@ def test_plain_progress_labels_each_runs_lines() -> None:
         sink.emit(IterationStarted(1.5, "builder", 2))
         progress.write("logged\n")
     assert out.getvalue() == "[   1.50s] T-7: builder session 2 started\nlogged\n"
+
+
+def test_baselines_and_tampering_have_progress_lines() -> None:
+    """`harness run` prints what the baseline found and each change to a protected path."""
+    from harness.extend import Baseline, BaselineRecorded, ProtectedPathsChanged, Tampering
+    from strategies._cli._progress import describe
+
+    found = Baseline("`pytest -rA`", "pytest", 3, ("t.py::test_old",), 1)
+    assert describe(BaselineRecorded(0.1, found)) == (
+        "baseline: 3 passing, 1 failing before the first turn: t.py::test_old",
+        "plain",
+    )
+    unread = Baseline("`pytest -q`", None, 0, (), 1, "pytest named no passing test")
+    line, _ = describe(BaselineRecorded(0.1, unread)) or ("", "plain")
+    assert (
+        line
+        == "baseline: `pytest -q` could not be read into test names (pytest named no passing test)"
+    )
+    changed = ProtectedPathsChanged(0.2, "builder", 2, (Tampering("t.py", "deleted", "t.py"),))
+    assert describe(changed) == (
+        "protected files changed: t.py (deleted; protected by 't.py')",
+        "bad",
+    )

@@ -90,7 +90,7 @@ def scenario(workspace: Path, transcript: Path, sinks: list[Any]) -> Harness:
         policy=TerminationPolicy(
             sensors=[RepeatedToolCallSensor(limit=3, warn_at=2)], completion_check=NeedsReadme()
         ),
-        strategy=SelfVerifying(evaluator=evaluator),
+        strategy=SelfVerifying(evaluator=evaluator, evaluator_must_use_tools=False),
         tools=workspace_tools(),
         workspace=workspace,
         clock=FakeClock(),

@@ -505,3 +505,66 @@ def test_a_bad_hook_command_line_is_a_non_blocking_error(
     with pytest.raises(SystemExit) as caught:
         main(["run"])
     assert caught.value.code == 2  # other commands keep argparse's usage error
+
+
+def test_each_subagent_has_its_own_block_cap_apart_from_the_main_session(
+    setup: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three blocked stops of subagents (two of one, one of another) leave the main session's
+    cap of 2 untouched: its own first two stops are still blocked; each subagent counts apart."""
+    cap = ("--max-blocks", "2")
+    first = payload(setup, "subagent_stop.json")
+    other = payload(setup, "subagent_stop.json", agent_id="e5f6a7b8")
+    answers = [
+        hook(setup, p, capsys, monkeypatch, *cap)[1]
+        for p in (first, first, other, payload(setup), payload(setup, "stop_reentry.json"))
+    ]
+    assert all(a is not None for a in answers)
+    reasons = [a["reason"].split("\n", 1)[0] for a in answers if a is not None]
+    assert [r.split("stop blocked ")[1][:1] for r in reasons] == ["1", "2", "1", "1", "2"]
+    # The first subagent's third stop is allowed: its own cap is used up.
+    code, answer, err = hook(setup, first, capsys, monkeypatch, *cap)
+    assert (code, answer) == (0, None)
+    assert "blocked 2 time(s) in a row" in err
+    # A subagent with no agent_id is told apart by its own transcript.
+    bare = payload(setup, "subagent_stop.json")
+    del bare["agent_id"]
+    _, answer, _ = hook(setup, bare, capsys, monkeypatch, *cap)
+    assert answer is not None
+    assert "stop blocked 1 of at most 2" in answer["reason"]
+
+
+def test_a_bad_agent_id_is_a_non_blocking_error(
+    setup: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, answer, err = hook(
+        setup, payload(setup, "subagent_stop.json", agent_id=7), capsys, monkeypatch
+    )
+    assert (code, answer) == (1, None)
+    assert "'agent_id' must be a non-empty string (got 7)" in err
+
+
+@pytest.mark.anyio
+async def test_a_blocked_stop_checkpoints_the_workspace_when_the_spec_asks(setup: Path) -> None:
+    """With ``checkpoints = true`` each blocked stop is a checkpoint of the workspace (a
+    series per agent session), measured by the checks; the note names it, the agent's reason
+    does not change."""
+    from harness.checkpoints import open_checkpoints
+
+    (setup / "spec.toml").write_text(
+        SPEC.replace("[model]", 'checkpoints = true\ncheckpoint_dir = "snapshots"\n\n[model]')
+    )
+    spec = load_spec(setup / "spec.toml")
+    (setup / "workspace" / "draft.md").write_text("half done")
+    decision = await claude_stop(payload(setup), spec, state_dir=setup / "state")
+    assert decision.block
+    assert decision.note is not None
+    assert "checkpoint " in decision.note
+    store = await open_checkpoints(setup / "workspace", series="x", state_dir=setup / "snapshots")
+    (saved,) = await store.checkpoints()
+    assert saved.label == "stop blocked (1)"
+    assert saved.series.startswith("hook-")
+    assert saved.progress is not None
+    assert (saved.progress.done, saved.progress.total) == (0, 1)  # report.md: 0 of 1 files
+    assert (await store.diff(saved)).empty
+    assert "checkpoint" not in (decision.reason or "")

@@ -477,3 +477,21 @@ def test_feedback_tags_are_defused_whatever_their_case_or_spacing(forged: str) -
     cleaned = neutralize(forged)
     assert "<harness-feedback" not in cleaned.lower().replace(" ", "")
     assert "</harness-feedback" not in cleaned.lower().replace(" ", "")
+
+
+async def test_work_already_done_leaves_the_scripts_lines_unreached_without_a_fault(
+    tmp_path: Path,
+) -> None:
+    """A script with lines (a retried attempt replays its agent's whole script) is no fixture
+    error when the work is found done before the first turn: no line could have been used."""
+    (tmp_path / "answer.txt").write_text("42")
+    model = ScriptedModelClient.from_responses([{"text": "42"}, {"text": "done"}])
+    harness = Harness(
+        model=model,
+        policy=TerminationPolicy(completion_check=AnswerFileCheck(), check_before_first_turn=True),
+        workspace=tmp_path,
+        clock=FakeClock(),
+    )
+    result = await harness.run("answer")
+    assert result.halt_reason == Completed(early=True)
+    assert model.remaining == 2

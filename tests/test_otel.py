@@ -307,7 +307,7 @@ async def test_self_verifying_names_each_agents_model_and_records_the_verdict(
         traced,
         [claims()],
         tmp_path,
-        strategy=SelfVerifying(evaluator=evaluator),
+        strategy=SelfVerifying(evaluator=evaluator, evaluator_must_use_tools=False),
         sink_options={"request_model": {"builder": "gpt-test", "evaluator": "judge"}},
     )
     result = await harness.run("task")

@@ -58,6 +58,21 @@ NULL_CONTENT = llama_cpp_refusal(
 )
 
 
+# What llama-cpp-python's server answers to a request its pydantic model refuses.
+LLAMA_CPP_PYTHON_VALIDATION = {
+    "error": {
+        "message": "2 validation errors for CreateChatCompletionRequest\n"
+        "messages.1.content\n  Input should be a valid string [type=string_type, "
+        "input_value=None, input_type=NoneType]\n"
+        "tools.0.function.name\n  Field required [type=missing, input_value={}, "
+        "input_type=dict]",
+        "type": "internal_server_error",
+        "param": None,
+        "code": None,
+    }
+}
+
+
 @pytest.mark.parametrize(
     "error",
     [
@@ -67,6 +82,8 @@ NULL_CONTENT = llama_cpp_refusal(
         {"error": {"code": 500, "message": "[json.exception.type_error.302] type must be string"}},
         {"error": {"message": "unexpected field", "type": "invalid_request_error"}},
         {"object": "error", "message": "unexpected field", "type": "BadRequestError"},
+        LLAMA_CPP_PYTHON_VALIDATION,
+        {"error": {"message": "1 validation error:\n  {'type': 'missing'}", "type": "x"}},
     ],
 )
 async def test_a_500_saying_the_request_is_invalid_is_a_bad_request_sent_once(
@@ -84,7 +101,12 @@ async def test_a_500_saying_the_request_is_invalid_is_a_bad_request_sent_once(
 
 @pytest.mark.parametrize(
     "message",
-    ["Failed to parse input at pos 12: <tool_call>{", "CUDA error: out of memory", "boom"],
+    [
+        "Failed to parse input at pos 12: <tool_call>{",
+        "CUDA error: out of memory",
+        "boom",
+        "3 validation errors later, the server gave up",
+    ],
 )
 async def test_other_500s_are_still_retried(provider: FakeProvider, message: str) -> None:
     """A 500 about the server, or about the model's own output, is worth another try."""

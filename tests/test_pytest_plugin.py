@@ -133,8 +133,8 @@ def test_failures_say_what_the_run_did(pytester: pytest.Pytester) -> None:
             "*AssertionError: the run halted with Completed (completed: the completion check "
             "passed), not SensorTripped",
             # fnmatch reads [...] as a character class: ? stands for the bracket.
-            "*AssertionError: expected 'tool.called' (item 1 of the expected list) among events "
-            "1 on; the run's events are ?'run.started', 'iteration.started', 'turn.started', "
+            "*AssertionError: expected 'tool.called' (item 2 of the expected list) among events "
+            "2 on; the run's events are ?'run.started', 'iteration.started', 'turn.started', "
             "'turn.finished', 'check.passed', 'run.halted'?",
         ]
     )
@@ -251,7 +251,7 @@ def test_assert_events_reads_sinks_lists_and_transcripts(tmp_path: Path) -> None
         assert_events(sink, ["run.started", "check.failed"], exact=True)
     with pytest.raises(AssertionError, match=r"expected 'check.failed' with \{'reason': 'x'\}"):
         assert_events(sink, [("check.failed", {"reason": "x"})])
-    with pytest.raises(AssertionError, match="at position 1"):
+    with pytest.raises(AssertionError, match=r"item 2 of the expected list\) at position 2;"):
         assert_events(sink, ["run.started", "check.failed", "tool.called"], exact=True)
     with pytest.raises(TypeError, match="takes a RunResult"):
         assert_events([1, 2], ["x"])  # type: ignore[list-item]

@@ -170,7 +170,9 @@ async def test_explicit_evaluator_tools_replace_the_read_only_default(tmp_path: 
     evaluator = ScriptedModelClient.from_responses(
         [{"text": "VERDICT: PASS", "expect": {"tools": ["run_tests"]}}]
     )
-    result = await build(builder, evaluator, tmp_path, evaluator_tools=[run_tests]).run("hello")
+    result = await build(
+        builder, evaluator, tmp_path, evaluator_tools=[run_tests], evaluator_must_use_tools=False
+    ).run("hello")
     assert result.verified
 
 
@@ -212,7 +214,7 @@ async def test_an_unused_evaluator_line_fails_the_replay(tmp_path: Path) -> None
         [{"text": "VERDICT: PASS"}, {"text": "never asked"}], name="evaluator.jsonl"
     )
     with pytest.raises(FixtureUnconsumed, match=r"evaluator\.jsonl:2"):
-        await build(builder, evaluator, tmp_path).run("hello")
+        await build(builder, evaluator, tmp_path, evaluator_must_use_tools=False).run("hello")
 
 
 UNREAD = (
@@ -245,13 +247,32 @@ async def test_a_pass_without_opening_the_work_does_not_count(tmp_path: Path) ->
 
 @pytest.mark.anyio
 async def test_without_the_option_an_unread_pass_completes_the_run(tmp_path: Path) -> None:
-    """The default in Python: the evaluator's word is taken, even on wrong work it never read."""
+    """Turned off, the evaluator's word is taken, even on wrong work it never read."""
     builder = writes_then_claims()
     evaluator = ScriptedModelClient.from_responses(
         [{"text": "VERDICT: PASS", "expect": {"not_contains": "does not count"}}]
     )
-    result = await build(builder, evaluator, tmp_path).run("hello")
+    result = await build(builder, evaluator, tmp_path, evaluator_must_use_tools=False).run("hello")
     assert result.verified
+
+
+@pytest.mark.anyio
+async def test_python_and_a_spec_have_the_same_default_the_evaluator_must_look(
+    tmp_path: Path,
+) -> None:
+    """`SelfVerifying` built in Python requires the evaluator to use a tool, as a spec does: a
+    PASS given without looking does not count."""
+    import attrs
+
+    from strategies._strategy_config import STRATEGIES
+
+    name = "evaluator_must_use_tools"
+    (key,) = [k for k in STRATEGIES.schemas["self_verifying"].keys if k.name == name]
+    assert key.default is getattr(attrs.fields(SelfVerifying), name).default is True
+    builder = writes_then_claims()
+    evaluator = ScriptedModelClient.from_responses([{"text": "VERDICT: PASS"}])
+    result = await build(builder, evaluator, tmp_path, max_rounds=1).run("hello")
+    assert result.halt_reason == SelfVerifyExhausted(1, UNREAD)
 
 
 @pytest.mark.anyio

@@ -34,6 +34,7 @@ from harness import (
 from harness._run import Run
 from harness._state import HistoryView
 from harness._tools import render_result
+from harness.checkpoints import Assessment
 from harness.extend import RunConfig, SensorReading, SessionStore
 from harness.testing import FakeClock, ListSink
 from strategies import Ralph
@@ -62,6 +63,7 @@ def _run(clock: FakeClock) -> Run:
         usage=Usage(1, 2),
         check_reasons=["not yet"],
         store=store,
+        tampered_claims=2,
     )
 
 
@@ -93,6 +95,8 @@ def test_a_snapshot_puts_every_value_in_its_own_field() -> None:
         "store": {str: ("a note",)},
         "context_window": 8_000,
         "session_started_at": 3.0,
+        "tampering": (),
+        "tampered_claims": 2,
     }
     views = {"messages", "tool_outcomes", "check_reasons"}
     assert {f.name for f in fields(type(snapshot))} == set(expected) | views
@@ -320,6 +324,10 @@ class _AdmissionLog:
     async def check(self, snapshot: SessionStateSnapshot) -> str | None:
         reason: str | None = await self._inner.check(snapshot)
         return reason
+
+    async def assess(self, snapshot: SessionStateSnapshot) -> Assessment:
+        assessed: Assessment = await self._inner.assess(snapshot)
+        return assessed
 
 
 @pytest.mark.anyio

@@ -20,7 +20,7 @@ from harness._providers._model_config import MODELS
 from harness._providers._pricing import PRICE
 from harness._providers._retry import RETRY
 from harness._schema import REQUIRED, Key, Schema, Variants
-from harness.extend import SensorReading
+from harness.extend import PAUSE, SensorReading
 from strategies import Ralph, SelfVerifying
 from strategies._cli import main
 from strategies._cli._reference import COMMAND, render
@@ -64,6 +64,7 @@ _CLASS_TABLES: list[tuple[Schema, Callable[..., Any], set[str]]] = [
     ),
     (PRICE, harness.ModelPrice, set()),
     (RETRY, harness.RetryPolicy, set()),
+    (PAUSE, harness.PauseSettings, set()),
     (MODELS.schemas["openai"], harness.OpenAIClient, {"prices", "clock"}),
     (MODELS.schemas["anthropic"], harness.AnthropicClient, {"prices", "clock"}),
     (MODELS.schemas["cli_agent"], harness.CliAgentClient, {"render", "name", "clock"}),
@@ -188,7 +189,7 @@ def _spec(tmp_path: Path, body: str) -> Path:
             '[[checks]]\ntype = "always_complete"\n[strategy]\ntype = "ralph"\nmax_iteration = 2\n',
             "spec.toml: strategy: unknown key 'max_iteration' for a Ralph strategy; did you "
             "mean 'max_iterations'? (valid keys: cooldown, iteration_budget, max_iterations, "
-            "type)",
+            "rollback, type)",
         ),
         (
             '[[checks]]\ntype = "always_complete"\n[policy]\nmax_rejection = 2\n',

@@ -402,3 +402,54 @@ def test_an_empty_transcript_renders_a_page_that_says_so(
     assert "no events" in page.find("p", "empty").text()
     assert "ends without run.halted" in err
     assert render_page(build_view(read_for_view(path))).startswith("<!DOCTYPE html>")
+
+
+def test_the_outcome_box_keeps_a_multi_line_reasons_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A reason of several lines (a test runner's failure report) is shown as a block that keeps
+    its line breaks, not run together into one paragraph."""
+    report = "2 tests failed:\n  test_add: expected 3, got 4\n  test_sub: expected 1, got -1"
+    reason = {"type": "RejectionLimit", "rejections": 2, "last_reason": report}
+    rows = [started(), *turn(1, "done"), {**halted(verified=False), "reason": reason}]
+    page, _ = view(write_events(tmp_path / "t.jsonl", rows), capsys)
+    block = page.find("div", "outcome").find("pre")
+    assert "  test_add: expected 3, got 4\n  test_sub: expected 1, got -1" in block.text()
+
+
+def test_baselines_and_tampering_are_notes_with_their_names_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run's baseline reads as the tests failing before the first turn; a protected file
+    the agent changed is a bad note in its session, names escaped like any agent text."""
+    baseline = {
+        "check": "`pytest -rA`",
+        "runner": "pytest",
+        "passed": 3,
+        "failing": ["t.py::test_<b>old</b>"],
+        "exit_code": 1,
+        "unreadable": None,
+    }
+    change = {"path": "tests/<script>x</script>.py", "change": "modified", "rule": "tests/**"}
+    rows = [
+        started(),
+        {"event": "baseline.recorded", "at": 0.1, "baseline": baseline},
+        *turn(1, "done"),
+        {
+            "event": "protected.changed",
+            "at": 0.2,
+            "agent": "builder",
+            "turn": 1,
+            "changes": [change],
+        },
+        halted(),
+    ]
+    page, html = view(write_events(tmp_path / "t.jsonl", rows), capsys)
+    notes = {n.attrs["data-kind"]: n.text() for n in page.find_all("div", "note")}
+    assert "baseline: 3 passing, 1 failing before the first turn" in notes["baseline.recorded"]
+    assert "t.py::test_<b>old</b>" in notes["baseline.recorded"]
+    assert (
+        "tests/<script>x</script>.py (modified; protected by 'tests/**')"
+        in notes["protected.changed"]
+    )
+    assert "<script>x</script>" not in html

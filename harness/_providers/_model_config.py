@@ -159,7 +159,18 @@ MODELS = Variants(
         ),
         "openai": Schema(
             "an openai model",
-            _api_keys("OPENAI_API_KEY"),
+            (
+                *_api_keys("OPENAI_API_KEY"),
+                Key(
+                    "tool_choice",
+                    "string",
+                    "Sent with every request that offers tools: `auto`, `required` or `none` "
+                    "(llama-cpp-python's function-calling chat format ignores the tools "
+                    "unless it is sent).",
+                    choices=("auto", "required", "none"),
+                    default_text="not sent",
+                ),
+            ),
             help="`OpenAIClient`: OpenAI or any OpenAI-compatible server "
             "(`pip install 'completion-harness[openai]'`).",
         ),
@@ -266,6 +277,8 @@ def _sdk(kind: str, table: Mapping[str, Any], where: str) -> ModelClient:
         return AnthropicClient(model, **kwargs)
     from ._openai import OpenAIClient
 
+    if "tool_choice" in table:
+        kwargs["tool_choice"] = _text(table, "tool_choice", where)
     return OpenAIClient(model, **kwargs)
 
 

@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from .._clock import Clock
+from .._errors import ConfigurationError
 from .._jsonl import without_surrogates
 from .._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 from ._base import ProviderClient
@@ -34,7 +35,10 @@ class OpenAIClient(ProviderClient):
     `api_key_env` names the environment variable holding the key, or None for a server that
     needs none. `options` are extra fields of the request body, sent as they are
     (``temperature``, ``max_tokens``, a server's own settings, ...). `price` overrides the
-    price table for this model.
+    price table for this model. `tool_choice` (``"auto"``, ``"required"``, ``"none"``, or
+    ``{"type": "function", "function": {"name": ...}}``) is sent with every request that
+    offers tools: llama-cpp-python's function-calling chat format ignores the tools unless
+    it is sent.
     """
 
     provider = "openai"
@@ -53,7 +57,15 @@ class OpenAIClient(ProviderClient):
         timeout: float = 600.0,
         options: Mapping[str, Any] | None = None,
         clock: Clock | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
     ) -> None:
+        if tool_choice is not None and not _valid_tool_choice(tool_choice):
+            raise ConfigurationError(
+                "'tool_choice' must be 'auto', 'required', 'none' or "
+                "{'type': 'function', 'function': {'name': ...}} "
+                f"(got {tool_choice!r})"
+            )
+        self.tool_choice = tool_choice
         super().__init__(
             model,
             base_url=base_url,
@@ -75,6 +87,8 @@ class OpenAIClient(ProviderClient):
         kwargs: dict[str, Any] = {"extra_body": dict(self.options)} if self.options else {}
         if request.tools:
             kwargs["tools"] = tools_to_openai(request.tools)
+            if self.tool_choice is not None:
+                kwargs["tool_choice"] = self.tool_choice
         return await client.chat.completions.with_raw_response.create(
             model=self.model,
             messages=without_surrogates(messages_to_openai(request.messages)),
@@ -83,6 +97,19 @@ class OpenAIClient(ProviderClient):
 
     def _parse(self, body: Any) -> ModelResponse:
         return parse_openai(body, self)
+
+
+def _valid_tool_choice(value: object) -> bool:
+    if isinstance(value, str):
+        return value in ("auto", "required", "none")
+    if isinstance(value, Mapping):
+        function = value.get("function")
+        return (
+            value.get("type") == "function"
+            and isinstance(function, Mapping)
+            and isinstance(function.get("name"), str)
+        )
+    return False
 
 
 def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:

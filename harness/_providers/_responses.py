@@ -17,7 +17,7 @@ from typing import Any
 from attrs import frozen
 
 from .._errors import ModelError
-from ._retry import retry_after_seconds
+from ._retry import wait_seconds
 
 REDACTED = "[redacted]"
 # Local OpenAI-compatible servers (vLLM, Ollama, llama.cpp) need no key, but the SDK insists
@@ -29,14 +29,18 @@ MAX_DETAIL = 1000
 MAX_SNIPPET = 200
 
 # Servers that answer 500 to a request they could not parse (llama.cpp does, with type
-# "server_error"): sending it again gives the same answer, so it is a bad request.
+# "server_error"; llama-cpp-python does with its request model's pydantic report, type
+# "internal_server_error"): sending it again gives the same answer, so it is a bad request.
 _INVALID_TYPES = frozenset(
     {"invalid_request_error", "invalid_request", "BadRequestError", "bad_request"}
 )
 _INVALID_MESSAGE = re.compile(
     r"^\[json\.exception\."  # llama.cpp: nlohmann::json refusing a field of the request
     r"|^Failed to parse (?:messages|tools|tool call arguments)"  # llama.cpp: its request parser
-    r"|^(?:Invalid|Expected) '\w+'",  # llama.cpp: "Invalid 'content' type", "Expected 'content'"
+    r"|^(?:Invalid|Expected) '\w+'"  # llama.cpp: "Invalid 'content' type", "Expected 'content'"
+    # llama-cpp-python: pydantic's "2 validation errors for CreateChatCompletionRequest", or
+    # FastAPI's "1 validation error:" around it
+    r"|^\d+ validation errors?(?: for \w+|:)",
 )
 
 
@@ -144,7 +148,7 @@ def map_sdk_error(exc: Exception, sdk: ModuleType, provider: str, secret: str) -
         kind=kind,
         retryable=retryable,
         status_code=status,
-        retry_after=retry_after_seconds(dict(exc.response.headers)),
+        retry_after=wait_seconds(dict(exc.response.headers)),
     )
 
 

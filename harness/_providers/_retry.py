@@ -1,17 +1,22 @@
 """Retrying provider calls: rate limits, 5xx and timeouts, with backoff, jitter and a deadline.
 
-Each wait is the larger of the provider's ``Retry-After`` and exponential backoff with jitter.
-The retries stop after `RetryPolicy.max_attempts` attempts, when the next wait would pass the
-request's deadline, or when a single wait would exceed `RetryPolicy.max_wait`; the last error
-is then raised with a note of why trying stopped. Errors that are not retryable (auth, bad
-request, malformed responses) are raised at once. Sleeping happens on the injected clock, so
-it works on asyncio and trio alike and a `FakeClock` makes the waits instant and exact.
+Each wait is the larger of the provider's ``Retry-After`` (or, without one, the reset of the
+exhausted rate limit in the ``x-ratelimit-*`` and ``anthropic-ratelimit-*`` headers) and
+exponential backoff with jitter. The retries stop after `RetryPolicy.max_attempts` attempts,
+when the next wait would pass the request's deadline, or when a single wait would exceed
+`RetryPolicy.max_wait`; the last error is then raised with a note of why trying stopped. A
+rate limit (429) whose reset lies beyond that retry budget (further away than `max_wait`) is
+raised as a `UsageLimitError`: the run pauses until the reset instead of failing. Errors that
+are not retryable (auth, bad request, malformed responses) are raised at once. Sleeping
+happens on the injected clock, so it works on asyncio and trio alike and a `FakeClock` makes
+the waits instant and exact.
 """
 
 from __future__ import annotations
 
 import email.utils
 import math
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -20,6 +25,7 @@ from attrs import frozen
 
 from .._clock import Clock
 from .._errors import ConfigurationError, ModelError
+from .._limits import UsageLimit, UsageLimitError
 from .._log import LibraryLogger
 from .._schema import Key, Schema
 
@@ -130,6 +136,61 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     return max((until - now).total_seconds(), 0.0)
 
 
+_RESET_HEADERS = (
+    # (remaining, reset): OpenAI's resets are durations ("1s", "6m0s"), Anthropic's RFC 3339.
+    ("x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"),
+    ("x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"),
+    ("anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-requests-reset"),
+    ("anthropic-ratelimit-tokens-remaining", "anthropic-ratelimit-tokens-reset"),
+    ("anthropic-ratelimit-input-tokens-remaining", "anthropic-ratelimit-input-tokens-reset"),
+    ("anthropic-ratelimit-output-tokens-remaining", "anthropic-ratelimit-output-tokens-reset"),
+)
+_GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_GO_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def wait_seconds(headers: Mapping[str, str]) -> float | None:
+    """The wait a rate-limited response asks for: `retry_after_seconds`, else the latest reset
+    of a limit the headers show used up (``...-remaining: 0``); None when neither is known.
+
+    OpenAI's ``x-ratelimit-reset-*`` are durations (``6m0s``); Anthropic's
+    ``anthropic-ratelimit-*-reset`` are RFC 3339 times, measured against the response's
+    ``Date`` header (never this machine's clock). Never raises.
+    """
+    asked = retry_after_seconds(headers)
+    if asked is not None:
+        return asked
+    lowered = {k.lower(): v for k, v in headers.items()}
+    resets = []
+    for remaining, reset in _RESET_HEADERS:
+        if lowered.get(remaining, "").strip() != "0" or reset not in lowered:
+            continue
+        seconds = _reset_value(lowered[reset], lowered.get("date"))
+        if seconds is not None:
+            resets.append(seconds)
+    return max(resets) if resets else None
+
+
+def _reset_value(raw: str, date: str | None) -> float | None:
+    raw = raw.strip()
+    seconds = _seconds(raw)
+    if seconds is not None:
+        return seconds
+    parts = _GO_DURATION.findall(raw)
+    if parts and "".join(a + u for a, u in parts) == raw:
+        return sum(float(amount) * _GO_UNITS[unit] for amount, unit in parts)
+    now = _http_date(date)
+    if now is None:
+        return None
+    try:
+        until = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if until.tzinfo is None:
+        until = until.replace(tzinfo=UTC)
+    return max((until - now).total_seconds(), 0.0)
+
+
 def _seconds(raw: str | None) -> float | None:
     """A number of seconds (negative is zero); None for anything else, inf and nan too."""
     if raw is None:
@@ -190,6 +251,9 @@ async def call_with_retry(
 
     def give_up(state: RetryCallState) -> Any:
         error = _error_of(state)
+        reset = error.retry_after
+        if error.kind == "rate_limit" and reset is not None and reset > policy.max_wait:
+            raise UsageLimitError(UsageLimit(what, str(error), reset)) from None
         raise ModelError(
             f"{error} ({why_stop(state)})",
             kind=error.kind,

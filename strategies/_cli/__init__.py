@@ -9,12 +9,14 @@ import argparse
 import signal
 import sys
 from collections.abc import Sequence
+from importlib import metadata
+from typing import Any
 
-from . import _board, _check, _hook, _reference, _run, _view
-from ._signals import exit_code_for
+from . import _board, _check, _checkpoints, _hook, _reference, _run, _view
+from ._signals import exit_code_for, signal_handlers_kept
 from ._streams import safe_std_streams
 
-SUBCOMMANDS = [_run, _check, _view, _hook, _board, _reference]
+SUBCOMMANDS = [_run, _check, _view, _hook, _board, _checkpoints, _reference]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,10 +24,28 @@ def build_parser() -> argparse.ArgumentParser:
         prog="harness",
         description="Run LLM agents unattended; do not let them stop before the work is done.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in SUBCOMMANDS:
         module.register(sub)
     return parser
+
+
+def chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Any:
+    """The (sub)parser of the command `args` chose, following nested commands down."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            name = getattr(args, action.dest, None)
+            if name in action.choices:
+                return chosen_parser(action.choices[name], args)
+    return parser
+
+
+def _version() -> str:
+    try:
+        return metadata.version("completion-harness")
+    except metadata.PackageNotFoundError:  # pragma: no cover - run from a bare checkout
+        return "unknown (not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -33,14 +53,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:  # the usage of the command that was given them, not the top level's
+            chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exc:
         if exc.code == _hook.EXIT_ARGPARSE and argv[:1] == ["hook"]:
             # To the agent, exit 2 from a Stop hook blocks the stop: a typo in the hook's
             # command line would send the agent back to work at every stop, for ever.
             return _hook.EXIT_BROKEN
         raise
-    with safe_std_streams():  # a reader that goes away (`| head -1`) never ends the command
+    # A reader that goes away (`| head -1`) never ends the command; a signal's stop ignores
+    # further signals until the command returns, and the handlers are back after it.
+    with signal_handlers_kept(), safe_std_streams():
         try:
             code: int = args.handler(args)
         except KeyboardInterrupt:  # Ctrl-C outside a run (loading a spec, say): nothing to stop

@@ -11,6 +11,7 @@ import argparse
 import json
 import logging
 import signal
+import sqlite3
 import sys
 import time
 from contextlib import nullcontext
@@ -24,6 +25,8 @@ from harness import ConfigurationError, EventSink, HarnessError
 
 from ._progress import ProgressDisplay, is_live_terminal, open_progress
 from ._run import _Stderr, logging_to_stderr
+from ._signals import SignalCancel
+from ._terminal import for_terminal
 
 if TYPE_CHECKING:
     from strategies.board import (
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
 EXIT_COMPLETE = 0
 EXIT_NOT_COMPLETE = 1
 EXIT_ERROR = 2
+EXIT_STATE = 3  # the state folder cannot be used: damaged, read-only, or its disk full
 
 
 def register(sub: Any) -> None:
@@ -118,10 +122,8 @@ class _BoardEventPrinter:
 
         out = self._out or sys.stderr
         task = event.task or ""
-        out.write(
-            f"[{time.monotonic() - self._start:7.2f}s] {event.kind:<15} {task:<10} "
-            f"{one_line(event.message, 130)}\n"
-        )
+        line = f"{event.kind:<15} {task:<10} {one_line(event.message, 130)}"
+        out.write(f"[{time.monotonic() - self._start:7.2f}s] {for_terminal(line)}\n")
         out.flush()
 
 
@@ -155,7 +157,8 @@ def handle_run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, progress: ProgressDisplay | None) -> int:
-    from strategies.board import Board, BoardBusy
+    from strategies.board import Board, BoardBusy, BoardStateError, board_state
+    from strategies.board._schema import state_error
 
     stderr = _Stderr(progress)
     watchers: list[AttemptWatcher] = []
@@ -180,7 +183,7 @@ def _run(args: argparse.Namespace, progress: ProgressDisplay | None) -> int:
             watchers=watchers,
         )
     except ConfigurationError as exc:
-        print(f"harness board: {exc}", file=sys.stderr)
+        print(f"harness board: {for_terminal(exc, lines=True)}", file=sys.stderr)
         return EXIT_ERROR
     if not args.verbose:
         # The progress lines (or, with -q, the table) already say what the board did.
@@ -188,27 +191,20 @@ def _run(args: argparse.Namespace, progress: ProgressDisplay | None) -> int:
             structlog.PrintLogger(stderr),  # type: ignore[arg-type]
             wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
         )
-    stopped: list[int] = []
+    # The first SIGINT or SIGTERM stops the board; later ones are ignored until it has.
+    watch = SignalCancel()
     refused: list[Exception] = []
 
     async def go() -> BoardResult | None:
-        result: BoardResult | None = None
-        async with anyio.create_task_group() as group:
-
-            async def watch() -> None:
-                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for signum in signals:
-                        stopped.append(signum)
-                        group.cancel_scope.cancel()
-                        return
-
-            group.start_soon(watch)
-            try:
-                result = await board.run()
-            except (ConfigurationError, BoardBusy) as exc:
-                refused.append(exc)
-            group.cancel_scope.cancel()
-        return result
+        async with watch.installed() as token:
+            with token.scope():
+                try:
+                    return await board.run()
+                except (ConfigurationError, BoardBusy, BoardStateError) as exc:
+                    refused.append(exc)
+                except sqlite3.Error as exc:  # read outside a transaction: a damaged page
+                    refused.append(state_error(exc, board_state(args.folder, args.state)))
+        return None
 
     result: BoardResult | None = None
     try:
@@ -218,50 +214,65 @@ def _run(args: argparse.Namespace, progress: ProgressDisplay | None) -> int:
             result = anyio.run(go, backend=args.backend)
     finally:
         if tracer is not None:
-            tracer.end(result, signal.Signals(stopped[0]).name if stopped else None)
+            tracer.end(result, watch.received.name if watch.received is not None else None)
     if refused:
-        print(f"harness board: {refused[0]}", file=sys.stderr)
-        return EXIT_ERROR
-    if stopped or result is None:
-        name = signal.Signals(stopped[0]).name if stopped else "cancellation"
+        print(f"harness board: {for_terminal(refused[0], lines=True)}", file=sys.stderr)
+        return EXIT_STATE if isinstance(refused[0], BoardStateError) else EXIT_ERROR
+    if watch.received is not None or result is None:
+        name = watch.received.name if watch.received is not None else "cancellation"
         print(
             f"harness board: stopped by {name}; the attempts in progress resume on the next run",
             file=sys.stderr,
         )
-        return 128 + (stopped[0] if stopped else signal.SIGTERM)
-    with _store(args.folder, args.state) as store:
-        _print_table(store, args.folder, sys.stdout)
+        return watch.exit_code or 128 + signal.SIGTERM
+    try:
+        with _store(args.folder, args.state, read_only=True) as store:
+            _print_table(store, args.folder, sys.stdout)
+    except (HarnessError, sqlite3.Error) as exc:
+        return _state_failure(exc, args.folder, args.state)
     return EXIT_COMPLETE if result.complete else EXIT_NOT_COMPLETE
 
 
 class _store:
-    """The board's database, opened for reading or a retry, closed afterwards."""
+    """The board's database for a command, closed after it."""
 
-    def __init__(self, folder: Path, state: Path | None) -> None:
+    def __init__(self, folder: Path, state: Path | None, *, read_only: bool = False) -> None:
         from strategies.board import board_state
 
         self.state = board_state(folder, state)
+        self._read_only = read_only
 
     def __enter__(self) -> BoardStore:
         from strategies.board import open_store
 
-        self._store = open_store(self.state)
+        self._store = open_store(self.state, read_only=self._read_only)
         return self._store
 
     def __exit__(self, *exc: object) -> None:
         self._store.close()
 
 
+def _state_failure(exc: Exception, folder: Path, state: Path | None) -> int:
+    """Say what is wrong (naming the file and what to do); the exit code that means it. A
+    database error read outside a transaction (a damaged page) is a state error too."""
+    from strategies.board import BoardStateError, board_state
+    from strategies.board._schema import state_error
+
+    if isinstance(exc, sqlite3.Error):
+        exc = state_error(exc, board_state(folder, state) / "board.db")
+    print(f"harness board: {for_terminal(exc, lines=True)}", file=sys.stderr)
+    return EXIT_STATE if isinstance(exc, BoardStateError) else EXIT_ERROR
+
+
 def handle_status(args: argparse.Namespace) -> int:
     try:
-        with _store(args.folder, args.state) as store:
+        with _store(args.folder, args.state, read_only=True) as store:
             if args.json:
                 print(json.dumps(_status_dict(store, args.events), indent=2))
             else:
                 _print_table(store, args.folder, sys.stdout, events=args.events)
-    except (HarnessError, OSError) as exc:
-        print(f"harness board: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+    except (HarnessError, OSError, sqlite3.Error) as exc:
+        return _state_failure(exc, args.folder, args.state)
     return EXIT_COMPLETE
 
 
@@ -269,9 +280,8 @@ def handle_retry(args: argparse.Namespace) -> int:
     try:
         with _store(args.board, args.state) as store:
             became = store.retry(args.ids)
-    except (HarnessError, OSError) as exc:
-        print(f"harness board: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+    except (HarnessError, OSError, sqlite3.Error) as exc:
+        return _state_failure(exc, args.board, args.state)
     for task, status in zip(args.ids, became, strict=True):
         print(f"{task}: {status}")
     return EXIT_COMPLETE
@@ -287,6 +297,7 @@ def _status_dict(store: BoardStore, events: int) -> dict[str, Any]:
         "running": running,
         "last_run": store.last_run(),
         "counts": store.counts(),
+        "accounts": [a.to_dict() for a in store.paused_accounts()],
         "tasks": [
             {**t.to_dict(), "interrupted": t.status == "in_progress" and running is None}
             for t in tasks
@@ -297,10 +308,31 @@ def _status_dict(store: BoardStore, events: int) -> dict[str, Any]:
     return data
 
 
+def _printable(text: str) -> str:
+    """`text` (an agent's words) with control characters shown as ``?``: data, never a
+    terminal escape."""
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
+def _duration(seconds: float) -> str:
+    """``1h 05m``, ``4m 10s``, ``12s``."""
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
+
+
 def _print_table(store: BoardStore, folder: Path, out: TextIO, *, events: int = 0) -> None:
     from strategies.board._board import one_line
 
     data = _status_dict(store, events)
+    # Ids, titles and reasons come from task files and agents: escaped, cell by cell, so that
+    # the widths are those of what is shown.
+    for task in data["tasks"]:
+        for key in ("id", "role", "title"):
+            task[key] = for_terminal(task[key])
     running = data["running"]
     if running:
         state = f"running (pid {running.get('pid')} on {running.get('host')})"
@@ -326,7 +358,8 @@ def _print_table(store: BoardStore, folder: Path, out: TextIO, *, events: int = 
             note = "interrupted: the board stopped; the next run resumes it"
         elif task["status"] == "in_progress":
             note = f"with {task['agent']}"
-        notes.append(None if task["status"] == "complete" or not note else one_line(note, 150))
+        shown = None if task["status"] == "complete" or not note else one_line(note, 150)
+        notes.append(None if shown is None else for_terminal(shown))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     for row, note in zip(rows, notes, strict=True):
         cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2].ljust(widths[2])]
@@ -336,7 +369,16 @@ def _print_table(store: BoardStore, folder: Path, out: TextIO, *, events: int = 
             out.write(" " * (widths[0] + 2) + f"└ {note}\n")
     counts = data["counts"]
     out.write(", ".join(f"{n} {s}" for s, n in counts.items() if n) + "\n")
+    for account in data["accounts"]:
+        until = account["paused_until"]
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(until))
+        left = max(until - time.time(), 0.0)
+        out.write(
+            f"account {account['name']}: paused until {when} (in {_duration(left)}): "
+            f"{_printable(one_line(account['reason'], 110))}\n"
+        )
     for event in data.get("events", []):
         when = time.strftime("%H:%M:%S", time.localtime(event["at"]))
         task = event["task"] or ""
-        out.write(f"{when}  {event['kind']:<15} {task:<10} {one_line(event['message'], 110)}\n")
+        line = f"{when}  {event['kind']:<15} {task:<10} {one_line(event['message'], 110)}"
+        out.write(for_terminal(line) + "\n")

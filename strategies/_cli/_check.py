@@ -17,6 +17,7 @@ from harness import ConfigurationError
 from .._spec import load_spec
 from ._checking import Checked, run_checks
 from ._signals import SignalCancel
+from ._terminal import for_terminal
 
 
 def register(sub: Any) -> None:
@@ -56,7 +57,7 @@ def handle(args: argparse.Namespace) -> int:
         print(f"{mark}  {verdict.description}")
         if verdict.reason is not None:
             for line in verdict.reason.splitlines():
-                print(f"      {line}")
+                print(f"      {for_terminal(line)}")
     failed = sum(not v.passed for v in verdicts)
     print(f"{len(verdicts) - failed} passed, {failed} failed")
     return 0 if failed == 0 else 1

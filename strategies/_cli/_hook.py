@@ -13,11 +13,16 @@ its documented format (`_hook_agents`), all deciding alike (`_stop_core.verify_s
 
 It can never wedge a session:
 
-- Blocks are counted per session; after ``--max-blocks`` blocks in a row the stop is allowed
+- Blocks are counted per session, and each of Claude Code's subagents apart (a SubagentStop
+  names its subagent by ``agent_id``, else by its own transcript), so a subagent's blocks never
+  use up the main session's cap; after ``--max-blocks`` blocks in a row the stop is allowed
   (with a note on stderr) and the count starts again; a pass also resets the count.
 - Re-entry (Claude Code's and Codex's ``stop_hook_active``, Gemini's ``stop_hook_active``,
   Cursor's ``loop_count`` above zero) is checked again with ``--reentry check`` (the default:
   the cap bounds the chain), or always allowed with ``--reentry allow``.
+- The payload on stdin is read with a bound: at most `MAX_PAYLOAD_BYTES`, within
+  `STDIN_TIMEOUT` seconds (an endless stream, a FIFO whose writer never closes it, or JSON
+  nested too deeply to read is a broken payload, never a hang or a memory blow-up).
 - A payload, spec or transcript that cannot be read is reported on stderr with exit code 1,
   which every one of these agents treats as a non-blocking error: a broken setup never traps
   the agent. A check that fails or times out counts as "not done" (fail closed), within the cap.
@@ -31,9 +36,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import select
 import sys
+import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import anyio
 
@@ -43,6 +51,7 @@ from harness.extend import Clock
 from .._spec import Spec, load_spec
 from ._hook_agents import ADAPTERS, ClaudeStop, StopAdapter
 from ._hook_install import AGENTS, install_hook
+from ._hook_start import register as register_start
 from ._signals import SignalCancel
 from ._stop_core import (
     DEFAULT_MAX_BLOCKS,
@@ -53,6 +62,7 @@ from ._stop_core import (
     default_state_dir,
     verify_stop,
 )
+from ._terminal import for_terminal
 
 __all__ = [
     "DEFAULT_MAX_BLOCKS",
@@ -61,9 +71,12 @@ __all__ = [
     "EXIT_BROKEN",
     "EXIT_OK",
     "HookPayloadError",
+    "MAX_PAYLOAD_BYTES",
+    "STDIN_TIMEOUT",
     "StopDecision",
     "agent_stop",
     "claude_stop",
+    "read_payload",
     "register",
 ]
 
@@ -76,6 +89,11 @@ HELP = {
     "gemini": "Gemini CLI's AfterAgent hook",
     "cursor": "Cursor's stop hook",
 }
+# A payload is a few hundred bytes; more than this on stdin is not one.
+MAX_PAYLOAD_BYTES = 1024 * 1024
+# The agent writes the payload and closes stdin at once; a stdin still open after this is not
+# an agent's.
+STDIN_TIMEOUT = 10.0
 
 
 async def agent_stop(
@@ -189,14 +207,20 @@ def register(sub: Any) -> None:
         "--dry-run", action="store_true", help="print the merged file instead of writing it"
     )
     install.set_defaults(handler=handle_install)
+    register_start(kinds, DEFAULT_TIME_LIMIT)
 
 
 def _stop_options(stop: argparse.ArgumentParser) -> None:
-    stop.add_argument("--spec", type=Path, required=True, help="the spec whose checks to run")
-    stop.add_argument("--workspace", type=Path, help="check this folder (default: payload's)")
+    stop.add_argument(
+        "--spec", type=Path, required=True, metavar="SPEC.toml", help="the spec whose checks to run"
+    )
+    stop.add_argument(
+        "--workspace", type=Path, metavar="DIR", help="check this folder (default: payload's)"
+    )
     stop.add_argument(
         "--max-blocks",
         type=int,
+        metavar="N",
         default=DEFAULT_MAX_BLOCKS,
         help=f"blocks in a row before a stop is allowed anyway (default {DEFAULT_MAX_BLOCKS})",
     )
@@ -209,22 +233,65 @@ def _stop_options(stop: argparse.ArgumentParser) -> None:
     stop.add_argument(
         "--timeout",
         type=float,
+        metavar="SECONDS",
         default=DEFAULT_TIME_LIMIT,
         help=(
             f"seconds all checks may take together (default {DEFAULT_TIME_LIMIT:g}); keep it below "
             "the hook's \"timeout\" in the agent's settings"
         ),
     )
-    stop.add_argument("--state-dir", type=Path, help="where block counts are kept")
+    stop.add_argument("--state-dir", type=Path, metavar="DIR", help="where block counts are kept")
+
+
+def read_payload(
+    stream: IO[str], *, limit: int = MAX_PAYLOAD_BYTES, timeout: float = STDIN_TIMEOUT
+) -> object:
+    """The JSON payload on `stream` (the hook's stdin), read with a bound: at most `limit`
+    bytes, and to its end within `timeout` seconds; `HookPayloadError` otherwise, or when it
+    is not JSON (nested too deeply to read included). An empty stdin is ``null``."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation: no descriptor
+        text = stream.read(limit + 1)
+        data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
+    else:
+        data = _read_fd(fd, limit, timeout)
+    if len(data) > limit:
+        raise HookPayloadError(f"the payload on stdin is larger than {limit:,} bytes")
+    try:
+        return json.loads(data.removeprefix(b"\xef\xbb\xbf") or b"null")
+    except RecursionError:
+        raise HookPayloadError("the payload on stdin is JSON nested too deeply to read") from None
+    except ValueError as exc:
+        raise HookPayloadError(f"the payload on stdin is not JSON: {exc}") from None
+
+
+def _read_fd(fd: int, limit: int, timeout: float) -> bytes:
+    """At most `limit` + 1 bytes from `fd` until its end, waiting `timeout` seconds at most."""
+    deadline = time.monotonic() + timeout
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise HookPayloadError(
+                f"the payload on stdin did not end within {timeout:g}s (stdin must be closed "
+                "after the payload)"
+            )
+        chunk = os.read(fd, min(65536, limit + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def handle_stop(args: argparse.Namespace) -> int:
     adapter = ADAPTERS[args.agent]
-    text = sys.stdin.read().lstrip("\ufeff")  # a byte-order mark is not part of the JSON
     try:
-        payload = json.loads(text or "null")
-    except ValueError as exc:
-        print(f"harness hook: the payload on stdin is not JSON: {exc}", file=sys.stderr)
+        payload = read_payload(sys.stdin)  # a byte-order mark before the JSON is dropped
+    except (HookPayloadError, OSError) as exc:
+        print(f"harness hook: {exc}", file=sys.stderr)
         return EXIT_BROKEN
     watch = SignalCancel()
     try:
@@ -251,7 +318,7 @@ def handle_stop(args: argparse.Namespace) -> int:
     if decision is None:  # a signal stopped the checks
         return watch.report_stop("harness hook", "the checks were stopped and nothing was decided")
     if decision.note is not None:
-        print(f"harness hook: {decision.note}", file=sys.stderr)
+        print(f"harness hook: {for_terminal(decision.note, lines=True)}", file=sys.stderr)
     answer = adapter.answer(decision)
     if answer is not None:
         print(json.dumps(answer))

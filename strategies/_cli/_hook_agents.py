@@ -54,13 +54,15 @@ class ClaudeStop:
                 f"'hook_event_name' must be one of {self.events} (got {event!r})"
             )
         field = "transcript_path" if event == "Stop" else "agent_transcript_path"
+        transcript = _path(payload, field)
         return StopRequest(
             agent=self.agent,
             session_id=_string(payload, "session_id"),
+            subagent=None if event == "Stop" else _subagent(payload, transcript),
             cwd=_path(payload, "cwd"),
             reentry=_flag(payload, "stop_hook_active"),
             last_message=_optional_text(payload, "last_assistant_message"),
-            transcript_path=_path(payload, field),
+            transcript_path=transcript,
             transcript_field=field,
         )
 
@@ -186,6 +188,17 @@ class CursorStop:
 ADAPTERS: dict[str, StopAdapter] = {
     a.agent: a for a in (ClaudeStop(), CodexStop(), GeminiAfterAgent(), CursorStop())
 }
+
+
+def _subagent(payload: dict[str, Any], transcript: Path | None) -> str:
+    """Which of the session's subagents is stopping: its ``agent_id``, else (an agent that
+    sends none) its own transcript, else all of the session's subagents together."""
+    agent = payload.get("agent_id")
+    if agent is None:
+        return f"transcript:{transcript}" if transcript is not None else "subagent"
+    if not isinstance(agent, str) or not agent:
+        raise HookPayloadError(f"'agent_id' must be a non-empty string (got {agent!r})")
+    return f"agent:{agent}"
 
 
 def _object(data: object) -> dict[str, Any]:

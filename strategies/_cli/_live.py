@@ -20,6 +20,7 @@ from harness import Event, EventSink, RunHalted, ToolCalled, TurnFinished
 from termination import Budget
 
 from ._progress import RunStatus, RunTracker, Tone, describe
+from ._terminal import for_terminal
 
 HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
 CLEAR_DOWN = "\r\x1b[J"
@@ -111,7 +112,7 @@ class LiveProgress:
         with self._lock:
             lines = []
             if shown and described is not None:
-                label = f"{tracker.status.label}: " if tracker.status.label else ""
+                label = f"{for_terminal(tracker.status.label)}: " if tracker.status.label else ""
                 stamp = self._paint(f"[{event.at:7.2f}s]", "dim")
                 lines.append(f"{stamp} {label}{self._paint(described[0], described[1])}")
             if isinstance(event, RunHalted):
@@ -144,7 +145,8 @@ class LiveProgress:
 
     def _status_line(self, tracker: RunTracker) -> str:
         s = tracker.status
-        head = f"{SPINNER[self._frame % len(SPINNER)]} {s.label + ' ' if s.label else ''}"
+        label = for_terminal(s.label)
+        head = f"{SPINNER[self._frame % len(SPINNER)]} {label + ' ' if label else ''}"
         plain = head + fit(status_parts(s, tracker.elapsed()), self._width() - 1 - len(head))
         if not self._colour:
             return plain
@@ -183,7 +185,7 @@ def status_parts(s: RunStatus, elapsed: float) -> list[tuple[int, str]]:
         (3, f"{s.tool_calls} tool calls{failed}"),
         (1, activity),
     ]
-    return [(rank, text) for rank, text in parts if text]
+    return [(rank, for_terminal(text)) for rank, text in parts if text]
 
 
 def fit(parts: list[tuple[int, str]], width: int) -> str:

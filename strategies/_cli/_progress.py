@@ -43,8 +43,11 @@ from harness import (
     TurnFinished,
     VerdictReached,
 )
+from harness.checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
+from harness.extend import Baseline, BaselineRecorded, ProtectedPathsChanged
 from termination import Budget
 
+from ._terminal import for_terminal
 from ._tracker import RunStatus, RunTracker, short
 
 __all__ = [
@@ -62,7 +65,13 @@ Tone = Literal["plain", "good", "bad", "warn", "strong"]
 
 
 def describe(event: Event) -> tuple[str, Tone] | None:
-    """The line to print for `event` (and how it reads: good, bad, ...), or None."""
+    """The line to print for `event` (and how it reads: good, bad, ...), or None; what the
+    agent, a tool or a check wrote is shown escaped (`for_terminal`)."""
+    described = _describe(event)
+    return None if described is None else (for_terminal(described[0]), described[1])
+
+
+def _describe(event: Event) -> tuple[str, Tone] | None:
     match event:
         case RunStarted():
             return f"run {event.run_id} started ({event.strategy}) in {event.workspace}", "plain"
@@ -88,9 +97,30 @@ def describe(event: Event) -> tuple[str, Tone] | None:
             verdict = "PASS" if event.passed else "FAIL"
             tone = "good" if event.passed else "bad"
             return f"evaluator round {event.round}: {verdict} {short(event.reasons, 80)}", tone
+        case CheckpointSaved():
+            measured = f": {event.progress.describe()}" if event.progress is not None else ""
+            return f"checkpoint {event.checkpoint[:12]} ({event.label}{measured})", "plain"
+        case CheckpointRestored():
+            return f"rolled back to checkpoint {event.checkpoint[:12]}: {event.reason}", "warn"
+        case CheckpointFailed():
+            return f"checkpoint {event.label} failed: {short(event.error)}", "bad"
         case RunHalted():
             return f"halted: {event.reason.describe()}", "good" if event.verified else "strong"
+        case BaselineRecorded():
+            return f"baseline: {_baseline(event.baseline)}", "plain"
+        case ProtectedPathsChanged():
+            changed = ", ".join(str(t) for t in event.changes)
+            return f"protected files changed: {short(changed)}", "bad"
     return None
+
+
+def _baseline(baseline: Baseline) -> str:
+    if baseline.unreadable is not None:
+        return f"{baseline.check} could not be read into test names ({short(baseline.unreadable)})"
+    failing = ", ".join(baseline.failing)
+    return f"{baseline.passed} passing, {len(baseline.failing)} failing before the first turn" + (
+        f": {short(failing, 80)}" if failing else ""
+    )
 
 
 class ProgressDisplay(Protocol):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from checks.extend import CHECKS, SANDBOXES
-from harness.extend import MODELS, PRICE, RETRY, render_schema, render_variants
+from harness.extend import MODELS, PAUSE, PRICE, RETRY, render_schema, render_variants
 from termination.extend import BUDGET, FEEDBACK, POLICY, SENSORS, TRIGGER
 
 from .._spec import SPEC
@@ -126,6 +126,7 @@ def render() -> str:
         render_variants(FEEDBACK, title="[[feedback]]"),
         render_schema(TRIGGER, level=3),
         render_schema(POLICY),
+        render_schema(PAUSE),
     ]
     return "\n".join(s.rstrip() + "\n" for s in sections)
 

@@ -8,36 +8,45 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
 import structlog
-from attrs import define, frozen
+from attrs import define, evolve, frozen
 
 from harness import (
+    BudgetExceeded,
     Cancelled,
     ConfigurationError,
+    Event,
     EventSink,
     FixtureError,
     ModelClient,
     RecordingModelClient,
     RunResult,
+    SinkFailed,
 )
-from harness.extend import check_output_file, dump_json
+from harness.extend import SystemClock, check_output_file, dump_json, remove_tree
+from harness.testing import FastForwardClock
+from termination import Budget, TerminationPolicy
 
 from .._spec import Spec, load_spec
 from ._progress import ProgressDisplay, open_progress
 from ._signals import SignalCancel
-from ._telemetry import otel_sink_for, tracer_provider_from_env
+from ._telemetry import otel_sink_for, shutdown_provider, tracer_provider_from_env
+from ._terminal import for_terminal, terminal_safe_values
 
 EXIT_VERIFIED = 0
 EXIT_UNVERIFIED = 1
 EXIT_ERROR = 2
+
+# The budget of a run whose spec sets none, and no --max-turns or --max-wall-time: nobody
+# watches an unattended run, so it never runs without a bound (documented in the README).
+DEFAULT_CAP = Budget(max_turns=100, max_wall_time=3600.0)
 
 
 def register(sub: Any) -> None:
@@ -51,6 +60,31 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("--transcript", type=Path, help="write the JSONL transcript here")
     parser.add_argument("--record", type=Path, help="record every model exchange as a fixture")
+    parser.add_argument(
+        "--replay",
+        type=Path,
+        metavar="FIXTURE",
+        help="replay this recording (a JSONL fixture) as the model, instead of the spec's "
+        "[model]; a SelfVerifying evaluator replays FIXTURE's .evaluator.jsonl beside it",
+    )
+    parser.add_argument(
+        "--realtime",
+        action="store_true",
+        help="replay a fixture at its recorded pace (by default a replay skips the recorded "
+        "delays, and wall-time budgets count them as if they had passed)",
+    )
+    parser.add_argument(
+        "--max-turns",
+        type=_positive_int,
+        metavar="N",
+        help="cap the run at N turns (replaces the spec's [budget] max_turns)",
+    )
+    parser.add_argument(
+        "--max-wall-time",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="cap the run's wall time (replaces the spec's [budget] max_wall_time)",
+    )
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the outcome")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every event")
@@ -94,7 +128,10 @@ def logging_to_stderr(verbose: bool, progress: ProgressDisplay | None = None) ->
     configured = structlog.is_configured()
     saved = structlog.get_config()
     level = logging.DEBUG if verbose else logging.WARNING
+    # The values an agent controls reach the terminal escaped, whatever renders them.
+    *before, renderer = saved["processors"] or [structlog.dev.ConsoleRenderer()]
     structlog.configure(
+        processors=[*before, terminal_safe_values, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(file=_Stderr(progress)),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
@@ -131,13 +168,18 @@ class _Temporary:
         return self.path is not None and not self.keep
 
     def remove(self) -> None:
+        """Remove it; never raises (a deep tree, a read-only folder, files vanishing as the
+        agent's last process exits): what stays is named on stderr."""
         if self.path is None or self.keep:
             return
-        try:
-            shutil.rmtree(self.path)
-        except OSError as exc:
+        problems = remove_tree(self.path)
+        if problems:
+            shown = "; ".join(problems[:3]) + (
+                f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
+            )
             print(
-                f"harness: could not remove the temporary workspace {str(self.path)!r}: {exc}",
+                f"harness: could not remove all of the temporary workspace {str(self.path)!r}: "
+                f"{for_terminal(shown)}",
                 file=sys.stderr,
             )
 
@@ -157,12 +199,23 @@ def _run_spec(
     workspace: Path | None = None
     transcript: Path | None = None
     provider: Any = None
+    capped = False
     try:
         if args.backend == "trio":
             require_trio()
-        spec = load_spec(args.spec)  # for a run: it has a prompt and a [model]
+        if args.replay is None:
+            spec = load_spec(args.spec)  # for a run: it has a prompt and a [model]
+        else:
+            if args.record is not None:
+                return _error("--record and --replay cannot be combined: record a real model")
+            # The recording is the model: the spec needs a prompt, not a [model].
+            spec = replaying(load_spec(args.spec, purpose="task"), args.replay)
         prompt = spec.prompt
-        assert prompt is not None  # a spec loaded for a run has one
+        assert prompt is not None  # a spec loaded for a run or a task has one
+        policy = with_overrides(spec.policy, max_turns=args.max_turns, wall=args.max_wall_time)
+        capped = not policy.budget.bounded  # an unattended run is never unbounded
+        if capped:
+            policy = evolve(policy, budget=DEFAULT_CAP)
         if args.workspace is not None and not args.workspace.is_dir():
             return _error(f"--workspace {str(args.workspace)!r} is not a folder")
         # Every path checked before anything is created (a workspace, an emptied recording).
@@ -187,12 +240,22 @@ def _run_spec(
 
         sinks: list[EventSink] = []
         if progress is not None:
-            sinks.append(progress.track(budget=spec.policy.budget))
+            sinks.append(progress.track(budget=policy.budget))
         if args.otel:
             provider = tracer_provider_from_env()
             sinks.append(otel_sink(spec, provider))
         harness = spec.harness(
-            model=model, workspace=workspace, sinks=sinks, transcript=transcript, wrap_model=wrap
+            model=model,
+            workspace=workspace,
+            policy=policy,
+            sinks=sinks,
+            transcript=transcript,
+            wrap_model=wrap,
+            # A replay fast-forwards unless asked: recorded delays take no time, and
+            # wall-time budgets read the recorded time, so the replay halts where the run did.
+            clock=SystemClock() if args.realtime or not replays_only(spec) else FastForwardClock(),
+            # The display shows every event: the log would print sensor warnings twice.
+            logger=None if progress is None or args.verbose else events_dropped(),
         )
     except (ConfigurationError, FixtureError) as exc:
         return _error(str(exc), workspace, transcript, temporary.removed)
@@ -207,20 +270,104 @@ def _run_spec(
         with progress if progress is not None else nullcontext():
             result = anyio.run(go, backend=args.backend)
     except FixtureError as exc:
-        print(f"harness: {exc}", file=sys.stderr)
+        print(f"harness: {for_terminal(exc, lines=True)}", file=sys.stderr)
         if exc.result is not None:
             _report(exc.result, workspace, transcript, out, temporary.removed)
+            if capped:
+                _cap_note(exc.result, out)
         return Outcome(EXIT_ERROR, exc.result, workspace, transcript, str(exc), temporary.removed)
     except ConfigurationError as exc:
         return _error(str(exc), workspace, transcript, temporary.removed)
     finally:
         if provider is not None:
-            provider.shutdown()  # flushes the exporter before the outcome is printed
+            shutdown_provider(provider)  # flushes the exporter before the outcome is printed
     _report(result, workspace, transcript, out, temporary.removed)
+    if capped:
+        _cap_note(result, out)
     code = EXIT_VERIFIED if result.verified else EXIT_UNVERIFIED
     if isinstance(result.halt_reason, Cancelled) and watch.exit_code is not None:
         code = watch.exit_code
     return Outcome(code, result, workspace, transcript, None, temporary.removed)
+
+
+def replaying(spec: Spec, fixture: Path) -> Spec:
+    """`spec` with its model, and its evaluator's if it has one, replaced by recordings:
+    `fixture`, and the ``.evaluator.jsonl`` beside it (the names ``--record`` writes)."""
+    if not fixture.is_file():
+        raise ConfigurationError(f"--replay {str(fixture)!r} is not a file")
+    strategy = dict(spec.strategy)
+    if "evaluator" in strategy:
+        evaluator = fixture.with_suffix(f".evaluator{fixture.suffix}")
+        if not evaluator.is_file():
+            raise ConfigurationError(
+                f"--replay: the spec's strategy has an evaluator, whose recording "
+                f"{str(evaluator)!r} (beside {str(fixture)!r}) does not exist"
+            )
+        strategy["evaluator"] = {"type": "fixture", "path": str(evaluator.resolve())}
+    model = {"type": "fixture", "path": str(fixture.resolve())}
+    return evolve(spec, model=model, strategy=strategy)
+
+
+def replays_only(spec: Spec) -> bool:
+    """True when every model the spec runs (the builder's, an evaluator's) is a fixture."""
+    tables = [spec.model, spec.strategy.get("evaluator")]
+    return all(t is None or t.get("type") == "fixture" for t in tables) and spec.model is not None
+
+
+def with_overrides(
+    policy: TerminationPolicy, *, max_turns: int | None, wall: float | None
+) -> TerminationPolicy:
+    """`policy` with the command line's budget limits in place of the spec's."""
+    changes: dict[str, Any] = {}
+    if max_turns is not None:
+        changes["max_turns"] = max_turns
+    if wall is not None:
+        changes["max_wall_time"] = wall
+    if not changes:
+        return policy
+    return evolve(policy, budget=evolve(policy.budget, **changes))
+
+
+def events_dropped() -> Any:
+    """A logger for the run that drops the events the progress display shows (all but a
+    sink's failure, which the outcome names only at the end) and passes every other warning
+    on to stderr."""
+    names = _event_names(Event) - {SinkFailed.name}
+
+    def drop(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:
+        if event.get("event") in names:
+            raise structlog.DropEvent
+        return event
+
+    processors = [drop, *structlog.get_config()["processors"]]
+    return structlog.wrap_logger(None, processors=processors).bind()
+
+
+def _event_names(kind: type[Event]) -> frozenset[str]:
+    names = {kind.name}
+    for sub in kind.__subclasses__():
+        names |= _event_names(sub)
+    return frozenset(names)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number (got {text!r})")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds (got {text!r})")
+    return value
 
 
 def require_trio() -> None:
@@ -240,7 +387,7 @@ def _error(
     transcript: Path | None = None,
     workspace_removed: bool = False,
 ) -> Outcome:
-    print(f"harness: {message}", file=sys.stderr)
+    print(f"harness: {for_terminal(message, lines=True)}", file=sys.stderr)
     return Outcome(EXIT_ERROR, None, workspace, transcript, message, workspace_removed)
 
 
@@ -253,7 +400,7 @@ def _report(
 ) -> None:
     status = "VERIFIED COMPLETE" if result.verified else "NOT VERIFIED"
     cost = "unknown" if result.usage.cost_usd is None else f"${result.usage.cost_usd:.4f}"
-    print(f"{status}: {result.halt_reason.describe()}", file=out)
+    print(f"{status}: {for_terminal(result.halt_reason.describe(), lines=True)}", file=out)
     print(
         f"  turns={result.turns} tool_calls={result.tool_calls} iterations={result.iterations} "
         f"tokens={result.usage.total_tokens} cost={cost} elapsed={result.elapsed:.2f}s",
@@ -267,7 +414,19 @@ def _report(
     if transcript is not None:
         print(f"  transcript: {transcript}", file=out)
     for failure in result.sink_failures:
-        print(f"  {failure.sink} stopped at {failure.failed_on}: {failure.error}", file=out)
+        line = f"  {failure.sink} stopped at {failure.failed_on}: {failure.error}"
+        print(for_terminal(line), file=out)
+
+
+def _cap_note(result: RunResult, out: TextIO) -> None:
+    """Where the limit came from, when the default cap halted the run."""
+    if isinstance(result.halt_reason, BudgetExceeded):
+        print(
+            "  the spec sets no [budget], so harness run's default cap applied "
+            f"(max_turns={DEFAULT_CAP.max_turns}, max_wall_time={DEFAULT_CAP.max_wall_time:g}s); "
+            "set [budget] or --max-turns to choose",
+            file=out,
+        )
 
 
 def otel_sink(spec: Spec, provider: Any) -> EventSink:

@@ -4,17 +4,21 @@ Only the command line installs this; a library caller decides for itself what a 
 (and can do the same with a `CancelToken`). While a command runs, the first SIGTERM or SIGINT
 cancels its `CancelToken`: the model call, tools and checks in flight are cancelled and their
 process trees killed (SIGTERM, a grace, SIGKILL), and the run returns its result, halted
-`Cancelled("SIGTERM")`. Further signals meanwhile are ignored: the stop takes a few seconds at
-most. The exit code is 128 + the signal's number, as a shell reports a command a signal ended:
-143 for SIGTERM, 130 for SIGINT.
+`Cancelled("SIGTERM")`. Further signals are ignored from then on until the command returns
+(`signal_handlers_kept` restores the handlers then): while the work stops, and after, while
+the exporter flushes, the temporary workspace is removed and the outcome (``--json`` too) is
+printed, so an impatient second Ctrl-C or a supervisor's repeated SIGTERM never loses the
+outcome. The stop takes a few seconds at most. The exit code is 128 + the first signal's
+number, as a shell reports a command a signal ended: 143 for SIGTERM, 130 for SIGINT.
 """
 
 from __future__ import annotations
 
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import TypeVar
 
 import anyio
@@ -33,6 +37,22 @@ def exit_code_for(signum: int) -> int:
     return 128 + signum
 
 
+@contextmanager
+def signal_handlers_kept() -> Iterator[None]:
+    """The handlers of `CANCEL_SIGNALS` as they were before the block, put back after it: a
+    `SignalCancel` that received a signal leaves the others ignored until the command ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread handles signals; nothing here changes them
+        return
+    saved = {signum: signal.getsignal(signum) for signum in CANCEL_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in saved.items():
+            if handler is not None:  # None: a handler not set from Python, left as it is
+                signal.signal(signum, handler)
+
+
 @define
 class SignalCancel:
     """Cancels `token` at the first of `CANCEL_SIGNALS` while `installed`; `received` is it."""
@@ -46,16 +66,23 @@ class SignalCancel:
 
     @asynccontextmanager
     async def installed(self) -> AsyncIterator[CancelToken]:
-        """Receive the signals for the block's duration (the default handling returns after)."""
+        """Receive the signals for the block's duration. After it the default handling
+        returns, unless a signal was received: then the signals stay ignored, so the command
+        finishes stopping and prints its outcome (wrap the command in `signal_handlers_kept`
+        to have them back when it returns)."""
         failure: Exception | None = None
-        async with anyio.create_task_group() as group:
-            await group.start(self._watch)
-            try:
-                yield self.token
-            except Exception as exc:  # raised below as it is, not wrapped in an ExceptionGroup
-                failure = exc
-            finally:
-                group.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as group:
+                await group.start(self._watch)
+                try:
+                    yield self.token
+                except Exception as exc:  # raised below as it is, not in an ExceptionGroup
+                    failure = exc
+                finally:
+                    group.cancel_scope.cancel()
+        finally:
+            if self.received is not None:
+                _ignore(CANCEL_SIGNALS)
         if failure is not None:
             raise failure
 
@@ -75,9 +102,18 @@ class SignalCancel:
         return exit_code_for(received)
 
     async def _watch(self, *, task_status: TaskStatus[None]) -> None:
+        # Each signal in turn: the first cancels, the others (while the work stops) are read
+        # and dropped here, and after the block `installed` ignores them.
         with anyio.open_signal_receiver(*CANCEL_SIGNALS) as signals:
             task_status.started()
             async for signum in signals:
                 if self.received is None:
                     self.received = signal.Signals(signum)
                     self.token.cancel(self.received.name)
+
+
+def _ignore(signums: tuple[signal.Signals, ...]) -> None:
+    """Ignore `signums` from now on (in the main thread, the only one that may set handlers)."""
+    if threading.current_thread() is threading.main_thread():
+        for signum in signums:
+            signal.signal(signum, signal.SIG_IGN)

@@ -20,17 +20,22 @@ import hashlib
 import json
 import os
 import re
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 from attrs import frozen
 
+from checks import CheckVerdict
 from harness import ConfigurationError
+from harness.checkpoints import CheckpointError, WorkProgress, open_checkpoints
 from harness.extend import Clock, check_positive
 
 from .._spec import Spec
 from ._checking import run_checks
 from ._claude_transcript import TranscriptError, last_answer
+from ._hook_record import SessionRecord
 
 Reentry = Literal["check", "allow"]
 DEFAULT_MAX_BLOCKS = 5
@@ -48,7 +53,8 @@ class HookPayloadError(ValueError):
 class StopRequest:
     """One agent's stop, in the terms every adapter shares.
 
-    `agent` and `session_id` key the block count. `reentry` is true when the agent is going
+    `agent`, `session_id` and `subagent` (one of the session's subagents, None for the main
+    session) key the block count. `reentry` is true when the agent is going
     on because a stop hook sent it back. The final answer is `last_message`, else the last
     answer in the Claude Code transcript `transcript_path` (named `transcript_field` in
     errors). `allow` is set when the stop must not be checked at all (Cursor's aborted or
@@ -57,6 +63,7 @@ class StopRequest:
 
     agent: str
     session_id: str
+    subagent: str | None = None
     cwd: Path | None = None
     reentry: bool = False
     last_message: str | None = None
@@ -104,7 +111,7 @@ async def verify_stop(
     check_positive("time_limit", time_limit)
     if reentry not in ("check", "allow"):
         raise ConfigurationError(f"'reentry' must be 'check' or 'allow' (got {reentry!r})")
-    state = BlockCount(state_dir, stop.agent, stop.session_id)
+    state = BlockCount(state_dir, stop.agent, stop.session_id, stop.subagent)
     if stop.allow is not None:
         state.save(0)
         return StopDecision(False, note=stop.allow)
@@ -115,7 +122,12 @@ async def verify_stop(
     if folder is None or not folder.is_dir():
         raise ConfigurationError(f"the workspace {str(folder)!r} is not an existing folder")
     checked = await run_checks(
-        spec, folder, final_text=_final_text(stop), time_limit=time_limit, clock=clock
+        spec,
+        folder,
+        final_text=_final_text(stop),
+        time_limit=time_limit,
+        clock=clock,
+        record=state.record(),
     )
     failed = [v for v in checked.verdicts if not v.passed]
     late = (
@@ -141,6 +153,8 @@ async def verify_stop(
         )
     blocks += 1
     state.save(blocks)
+    saved = await _checkpoint(spec, folder, stop, blocks, checked.verdicts)
+    late = "; ".join(note for note in (late, saved) if note) or None
     lines = [
         f"The completion checks do not pass yet (stop blocked {blocks} of at most "
         f"{max_blocks} times in a row):"
@@ -150,6 +164,32 @@ async def verify_stop(
         lines.extend(f"  {line}" for line in (verdict.reason or "").splitlines())
     lines.append("Keep working on what is missing, then stop again.")
     return StopDecision(True, reason="\n".join(lines), note=late, blocks=blocks)
+
+
+async def _checkpoint(
+    spec: Spec, folder: Path, stop: StopRequest, blocks: int, verdicts: Sequence[CheckVerdict]
+) -> str | None:
+    """With ``checkpoints = true``, checkpoint the workspace at a blocked stop (a rejected
+    claim): a series per agent session. A note for the log; a failure never fails the hook."""
+    if spec.checkpoints is None:
+        return None
+    key = stop.session_id if stop.agent == "claude" else f"{stop.agent}-{stop.session_id}"
+    series = "hook-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+    progress = WorkProgress.sum_of([v.progress for v in verdicts])
+    try:
+        store = await open_checkpoints(
+            folder,
+            series=series,
+            backend=spec.checkpoints.backend,
+            state_dir=spec.checkpoints.state_dir,
+        )
+        try:
+            saved = await store.save(f"stop blocked ({blocks})", at=time.time(), progress=progress)
+        finally:
+            await store.aclose()
+    except (CheckpointError, OSError) as exc:
+        return f"the workspace could not be checkpointed: {exc}"
+    return f"checkpoint {saved.short_id} (series {series})"
 
 
 def _final_text(stop: StopRequest) -> str | None:
@@ -168,14 +208,22 @@ class BlockCount:
     """The per-session count of blocks in a row, in a small JSON file.
 
     Claude Code's sessions keep the file name they always had; other agents' are prefixed
-    with the agent's name, so equal session ids of two agents never share a count.
+    with the agent's name, so equal session ids of two agents never share a count. Each
+    subagent of a session counts apart from the session and from the other subagents.
     """
 
-    def __init__(self, folder: Path, agent: str, session_id: str) -> None:
+    def __init__(
+        self, folder: Path, agent: str, session_id: str, subagent: str | None = None
+    ) -> None:
         key = session_id if agent == "claude" else f"{agent}-{session_id}"
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", key)[:80]
-        digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+        unique = key if subagent is None else f"{key}\0{subagent}"
+        digest = hashlib.sha256(unique.encode()).hexdigest()[:12]
         self.path = folder / f"{safe}-{digest}.json"
+
+    def record(self) -> SessionRecord:
+        """Where the verifier as this session's first stop (or start) found it is kept."""
+        return SessionRecord(self.path.with_suffix(".verifier"), f"hook-{self.path.stem}")
 
     def load(self) -> int:
         try:
@@ -196,3 +244,8 @@ def default_state_dir() -> Path:
     """``$XDG_STATE_HOME/harness/stop-hook``, else ``~/.local/state/harness/stop-hook``."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "harness" / "stop-hook"
+
+
+def session_record(state_dir: Path, session_id: str, agent: str = "claude") -> SessionRecord:
+    """The verifier's record for `session_id`, beside its block count in `state_dir`."""
+    return BlockCount(state_dir, agent, session_id).record()

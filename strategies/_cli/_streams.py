@@ -8,6 +8,13 @@ marks the stream gone, points its file descriptor at ``/dev/null`` (so whatever 
 buffered, and the interpreter's last flush, go nowhere quietly) and every later write is
 dropped; the run goes on and the command exits with the run's code. A lone surrogate (a
 non-UTF-8 file name in a halt reason) is written as a ``\\udcxx`` escape instead of failing.
+
+A command started with a standard stream closed (``2>&-``, ``>&-``, ``<&-``, as a daemon or a
+careless supervisor may) has no ``sys.stderr`` (or stdout, or stdin) at all, and its
+descriptor number is free for the next file opened: a transcript could become "stderr" and a
+child process would write into it. So the closed descriptors are first pointed at
+``/dev/null``, and a missing stream reads or writes there: ``--json`` still prints its
+object with stderr closed, and with stdout closed the command ends without a traceback.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from typing import Any, TextIO, cast
 
 
@@ -73,16 +80,38 @@ class SafeStream:
         return f"SafeStream({self._stream!r}, gone={self.gone})"
 
 
+def reopen_closed_std_descriptors() -> None:
+    """Point each of the descriptors 0, 1 and 2 that is closed at ``/dev/null``, so that no
+    file opened later takes its number (see the module)."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)  # the lowest free number: `fd` itself
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+
+
 @contextmanager
 def safe_std_streams() -> Iterator[None]:
     """`sys.stdout` and `sys.stderr` as `SafeStream`s for the block, flushed at its end (so a
-    reader gone by then is noticed here, not by the interpreter's exit)."""
-    saved = sys.stdout, sys.stderr
-    out, err = SafeStream(saved[0]), SafeStream(saved[1])
-    sys.stdout, sys.stderr = cast(TextIO, out), cast(TextIO, err)
-    try:
-        yield
-    finally:
-        out.flush()
-        err.flush()
-        sys.stdout, sys.stderr = saved
+    reader gone by then is noticed here, not by the interpreter's exit); a stream the process
+    started without (closed) is ``/dev/null`` for the block, `sys.stdin` included."""
+    reopen_closed_std_descriptors()
+    saved = sys.stdin, sys.stdout, sys.stderr
+    with ExitStack() as nulls:
+
+        def null(mode: str) -> TextIO:
+            return cast(TextIO, nulls.enter_context(open(os.devnull, mode, encoding="utf-8")))
+
+        out = SafeStream(saved[1] if saved[1] is not None else null("w"))
+        err = SafeStream(saved[2] if saved[2] is not None else null("w"))
+        sys.stdin = saved[0] if saved[0] is not None else null("r")
+        sys.stdout, sys.stderr = cast(TextIO, out), cast(TextIO, err)
+        try:
+            yield
+        finally:
+            out.flush()
+            err.flush()
+            sys.stdin, sys.stdout, sys.stderr = saved

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harness import ConfigurationError, Event, EventSink
+
+# How long the end of a command may wait for the exporter to send the last spans: a collector
+# that is down or never answers delays the exit by this much at most.
+SHUTDOWN_TIMEOUT_VARIABLE = "HARNESS_OTEL_SHUTDOWN_TIMEOUT"
+DEFAULT_SHUTDOWN_TIMEOUT = 2.0
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -23,11 +30,12 @@ def tracer_provider_from_env(environ: Mapping[str, str] | None = None) -> Tracer
     ``OTEL_*`` variables.
 
     ``OTEL_TRACES_EXPORTER`` picks the exporter: ``console`` (the default: one JSON object per
-    span on stderr, so stdout keeps the outcome) or ``otlp`` (also chosen when an
+    span, on one line, on stderr, so stdout keeps the outcome) or ``otlp`` (also chosen when an
     ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``..._TRACES_ENDPOINT`` is set; it needs
     ``opentelemetry-exporter-otlp-proto-http``, which reads its own ``OTEL_EXPORTER_OTLP_*``
     settings). ``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES`` name the service
-    (default ``completion-harness``). Call ``shutdown()`` on it when the run is over.
+    (default ``completion-harness``). End it with `shutdown_provider` when the run is over:
+    that waits ``HARNESS_OTEL_SHUTDOWN_TIMEOUT`` seconds at most (`shutdown_timeout`).
     """
     try:
         from opentelemetry.sdk.resources import Resource
@@ -44,6 +52,7 @@ def tracer_provider_from_env(environ: Mapping[str, str] | None = None) -> Tracer
     )
 
     env = os.environ if environ is None else environ
+    timeout = shutdown_timeout(env)
     chosen = env.get("OTEL_TRACES_EXPORTER", "").strip().lower()
     if not chosen:
         endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get(
@@ -51,10 +60,12 @@ def tracer_provider_from_env(environ: Mapping[str, str] | None = None) -> Tracer
         )
         chosen = "otlp" if endpoint else "console"
     attributes = {} if env.get("OTEL_SERVICE_NAME") else {"service.name": "completion-harness"}
-    provider = SdkTracerProvider(resource=Resource.create(attributes))
+    # Not shut down again at the interpreter's exit, where a hung collector would hold it.
+    provider = SdkTracerProvider(resource=Resource.create(attributes), shutdown_on_exit=False)
     exporter: SpanExporter
     if chosen == "console":
-        exporter = ConsoleSpanExporter(out=sys.stderr)
+        # One line per span: the exporter's default (indented JSON) buries the progress.
+        exporter = ConsoleSpanExporter(out=sys.stderr, formatter=_one_line)
         provider.add_span_processor(SimpleSpanProcessor(exporter))
     elif chosen == "otlp":
         try:
@@ -64,13 +75,59 @@ def tracer_provider_from_env(environ: Mapping[str, str] | None = None) -> Tracer
                 "OTEL_TRACES_EXPORTER=otlp needs the OTLP exporter: "
                 "pip install opentelemetry-exporter-otlp-proto-http"
             ) from None
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+        # Each request within the shutdown's bound, unless the OTLP variables set their own.
+        timed = any(env.get(f"OTEL_EXPORTER_OTLP{s}_TIMEOUT") for s in ("", "_TRACES"))
+        otlp = OTLPSpanExporter() if timed else OTLPSpanExporter(timeout=timeout)
+        provider.add_span_processor(BatchSpanProcessor(otlp))
     elif chosen != "none":
         raise ConfigurationError(
             f"OTEL_TRACES_EXPORTER={chosen!r} is not supported here "
             "(expected console, otlp or none)"
         )
     return provider
+
+
+def shutdown_timeout(environ: Mapping[str, str] | None = None) -> float:
+    """The seconds `shutdown_provider` waits at most: ``HARNESS_OTEL_SHUTDOWN_TIMEOUT``, a
+    number >= 0 (`DEFAULT_SHUTDOWN_TIMEOUT` when unset)."""
+    env = os.environ if environ is None else environ
+    raw = env.get(SHUTDOWN_TIMEOUT_VARIABLE, "").strip()
+    if not raw:
+        return DEFAULT_SHUTDOWN_TIMEOUT
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ConfigurationError(
+            f"{SHUTDOWN_TIMEOUT_VARIABLE} must be a number of seconds >= 0 (got {raw!r})"
+        )
+    return seconds
+
+
+def shutdown_provider(provider: Any, timeout: float | None = None) -> bool:
+    """Shut `provider` down (its exporter sends the spans still queued), waiting `timeout`
+    seconds at most (`shutdown_timeout()` by default); False, with a note on stderr, when the
+    exporter was still busy then: the spans it had not sent are dropped, and the command
+    exits all the same (the shutdown goes on in a daemon thread that does not hold the
+    interpreter)."""
+    seconds = shutdown_timeout() if timeout is None else timeout
+    worker = threading.Thread(target=provider.shutdown, name="harness-otel-shutdown", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if not worker.is_alive():
+        return True
+    print(
+        f"harness: the OpenTelemetry exporter did not finish within {seconds:g}s "
+        f"(a collector down or not answering?); the spans it had not sent are dropped "
+        f"({SHUTDOWN_TIMEOUT_VARIABLE} sets the wait)",
+        file=sys.stderr,
+    )
+    return False
+
+
+def _one_line(span: Any) -> str:
+    return str(span.to_json(indent=None)) + "\n"
 
 
 def otel_sink_for(spec: Spec | None, model: Mapping[str, Any] | None, provider: Any) -> EventSink:
@@ -135,7 +192,7 @@ class BoardTracer:
             board.set_attribute("error.type", "stopped" if stopped else "incomplete")
             board.set_status(self._trace.Status(self._trace.StatusCode.ERROR, why))
         board.end()
-        self._provider.shutdown()  # flushes the exporter before the table is printed
+        shutdown_provider(self._provider)  # flushes the exporter before the table is printed
 
     # -- AttemptWatcher
 

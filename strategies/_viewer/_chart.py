@@ -57,11 +57,23 @@ def _fmt_axis(value: float) -> str:
     return f"{value:g}"
 
 
+def has_usage(turns: Sequence[TurnPoint]) -> bool:
+    """Whether any finished model call reported tokens or a cost: else a chart would be empty."""
+    return any(t.usage is not None and (t.usage.total_tokens or t.usage.cost_usd) for t in turns)
+
+
 def usage_chart(turns: Sequence[TurnPoint], anchor: str) -> Html:
     """The chart for one run's turns; `anchor` prefixes the ids of the turns it links to."""
     measured = [t for t in turns if t.usage is not None]
     if not measured:
         return tag("p", {"class": "empty"}, "No model call finished, so there is no usage yet.")
+    if not has_usage(turns):
+        return tag(
+            "p",
+            {"class": "empty"},
+            f"The {len(measured)} model call(s) reported no tokens and no cost (a scripted "
+            "fixture without usage, or a command-line agent), so there is nothing to chart.",
+        )
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     token_ticks = axis(max(t.usage.total_tokens for t in measured if t.usage))
     top_tokens = token_ticks[-1]

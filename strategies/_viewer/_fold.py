@@ -39,6 +39,8 @@ from harness import (
     Usage,
     VerdictReached,
 )
+from harness.checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
+from harness.extend import BaselineRecorded, ProtectedPathsChanged
 
 from ._records import (
     CallView,
@@ -130,6 +132,7 @@ class _RunBuilder:
     waiting: list[NoteView | tuple[_Segment, bool]] = field(factory=list)
     unanswered: int | None = None
     halt: HaltView | None = None
+    last_rejection: NoteView | None = None
 
     def add(self, line: int, event: Event) -> None:
         self.tally = self.tally.add(event)
@@ -158,6 +161,7 @@ class _RunBuilder:
                 self._session_note(event.agent, note)
             case CheckFailed():
                 note = _note(event, line, "bad", "completion check failed", event.reason)
+                self.last_rejection = note
                 self._session_note(event.agent, note)
             case FeedbackInjected():
                 title = f"feedback from {event.source} goes into the next turn"
@@ -166,11 +170,36 @@ class _RunBuilder:
                 verdict = "PASS" if event.passed else "FAIL"
                 title = f"evaluator round {event.round}: {verdict}"
                 note = _note(event, line, "good" if event.passed else "bad", title, event.reasons)
+                if not event.passed:
+                    self.last_rejection = note
                 self._enter(None, None)
                 self._put(note)
+            case CheckpointSaved():
+                progress = event.progress
+                measured = "" if progress is None else f": {progress.describe()}"
+                failing = "" if progress is None else "\n".join(progress.failing)
+                title = f"checkpoint {event.checkpoint[:12]} ({event.label}{measured})"
+                self._put(_note(event, line, "info", title, failing))
+            case CheckpointRestored():
+                title = f"rolled back to checkpoint {event.checkpoint[:12]} ({event.label})"
+                changed = (
+                    f"{event.modified} file(s) put back, {event.added} restored, "
+                    f"{event.deleted} removed"
+                )
+                self._put(_note(event, line, "warn", title, f"{event.reason}\n{changed}"))
+            case CheckpointFailed():
+                title = f"checkpoint failed ({event.label})"
+                self._put(_note(event, line, "bad", title, event.error))
             case RunHalted():
                 self._draw()
                 self.halt = _halt_view(line, event)
+            case BaselineRecorded():
+                self._enter(None, None)
+                self._put(_baseline_note(line, event))
+            case ProtectedPathsChanged():
+                body = "\n".join(str(t) for t in event.changes)
+                note = _note(event, line, "bad", "protected files changed", body)
+                self._session_note(event.agent, note)
             case _:
                 self._other(line, event)
 
@@ -190,6 +219,7 @@ class _RunBuilder:
             halt=self.halt,
             unanswered=self.unanswered,
             timeline=(self.start, self.writer.tell()),
+            last_rejection=self.last_rejection,
         )
 
     # -- where an event goes
@@ -291,6 +321,15 @@ class _RunBuilder:
         else:
             self._enter(None, None)
             self._put(note)
+
+
+def _baseline_note(line: int, event: BaselineRecorded) -> NoteView:
+    found = event.baseline
+    if found.unreadable is not None:
+        title = "baseline: the suite's output could not be read into test names"
+        return _note(event, line, "info", title, found.unreadable)
+    title = f"baseline: {found.passed} passing, {len(found.failing)} failing before the first turn"
+    return _note(event, line, "info", title, "\n".join(found.failing))
 
 
 def _note(event: Event, line: int, tone: Tone, title: str, body: str = "") -> NoteView:

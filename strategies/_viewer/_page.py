@@ -16,7 +16,7 @@ from functools import cache
 from importlib.resources import files
 from typing import IO
 
-from ._chart import usage_chart
+from ._chart import has_usage, usage_chart
 from ._markup import Child, Html, cost, join, seconds, tag, tokens, void
 from ._records import RunView, TranscriptView
 from ._timeline import halt_section, text_block
@@ -141,7 +141,7 @@ def _run(run: RunView, anchor: str) -> tuple[str, str]:
                 {"class": "usage"},
                 tag("h3", None, "Usage over time"),
                 usage_chart(run.points, anchor),
-                _legend(run),
+                _legend(run) if has_usage(run.points) else None,
             ),
             void("section", {"class": "timeline"}),
             tag("h3", None, "Timeline"),
@@ -160,7 +160,23 @@ def _outcome(run: RunView) -> Html:
         "div",
         {"class": f"outcome {kind}", "role": "status"},
         tag("strong", None, label),
-        tag("span", None, halt.description),
+        # A block that keeps its lines: a test runner's report in the reason stays readable.
+        text_block(halt.description, "reason"),
+        None if halt.verified else _last_reason(run),
+    )
+
+
+def _last_reason(run: RunView) -> Html | None:
+    """What the check (or the evaluator) said last, for a run that ended unverified on
+    something else (a budget, a sensor, a signal): the reason the work is not done."""
+    note = run.last_rejection
+    if note is None or run.halt is None or not note.body or note.body in run.halt.description:
+        return None
+    return tag(
+        "div",
+        {"class": "last-reason"},
+        tag("b", None, f"Last reason ({note.title}, line {note.line}): "),
+        text_block(note.body, "reason"),
     )
 
 

@@ -104,6 +104,8 @@ class RunView:
     unanswered: int | None
     """The number of the run's last turn when its model call never returned."""
     timeline: tuple[int, int]
+    last_rejection: NoteView | None = None
+    """The last time a check or an evaluator said the work was not done, if one did."""
 
     @property
     def turns(self) -> int:

@@ -22,6 +22,7 @@ from ._lock import BoardBusy, holder
 from ._progress import AttemptProgress, AttemptRecord, read_attempt
 from ._ray import RayEngine
 from ._records import STATUSES, AttemptState, TaskState
+from ._schema import BoardStateError
 from ._store import BoardStore
 from ._tasks import BoardConfigError, BoardTask, find_cycle, load_task, load_tasks
 
@@ -42,6 +43,7 @@ __all__ = [
     "BoardResult",
     "BoardSettings",
     "BoardSink",
+    "BoardStateError",
     "BoardStore",
     "BoardTask",
     "Engine",

@@ -10,9 +10,11 @@ come back as a ``failed`` outcome with the reason.
 Outcomes: ``complete`` only when the run's `RunResult.verified` is true (the completion check
 passed); ``failed`` for hard failures nobody can wait out (a verify command missing, a model
 auth or bad-request error, a broken fixture); ``retry`` for a transient model failure the
-client's own retries did not get past (rate limit, 5xx, timeout, connection); ``review`` for
-every other halt (a budget, the iterations or rounds used up, a sensor, the rejection cap):
-the work may be nearly done, and a person should look.
+client's own retries did not get past (rate limit, 5xx, timeout, connection); ``paused`` for
+a usage limit longer than the run may wait (`UsageLimitReached`), and for an attempt the board
+stopped because its account paused: the task is pending again, with what it got done carried,
+and no attempt is charged; ``review`` for every other halt (a budget, the iterations or rounds
+used up, a sensor, the rejection cap): the work may be nearly done, and a person should look.
 """
 
 from __future__ import annotations
@@ -32,20 +34,22 @@ from harness import (
     Event,
     EventSink,
     FixtureError,
+    HaltReason,
     Harness,
     ModelClient,
     RunResult,
     model_from_config,
 )
-from harness.extend import LibraryLogger
+from harness.checkpoints import CheckpointSaved
+from harness.extend import LibraryLogger, Run, Strategy
 from termination import Budget, TerminationPolicy
 
 from .._ralph import Ralph
 from .._spec import Spec, spec_from_table
 from ._board_config import AttemptInfo, ModelSource
-from ._progress import AttemptProgress
+from ._progress import AttemptProgress, BestCheckpoint
 
-Outcome = Literal["complete", "review", "failed", "retry"]
+Outcome = Literal["complete", "review", "failed", "retry", "paused"]
 TRANSIENT = frozenset({"rate_limit", "server", "timeout", "connection"})
 Emit = Callable[[dict[str, Any]], None]
 
@@ -106,9 +110,11 @@ class AttemptOutcome:
     iterations: int = 0
     usage: Mapping[str, Any] = field(factory=dict, eq=False)
     elapsed: float = 0.0
+    checkpoint: str | None = None
+    """The attempt's best checkpoint (what a rollback would restore), if it kept any."""
 
     @classmethod
-    def of(cls, result: RunResult) -> AttemptOutcome:
+    def of(cls, result: RunResult, checkpoint: str | None = None) -> AttemptOutcome:
         halt = result.halt_reason
         return cls(
             outcome=classify(halt.to_dict(), result.verified),
@@ -119,6 +125,7 @@ class AttemptOutcome:
             iterations=result.iterations,
             usage=result.usage.to_dict(),
             elapsed=result.elapsed,
+            checkpoint=checkpoint,
         )
 
 
@@ -126,27 +133,34 @@ def classify(halt: Mapping[str, Any], verified: bool) -> Outcome:
     """The task's fate from a run's halt: complete only when verified."""
     if verified:
         return "complete"
+    if halt.get("type") == "UsageLimitReached":
+        return "paused"
     if halt.get("type") == "ModelFailed":
         return "retry" if halt.get("kind") in TRANSIENT else "failed"
     return "review"
 
 
 class _Forward:
-    """Hands every event of the run, as a transcript line's dict, to the board."""
+    """Hands every event of the run, as a transcript line's dict, to the board, and keeps the
+    attempt's best checkpoint."""
 
-    __slots__ = ("_emit",)
+    __slots__ = ("_emit", "best")
 
     def __init__(self, emit: Emit) -> None:
         self._emit = emit
+        self.best = BestCheckpoint()
 
     def emit(self, event: Event) -> None:
+        if isinstance(event, CheckpointSaved):
+            self.best.saw(event)
         self._emit(event.to_dict())
 
 
 async def execute_attempt(spec: AttemptSpec, emit: Emit) -> AttemptOutcome:
     """Run one attempt to its outcome. Cancellation from outside propagates."""
+    forward = _Forward(emit)
     try:
-        harness_or_outcome = _prepare(spec, emit)
+        harness_or_outcome = _prepare(spec, forward)
     except (ConfigurationError, FixtureError) as exc:
         return AttemptOutcome("failed", f"the run could not be set up: {exc}")
     if isinstance(harness_or_outcome, AttemptOutcome):
@@ -160,30 +174,60 @@ async def execute_attempt(spec: AttemptSpec, emit: Emit) -> AttemptOutcome:
     except Exception as exc:  # a bug in a tool or a client must not take the board down
         _log.exception("board.attempt.crashed", task=spec.info.task, attempt=spec.info.attempt)
         return AttemptOutcome("failed", f"the run crashed: {type(exc).__name__}: {exc}")
-    return AttemptOutcome.of(result)
+    return AttemptOutcome.of(result, forward.best.id)
 
 
-def _prepare(spec: AttemptSpec, emit: Emit) -> Harness | AttemptOutcome:
+@frozen
+class NothingLeft(HaltReason):
+    """A resumed attempt had nothing left to spend (its budget or its iterations were used up
+    before the interruption), and its check, run first, did not pass."""
+
+    message: str
+
+    def describe(self) -> str:
+        return self.message
+
+
+@frozen
+class _CheckOnly:
+    """A strategy that runs no session: the check before the first turn completes the run
+    when the work is done; otherwise the run halts with `halt`."""
+
+    halt: HaltReason
+    name: str = "check_only"
+
+    async def run(self, run: Run) -> HaltReason:
+        return self.halt
+
+
+def _prepare(spec: AttemptSpec, forward: _Forward) -> Harness | AttemptOutcome:
     task = spec.spec or spec_from_table(
         {**spec.table, "prompt": spec.body}, spec.file, purpose="task"
     )
     policy = task.policy
-    strategy = task.build_strategy()
+    strategy: Strategy = task.build_strategy()
     carry = spec.carry
+    spent: str | None = None  # why nothing is left to spend, if so
     if not carry.empty:
         budget = remaining_budget(policy.budget, carry)
         if isinstance(budget, str):
-            return AttemptOutcome("review", budget)
-        policy = evolve(policy, budget=budget)
-        if isinstance(strategy, Ralph) and carry.iterations:
+            spent = budget
+        else:
+            policy = evolve(policy, budget=budget)
+        if spent is None and isinstance(strategy, Ralph) and carry.iterations:
             left = strategy.max_iterations - carry.iterations
             if left < 1:
-                return AttemptOutcome(
-                    "review",
+                spent = (
                     f"ralph ran {carry.iterations} iterations before the interruption and "
-                    f"the check still failed: {carry.last_reason}",
+                    f"the check still failed: {carry.last_reason}"
                 )
-            strategy = evolve(strategy, max_iterations=left)
+            else:
+                strategy = evolve(strategy, max_iterations=left)
+    if spent is not None:
+        if not spec.check_first:
+            return AttemptOutcome("review", spent)
+        # The work may have been finished when the attempt was cut short: the check decides.
+        strategy = _CheckOnly(NothingLeft(spent))
     if spec.check_first:
         policy = evolve(policy, check_before_first_turn=True)
     missing = missing_command(policy, spec.workspace)
@@ -194,7 +238,7 @@ def _prepare(spec: AttemptSpec, emit: Emit) -> Harness | AttemptOutcome:
         policy=policy,
         strategy=strategy,
         workspace=spec.workspace,
-        sinks=[_Forward(emit), *spec.sinks],
+        sinks=[forward, *spec.sinks],
     )
 
 

@@ -6,6 +6,14 @@ files (closing what a dead board left open), then start the pool. Each agent tak
 highest-priority pending task of its role, runs one attempt through the engine and records
 the outcome; a completed task unblocks its dependents; an agent with nothing to take waits
 for a change. The run ends when no task is pending or in progress.
+
+Accounts: each agent draws on an account (`Agent.account`). When an attempt's run pauses for
+a usage limit (``run.paused``), the board records the account as paused until the reset, stops
+every other attempt on the account (each goes back to pending, ``task.paused``, and resumes
+where it was, without charging an attempt) and starts no new attempt on it; the attempt that
+met the limit waits inside its run and carries on after the reset (``run.resumed``), when the
+account works again. Agents on other accounts keep working. The pause is in the database, so
+a board started again before the reset waits for it too.
 """
 
 from __future__ import annotations
@@ -31,6 +39,8 @@ from harness import (
     EventSink,
     IterationStarted,
     JsonlTranscript,
+    RunPaused,
+    RunResumed,
     VerdictReached,
 )
 from harness.extend import EventStream, LibraryLogger, stream_events
@@ -50,6 +60,8 @@ from ._engine import Engine, LocalEngine
 from ._events import BoardEvent, BoardSink, StructlogBoardSink
 from ._lock import BoardLock
 from ._records import TaskState
+from ._schema import STATE_ERRNOS as _STATE_ERRNOS
+from ._schema import state_error
 from ._store import FINISHED, BoardStore, Claim
 from ._tasks import BoardConfigError, BoardTask, check_graph, load_tasks
 from ._worktree import GitError, Worktree, Worktrees, repository_of
@@ -105,6 +117,15 @@ class Board:
     _by_id: dict[str, BoardTask] = field(init=False, repr=False)
     _changed: anyio.Event | None = field(init=False, default=None, repr=False)
     _worktrees: Worktrees | None = field(init=False, default=None, repr=False)
+    _paused: dict[str, float] = field(init=False, factory=dict, repr=False)
+    """Account -> Unix time its pause ends."""
+    _running: dict[str, dict[tuple[str, int], anyio.CancelScope]] = field(
+        init=False, factory=dict, repr=False
+    )
+    """Account -> the attempts running on it, each with the scope that stops it."""
+    _writer: Writer | None = field(init=False, default=None, repr=False)
+    _store: BoardStore | None = field(init=False, default=None, repr=False)
+    _owner: str = field(init=False, default="", repr=False)
 
     def __attrs_post_init__(self) -> None:
         problems = check_graph(self.tasks)
@@ -152,13 +173,18 @@ class Board:
     async def run(self, *, sinks: Sequence[BoardSink] = ()) -> BoardResult:
         """Run until no task is pending or in progress; returns how the tasks stand.
 
-        Raises `BoardBusy` when another board runs on the same state folder, and a
-        `BoardConfigError` (nothing runs) when a task that has to run has a role no agent has.
+        Raises `BoardBusy` when another board runs on the same state folder, a
+        `BoardConfigError` (nothing runs) when a task that has to run has a role no agent has,
+        and a `BoardStateError` when the state folder cannot be used (its database damaged,
+        the folder read-only, its disk full): the board stops, and what it had recorded stays.
         """
         started = time.monotonic()
         owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         lock = BoardLock(self.state)
-        lock.acquire(owner)
+        try:
+            lock.acquire(owner)
+        except OSError as exc:
+            raise state_error(exc, Path(exc.filename or lock.path)) from None
         try:
             store = BoardStore(
                 self.state / DATABASE,
@@ -180,10 +206,16 @@ class Board:
                 await self._wait_for_leases(store)
                 await self._open_worktrees()
                 await anyio.to_thread.run_sync(self._start, store, owner)
+                self._paused = await anyio.to_thread.run_sync(self._load_pauses, store, owner)
                 if self.settings.workspace_template is not None:
-                    await anyio.to_thread.run_sync(
-                        _materialize, self.settings.workspace_template, self.state / "workspace"
-                    )
+                    try:
+                        await anyio.to_thread.run_sync(
+                            _materialize,
+                            self.settings.workspace_template,
+                            self.state / "workspace",
+                        )
+                    except OSError as exc:
+                        raise state_error(exc, Path(exc.filename or self.state)) from None
                 publish(store.take_events())
                 try:
                     await self._serve(store, owner, publish)
@@ -251,10 +283,23 @@ class Board:
             max_attempts=self.settings.max_attempts,
         )
 
+    def _load_pauses(self, store: BoardStore, owner: str) -> dict[str, float]:
+        """The accounts still paused (a pause whose reset passed while no board ran is over)."""
+        now = time.time()
+        paused = {}
+        for account in store.paused_accounts():
+            assert account.paused_until is not None
+            if account.paused_until > now:
+                paused[account.name] = account.paused_until
+            else:
+                store.resume_account(owner, account.name, "its reset time has passed")
+        return paused
+
     async def _serve(
         self, store: BoardStore, owner: str, publish: Callable[[list[BoardEvent]], None]
     ) -> None:
         writer = Writer(store, publish)
+        self._writer, self._store, self._owner = writer, store, owner
         self._changed = anyio.Event()
         async with anyio.create_task_group() as group:
             group.start_soon(writer.serve)
@@ -283,6 +328,14 @@ class Board:
         while True:
             changed = self._changed
             assert changed is not None
+            paused_for = self._paused_for(seat.agent.account)
+            if paused_for > 0:  # no new attempt on a paused account
+                if await self._nothing_left(writer, store):
+                    self._notify()
+                    return
+                with anyio.move_on_after(paused_for):
+                    await changed.wait()
+                continue
             claim = await writer.call(
                 store.claim, owner, seat.name, seat.agent.role, self.engine.name
             )
@@ -295,7 +348,56 @@ class Board:
                 continue
             outcome = await self._attempt(writer, store, owner, seat, claim)
             await writer.call(store.finish, owner, claim, outcome, self.settings.max_attempts)
+            halt = outcome.halt or {}
+            if halt.get("type") == "UsageLimitReached":  # the run would not wait this long
+                wait = halt.get("wait")
+                seconds = float(wait) if isinstance(wait, int | float) else 0.0
+                self._pause_account(seat.agent.account, seconds, outcome.message, claim)
             self._notify()
+
+    async def _nothing_left(self, writer: Writer, store: BoardStore) -> bool:
+        """True when no task is pending or in progress: a paused seat need not wait."""
+        counts = await writer.call(store.counts)
+        return counts["pending"] == 0 and counts["in_progress"] == 0
+
+    # --- accounts ----------------------------------------------------------------------------
+
+    def _paused_for(self, account: str) -> float:
+        """Seconds until `account`'s pause ends (0 when it works); a pause whose time has
+        come ends here."""
+        until = self._paused.get(account)
+        if until is None:
+            return 0.0
+        left = until - time.time()
+        if left <= 0:
+            self._resume_account(account, "its reset time has passed")
+            return 0.0
+        return left
+
+    def _pause_account(
+        self, account: str, seconds: float, reason: str, claim: Claim | None = None
+    ) -> None:
+        """Pause `account` for `seconds`: stop its other running attempts (they resume later)
+        and start none on it until then. Called on the board's loop; does not block."""
+        assert self._writer is not None, "the board is not running"
+        assert self._store is not None
+        until = time.time() + max(seconds, 0.0)
+        self._paused[account] = max(self._paused.get(account, 0.0), until)
+        self._writer.post(self._store.pause_account, self._owner, account, until, reason, claim)
+        spared = None if claim is None else (claim.task, claim.number)
+        for key, scope in self._running.get(account, {}).items():
+            if key != spared:
+                scope.cancel()
+        self._notify()
+
+    def _resume_account(self, account: str, why: str) -> None:
+        """`account` works again (a no-op when it was not paused)."""
+        if self._paused.pop(account, None) is None:
+            return
+        assert self._writer is not None, "the board is not running"
+        assert self._store is not None
+        self._writer.post(self._store.resume_account, self._owner, account, why)
+        self._notify()
 
     async def _attempt(
         self, writer: Writer, store: BoardStore, owner: str, seat: Seat, claim: Claim
@@ -307,6 +409,8 @@ class Board:
             # and the transcript, whose creation can take a millisecond on a slow disk.
             workspace, transcript = await anyio.to_thread.run_sync(self._files_for, task, claim)
         except (OSError, ConfigurationError) as exc:
+            if isinstance(exc, OSError) and exc.errno in _STATE_ERRNOS:  # the state's fault
+                raise state_error(exc, Path(exc.filename or self.state)) from None
             return AttemptOutcome("failed", f"the workspace could not be prepared: {exc}")
         tree: Worktree | None = None
         if self._worktrees is not None and workspace is not None:
@@ -330,17 +434,26 @@ class Board:
         )
         spec = evolve(spec, sinks=self._watch(spec))
         outcome: AttemptOutcome | None = None
+        account = seat.agent.account
+        running = self._running.setdefault(account, {})
+        key = (claim.task, claim.number)
+        recorder = _Recorder(transcript, writer, store, owner, claim, self, account)
         try:
             try:
-                outcome = await self.engine.run_attempt(
-                    spec, _Recorder(transcript, writer, store, owner, claim).emit
-                )
+                with anyio.CancelScope() as scope:
+                    running[key] = scope
+                    outcome = await self.engine.run_attempt(spec, recorder.emit)
             finally:
                 transcript.close()
+            if outcome is None:  # stopped by `_pause_account`
+                outcome = AttemptOutcome(
+                    "paused", f"paused: the account {account} is at its usage limit"
+                )
             if tree is not None and self._worktrees is not None:
                 outcome = await self._worktrees.settle(tree, outcome)
             return outcome
         finally:
+            running.pop(key, None)
             for watcher in self.watchers:
                 try:
                     watcher.finished(spec, outcome)
@@ -378,7 +491,8 @@ class Board:
 
 class _Recorder:
     """Writes an attempt's events to its transcript as they happen (line by line, flushed),
-    and records in the event log each claim of done that was sent back."""
+    records in the event log each claim of done that was sent back, and tells the board when
+    the run pauses for its account's usage limit and resumes."""
 
     def __init__(
         self,
@@ -387,17 +501,28 @@ class _Recorder:
         store: BoardStore,
         owner: str,
         claim: Claim,
+        board: Board,
+        account: str,
     ) -> None:
         self._file = transcript
         self._writer = writer
         self._store = store
         self._owner = owner
         self._claim = claim
+        self._board = board
+        self._account = account
         self._working = False
 
     def emit(self, row: dict[str, Any]) -> None:
         self._file.write_row(row)
         match Event.from_dict(row):
+            case RunPaused(source=source, message=text, wait=wait):
+                why = f"{source}: {one_line(text)}"
+                self._board._pause_account(self._account, wait, why, self._claim)
+                return
+            case RunResumed():
+                self._board._resume_account(self._account, f"{self._claim.task} carries on")
+                return
             case IterationStarted():
                 self._working = True
                 return
@@ -440,12 +565,13 @@ def board_state(folder: str | Path, state: str | Path | None = None) -> Path:
     return Path(state) if state is not None else Path(folder) / STATE_FOLDER
 
 
-def open_store(state: Path) -> BoardStore:
-    """The database of an existing board (for status and retry)."""
+def open_store(state: Path, *, read_only: bool = False) -> BoardStore:
+    """The database of an existing board (for status and retry); `read_only` to look at it
+    only (it may then be in a read-only folder)."""
     path = state / DATABASE
     if not path.is_file():
         raise BoardConfigError(
             f"{path}: no board database (has the board run yet? `harness board run` makes it; "
             f"the folder needs a {BOARD_FILE} and a {TASKS_FOLDER}/ folder)"
         )
-    return BoardStore(path)
+    return BoardStore(path, read_only=read_only)

@@ -18,6 +18,8 @@
     [[agents]]                           # one entry per kind of agent; --agents N makes a pool
     role = "backend"                     # of N, taking the entries in turn
     name = "coder"                       # optional; default: the role
+    account = "team-claude"              # optional; the quota it draws on (default: its name):
+                                         # a usage limit pauses every agent of the account
     model = { type = "fixture", path = "scripts/{task}.jsonl" }
 
     [ray]                                # optional, for --engine ray
@@ -31,7 +33,6 @@ own fixture); relative paths are relative to ``board.toml``'s folder.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -41,7 +42,7 @@ from attrs import field, frozen
 from harness import ConfigurationError, ModelClient
 from harness.extend import check_positive
 
-from ._tasks import BoardConfigError
+from ._tasks import BoardConfigError, parse_toml, read_board_file
 
 BOARD_FILE = "board.toml"
 TASKS_FOLDER = "tasks"
@@ -56,7 +57,7 @@ _BOARD_KEYS = {
     "synchronous",
     "isolation",
 }
-_AGENT_KEYS = {"role", "name", "model"}
+_AGENT_KEYS = {"role", "name", "model", "account"}
 _RAY_KEYS = {"address", "num_cpus"}
 
 
@@ -79,12 +80,15 @@ class Agent:
 
     `model` is a model table (as in a spec's ``[model]``; placeholders are filled per attempt,
     relative paths are relative to `base`) or a callable that builds a client for an attempt.
+    `account` names the quota its model draws on (default: the agent's name): when one of its
+    attempts meets a usage limit, the board pauses every attempt on the account.
     """
 
     role: str
     model: ModelSource = field(eq=False)
     name: str = ""
     base: Path | None = None
+    account: str = ""
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.role, str) or not self.role.strip():
@@ -95,6 +99,10 @@ class Agent:
             )
         if not self.name:
             object.__setattr__(self, "name", self.role)
+        if not isinstance(self.account, str):
+            raise ConfigurationError(f"'account' must be a string (got {self.account!r})")
+        if not self.account.strip():
+            object.__setattr__(self, "account", self.name)
 
     def model_for(self, info: AttemptInfo) -> ModelSource:
         """The model table with its placeholders filled in, or the factory itself."""
@@ -194,18 +202,8 @@ class BoardConfig:
 def load_config(folder: str | Path) -> BoardConfig:
     """Read ``board.toml`` in `folder`; errors name the file and the key."""
     file = Path(folder) / BOARD_FILE
-    try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BoardConfigError(
-            f"{file}: no such file (it lists the board's [[agents]]: role and model)"
-        ) from None
-    except OSError as exc:
-        raise BoardConfigError(f"{file}: cannot read it: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise BoardConfigError(f"{file}: not UTF-8 text ({exc.reason})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BoardConfigError(f"{file}: not valid TOML: {exc}") from None
+    missing = "no such file (it lists the board's [[agents]]: role and model)"
+    data = parse_toml(read_board_file(file, what="board file", missing=missing), file)
     where = str(file)
     _known(data, _SECTIONS, where, "")
     base = file.parent
@@ -234,7 +232,11 @@ def load_config(folder: str | Path) -> BoardConfig:
             raise BoardConfigError(f'{at}.model must be a model table (type = "...", ...)')
         try:
             agent = Agent(
-                role=table.get("role", ""), model=model, name=table.get("name", ""), base=base
+                role=table.get("role", ""),
+                model=model,
+                name=table.get("name", ""),
+                base=base,
+                account=table.get("account", ""),
             )
         except ConfigurationError as exc:
             raise BoardConfigError(f"{at}: {exc}") from None

@@ -22,9 +22,12 @@ Kind = Literal[
     "task.failed",
     "task.retried",
     "task.unblocked",
+    "task.paused",
+    "account.paused",
+    "account.resumed",
 ]
 KINDS: tuple[Kind, ...] = get_args(Kind)
-LEVELS = {"task.review": "warning", "task.failed": "warning"}
+LEVELS = {"task.review": "warning", "task.failed": "warning", "account.paused": "warning"}
 
 
 @frozen
@@ -35,7 +38,10 @@ class BoardEvent:
     completion check (or an evaluator) sent a claim of done back. ``task.complete``,
     ``task.review``, ``task.failed``: the attempt's outcome. ``task.retried``: the task is
     pending again (a transient failure, an interrupted attempt, or by hand).
-    ``task.unblocked``: its last dependency completed.
+    ``task.unblocked``: its last dependency completed. ``account.paused``: an attempt met
+    its account's usage limit (`agent` names the account); ``account.resumed``: the limit
+    was reset. ``task.paused``: an attempt stopped because its account paused; the task is
+    pending again and resumes where it was, without charging an attempt.
     """
 
     seq: int

@@ -82,6 +82,25 @@ class TaskState:
 
 
 @frozen
+class AccountState:
+    """An account agents draw their quota from, as the board last saw it: paused until
+    `paused_until` (Unix time), or working (None)."""
+
+    name: str
+    paused_until: float | None
+    reason: str | None
+    updated_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "paused_until": self.paused_until,
+            "reason": self.reason,
+            "updated_at": self.updated_at,
+        }
+
+
+@frozen
 class AttemptState:
     """One attempt, as recorded."""
 
@@ -97,6 +116,8 @@ class AttemptState:
     message: str | None
     resume: AttemptProgress
     transcript: Path
+    checkpoint: str | None = None
+    """The attempt's best checkpoint (`harness checkpoints restore` takes it), if any."""
 
 
 class BoardReader:
@@ -156,6 +177,7 @@ class BoardReader:
                 message=r["message"],
                 resume=AttemptProgress.from_dict(json.loads(r["resume"])),
                 transcript=Path(r["transcript"]),
+                checkpoint=r["checkpoint"],
             )
             for r in rows
         ]
@@ -177,6 +199,13 @@ class BoardReader:
                 r["seq"], r["at"], r["kind"], r["message"], r["task_id"], r["attempt"], r["agent"]
             )
             for r in rows
+        ]
+
+    def accounts(self) -> list[AccountState]:
+        """Every account that was ever paused, by name."""
+        rows = self._db.execute("SELECT * FROM accounts ORDER BY name").fetchall()
+        return [
+            AccountState(r["name"], r["paused_until"], r["reason"], r["updated_at"]) for r in rows
         ]
 
     def last_run(self) -> dict[str, Any] | None:

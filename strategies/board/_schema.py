@@ -1,14 +1,72 @@
-"""The board's SQLite schema, and opening a board database (WAL mode)."""
+"""The board's SQLite schema, opening a board database (WAL mode, or read-only for a look),
+and `BoardStateError`: what goes wrong with the state folder at run time."""
 
 from __future__ import annotations
 
+import errno
 import sqlite3
+from contextlib import suppress
 from pathlib import Path
+
+from harness import HarnessError
 
 from ._records import STATUSES
 from ._tasks import BoardConfigError
 
-SCHEMA_VERSION = "1"
+
+class BoardStateError(HarnessError):
+    """The board's state folder cannot be used: its database is damaged (corrupt, truncated),
+    it is read-only, or its disk is full. The message names the file and what to do; `path`
+    is the file. Nothing was half-written: each change is one transaction."""
+
+    def __init__(self, message: str, path: Path) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
+# Errors of the state folder itself (not of a task): they stop the board.
+STATE_ERRNOS = frozenset((*_FULL, errno.EROFS))
+
+
+def state_error(exc: BaseException, path: Path) -> BoardStateError:
+    """`exc` (an `OSError` or a `sqlite3.Error` on `path`) as a `BoardStateError` that says
+    what to do."""
+    detail = str(exc) if isinstance(exc, sqlite3.Error) else (exc.strerror or str(exc))  # type: ignore[attr-defined]
+    code = getattr(exc, "errno", None)
+    name = getattr(exc, "sqlite_errorname", "")
+    lowered = detail.lower()
+    if code in _FULL or name == "SQLITE_FULL" or "disk is full" in lowered:
+        advice = (
+            "the disk is full: free some space and run again (what was recorded before is kept)"
+        )
+    elif code in _READ_ONLY or name.startswith("SQLITE_READONLY") or "readonly" in lowered:
+        advice = (
+            "the board's state is read-only: make the state folder writable, or run the board "
+            "with --state on a writable folder (`harness board status` reads it as it is)"
+        )
+    elif isinstance(exc, sqlite3.DatabaseError) and (
+        name in ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+        or "malformed" in lowered
+        or "not a database" in lowered
+    ):
+        advice = (
+            "the board's database is damaged (corrupt or truncated): move it aside (with its "
+            "-wal and -shm files) and run the board again to start its record afresh; the "
+            "transcripts and the workspace in the state folder are kept"
+        )
+    else:
+        advice = "the board's state cannot be used"
+    return BoardStateError(f"{path}: {advice} ({detail})", path)
+
+
+SCHEMA_VERSION = "2"
+# Each step brings a database from the version before it: (from, statements).
+_MIGRATIONS = {
+    # 2: an attempt records its best checkpoint (the one a rollback would restore).
+    "1": ("ALTER TABLE attempts ADD COLUMN checkpoint TEXT",),
+}
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -65,9 +123,16 @@ CREATE TABLE IF NOT EXISTS attempts (
     iterations INTEGER,
     usage TEXT,
     elapsed REAL,
+    checkpoint TEXT,
     PRIMARY KEY (task_id, number)
 );
 CREATE UNIQUE INDEX IF NOT EXISTS one_open_attempt ON attempts (task_id) WHERE ended_at IS NULL;
+CREATE TABLE IF NOT EXISTS accounts (
+    name TEXT PRIMARY KEY,
+    paused_until REAL,
+    reason TEXT,
+    updated_at REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     at REAL NOT NULL,
@@ -81,24 +146,69 @@ CREATE TABLE IF NOT EXISTS events (
 """
 
 
-def connect(path: Path, *, synchronous: str = "normal") -> sqlite3.Connection:
+def connect(
+    path: Path, *, synchronous: str = "normal", read_only: bool = False
+) -> sqlite3.Connection:
     """Open (or create) the database at `path`: WAL mode, foreign keys, the schema, and a
     refusal if it was written by a version with another schema. One connection may be used
-    from any thread, one at a time (the caller serializes)."""
+    from any thread, one at a time (the caller serializes). `read_only` opens an existing
+    database to read it, also where nothing may be written (a read-only folder). A database
+    that cannot be used is a `BoardStateError`."""
+    try:
+        if read_only:
+            return _open_read_only(path)
+        return _open(path, synchronous)
+    except (sqlite3.Error, OSError) as exc:
+        raise state_error(exc, path) from None
+
+
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    # A WAL database needs its -shm file to be read; where it cannot be made (a read-only
+    # folder, so no board writes there either), the file is read as it is ("immutable").
+    last: sqlite3.Error | None = None
+    for mode in ("mode=ro", "immutable=1"):
+        db = sqlite3.connect(
+            f"{path.resolve().as_uri()}?{mode}", uri=True, check_same_thread=False, timeout=30.0
+        )
+        db.row_factory = sqlite3.Row
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        except sqlite3.Error as exc:
+            db.close()
+            last = exc
+            if isinstance(exc, sqlite3.OperationalError):
+                continue  # could not open its -shm: try again as it is
+            raise
+        if row is None or row["value"] != SCHEMA_VERSION:
+            db.close()
+            raise BoardConfigError(
+                f"{path}: the board database has schema {row and row['value']}, this version "
+                f"reads {SCHEMA_VERSION}"
+            )
+        return db
+    assert last is not None
+    raise last
+
+
+def _open(path: Path, synchronous: str) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
-    db.row_factory = sqlite3.Row
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'full' else 'NORMAL'}")
-    db.execute("PRAGMA foreign_keys=ON")
-    db.execute("BEGIN IMMEDIATE")
     try:
-        _create(db, path)
+        db.row_factory = sqlite3.Row
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'full' else 'NORMAL'}")
+        db.execute("PRAGMA foreign_keys=ON")
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            _create(db, path)
+        except BaseException:
+            with suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
         db.close()
         raise
-    db.execute("COMMIT")
     return db
 
 
@@ -109,8 +219,14 @@ def _create(db: sqlite3.Connection, path: Path) -> None:
     row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
     if row is None:
         db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-    elif row["value"] != SCHEMA_VERSION:
+        return
+    version = row["value"]
+    while version in _MIGRATIONS:
+        for statement in _MIGRATIONS[version]:
+            db.execute(statement)
+        version = str(int(version) + 1)
+        db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (version,))
+    if version != SCHEMA_VERSION:
         raise BoardConfigError(
-            f"{path}: the board database has schema {row['value']}, this version reads "
-            f"{SCHEMA_VERSION}"
+            f"{path}: the board database has schema {version}, this version reads {SCHEMA_VERSION}"
         )

@@ -17,9 +17,10 @@ new attempt, which resumes after it).
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from harness import HaltReason
@@ -27,8 +28,8 @@ from harness import HaltReason
 from ._attempt import AttemptOutcome, classify
 from ._events import BoardEvent, Kind
 from ._progress import AttemptProgress, read_attempt
-from ._records import FINISHED, BoardReader, Claim, OpenAttempt, Status
-from ._schema import connect
+from ._records import FINISHED, AccountState, BoardReader, Claim, OpenAttempt, Status
+from ._schema import connect, state_error
 from ._tasks import BoardConfigError, BoardTask
 
 __all__ = ["FINISHED", "BoardStore", "Claim"]
@@ -38,11 +39,16 @@ class BoardStore(BoardReader):
     """The board's database (see the module docstring)."""
 
     def __init__(
-        self, path: str | Path, *, synchronous: str = "normal", transcripts: Path | None = None
+        self,
+        path: str | Path,
+        *,
+        synchronous: str = "normal",
+        transcripts: Path | None = None,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path)
         self.transcripts = transcripts or self.path.parent / "transcripts"
-        self._db = connect(self.path, synchronous=synchronous)
+        self._db = connect(self.path, synchronous=synchronous, read_only=read_only)
         self.recorded: list[BoardEvent] = []
 
     def close(self) -> None:
@@ -56,13 +62,21 @@ class BoardStore(BoardReader):
 
     @contextmanager
     def _tx(self) -> Iterator[None]:
-        self._db.execute("BEGIN IMMEDIATE")
+        """One transaction; the database failing in it (damaged, read-only, a full disk) is a
+        `BoardStateError`, and nothing of the transaction is kept."""
         try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                with suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            with suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
+            raise state_error(exc, self.path) from None
 
     def take_events(self) -> list[BoardEvent]:
         """The events recorded since the last call (committed), for the board to publish."""
@@ -164,7 +178,9 @@ class BoardStore(BoardReader):
         ).fetchall():
             task, number, agent = row["task_id"], row["number"], row["agent"]
             record = read_attempt(row["transcript"])
-            if record.halt is not None:
+            # A transcript not all trusted is never taken for a finished run: the attempt is
+            # interrupted, and the next one checks the work first.
+            if record.halt is not None and record.problem is None:
                 # The run had ended; the board died before it recorded the outcome.
                 halt = HaltReason.from_dict(record.halt)
                 outcome = AttemptOutcome(
@@ -173,6 +189,7 @@ class BoardStore(BoardReader):
                     halt=record.halt,
                     turns=record.progress.turns,
                     tool_calls=record.progress.tool_calls,
+                    checkpoint=record.checkpoint,
                 )
                 claim = Claim(task, number, agent, AttemptProgress(), Path(row["transcript"]))
                 self._finish(claim, outcome, owner=owner, max_attempts=max_attempts, now=now)
@@ -180,12 +197,13 @@ class BoardStore(BoardReader):
             carried = AttemptProgress.from_dict(json.loads(row["resume"])) + record.progress
             self._db.execute(
                 "UPDATE attempts SET ended_at = ?, outcome = 'interrupted', message = ?, "
-                "turns = ?, tool_calls = ? WHERE task_id = ? AND number = ?",
+                "turns = ?, tool_calls = ?, checkpoint = ? WHERE task_id = ? AND number = ?",
                 (
                     now,
                     "the board stopped while the attempt ran",
                     record.progress.turns,
                     record.progress.tool_calls,
+                    record.checkpoint,
                     task,
                     number,
                 ),
@@ -200,10 +218,13 @@ class BoardStore(BoardReader):
                 if carried.iterations
                 else "from the start"
             )
+            damaged = (
+                "" if record.problem is None else f"; its transcript is damaged ({record.problem})"
+            )
             self._event(
                 "task.retried",
-                f"attempt {number} was interrupted (the board stopped); the next attempt "
-                f"resumes {where}, with {carried.turns} turn(s) already spent",
+                f"attempt {number} was interrupted (the board stopped){damaged}; the next "
+                f"attempt resumes {where}, with {carried.turns} turn(s) already spent",
                 task=task,
                 attempt=number,
                 agent=agent,
@@ -255,7 +276,12 @@ class BoardStore(BoardReader):
                     "('pending', 'in_progress') LIMIT 1"
                 ).fetchone()
                 return None if busy else FINISHED
-            task, number = row["id"], row["attempts"] + 1
+            # The attempt's number is the next in `attempts`; `tasks.attempts` counts the
+            # charged ones (an attempt stopped for its account's usage limit is not).
+            task = row["id"]
+            number = self._db.execute(
+                "SELECT COALESCE(MAX(number), 0) + 1 FROM attempts WHERE task_id = ?", (task,)
+            ).fetchone()[0]
             carry = (
                 AttemptProgress.from_dict(json.loads(row["carry"]))
                 if row["carry"]
@@ -263,9 +289,9 @@ class BoardStore(BoardReader):
             )
             transcript = self.transcripts / f"{task}.{number}.jsonl"
             self._db.execute(
-                "UPDATE tasks SET status = 'in_progress', attempts = ?, owner = ?, agent = ?, "
-                "reason = NULL, updated_at = ? WHERE id = ?",
-                (number, owner, agent, now, task),
+                "UPDATE tasks SET status = 'in_progress', attempts = attempts + 1, owner = ?, "
+                "agent = ?, reason = NULL, updated_at = ? WHERE id = ?",
+                (owner, agent, now, task),
             )
             self._db.execute(
                 "INSERT INTO attempts (task_id, number, agent, owner, engine, started_at, "
@@ -337,8 +363,13 @@ class BoardStore(BoardReader):
         task = claim.task
         status: Status
         kind: Kind
+        carry: AttemptProgress | None = None
         if outcome.outcome == "complete":
             status, kind = "complete", "task.complete"
+        elif outcome.outcome == "paused":
+            # Not charged: pending again, resuming after what this attempt got done.
+            status, kind = "pending", "task.paused"
+            carry = claim.carry + read_attempt(claim.transcript).progress
         elif outcome.outcome == "review":
             status, kind = "review", "task.review"
         elif outcome.outcome == "failed":
@@ -353,7 +384,7 @@ class BoardStore(BoardReader):
                 status, kind = "failed", "task.failed"
         self._db.execute(
             "UPDATE attempts SET ended_at = ?, outcome = ?, message = ?, halt = ?, turns = ?, "
-            "tool_calls = ?, iterations = ?, usage = ?, elapsed = ? "
+            "tool_calls = ?, iterations = ?, usage = ?, elapsed = ?, checkpoint = ? "
             "WHERE task_id = ? AND number = ?",
             (
                 now,
@@ -365,15 +396,23 @@ class BoardStore(BoardReader):
                 outcome.iterations,
                 json.dumps(dict(outcome.usage)),
                 outcome.elapsed,
+                outcome.checkpoint,
                 task,
                 claim.number,
             ),
         )
-        failures_sql = "failures + 1" if outcome.outcome == "retry" else "0"
+        failures_sql = {"retry": "failures + 1", "paused": "failures"}.get(outcome.outcome, "0")
+        attempts_sql = "attempts - 1" if outcome.outcome == "paused" else "attempts"
         self._db.execute(
-            f"UPDATE tasks SET status = ?, reason = ?, owner = NULL, carry = NULL, "
-            f"failures = {failures_sql}, updated_at = ? WHERE id = ?",
-            (status, None if status == "complete" else outcome.message, now, task),
+            f"UPDATE tasks SET status = ?, reason = ?, owner = NULL, carry = ?, "
+            f"failures = {failures_sql}, attempts = {attempts_sql}, updated_at = ? WHERE id = ?",
+            (
+                status,
+                None if status == "complete" else outcome.message,
+                None if carry is None else json.dumps(carry.to_dict()),
+                now,
+                task,
+            ),
         )
         message = outcome.message
         if kind == "task.retried":
@@ -392,6 +431,55 @@ class BoardStore(BoardReader):
                     owner=owner,
                     now=now,
                 )
+
+    # --- accounts ----------------------------------------------------------------------------
+
+    def pause_account(
+        self, owner: str, account: str, until: float, reason: str, claim: Claim | None = None
+    ) -> None:
+        """Record that `account` is at its usage limit until `until` (Unix time); a pause
+        already recorded is extended, never shortened."""
+        now = time.time()
+        with self._tx():
+            row = self._db.execute(
+                "SELECT paused_until FROM accounts WHERE name = ?", (account,)
+            ).fetchone()
+            before = row["paused_until"] if row is not None else None
+            if before is not None and before >= until:
+                return
+            self._db.execute(
+                "INSERT INTO accounts (name, paused_until, reason, updated_at) VALUES "
+                "(?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET paused_until = "
+                "excluded.paused_until, reason = excluded.reason, updated_at = excluded.updated_at",
+                (account, until, reason, now),
+            )
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(until))
+            self._event(
+                "account.paused",
+                f"{account} is at its usage limit until {when}: {reason}",
+                task=claim.task if claim is not None else None,
+                attempt=claim.number if claim is not None else None,
+                agent=account,
+                owner=owner,
+                now=now,
+            )
+
+    def resume_account(self, owner: str, account: str, why: str) -> None:
+        """Record that `account` works again (nothing happens when it was not paused)."""
+        now = time.time()
+        with self._tx():
+            cursor = self._db.execute(
+                "UPDATE accounts SET paused_until = NULL, reason = NULL, updated_at = ? "
+                "WHERE name = ? AND paused_until IS NOT NULL",
+                (now, account),
+            )
+            if cursor.rowcount:
+                message = f"{account} works again: {why}"
+                self._event("account.resumed", message, agent=account, owner=owner, now=now)
+
+    def paused_accounts(self) -> list[AccountState]:
+        """The accounts paused now."""
+        return [a for a in self.accounts() if a.paused_until is not None]
 
     def end(self, owner: str) -> dict[str, int]:
         """Record the end of the run; returns the count of tasks per status."""

@@ -28,9 +28,12 @@ from typing import Any
 from attrs import field, frozen
 
 from harness import ConfigurationError
+from harness.extend import FileRefused, read_regular_file
 
 from .._spec import SPEC, Spec, spec_from_table
 
+# The largest task file (or board.toml) read: far above any real one.
+MAX_TASK_BYTES = 1024 * 1024
 TASK_KEYS = ("id", "title", "role", "priority", "depends_on", "body")
 REFUSED_KEYS = {
     "model": "the model comes from the agent that takes the task (board.toml [[agents]])",
@@ -123,19 +126,41 @@ class BoardTask:
 
 
 def load_task(path: str | Path) -> BoardTask:
-    """Read and validate one task file."""
+    """Read and validate one task file (a regular file of at most `MAX_TASK_BYTES`: a FIFO or
+    a device in the task folder is refused, never waited on or read without end)."""
     file = Path(path)
+    raw = read_board_file(file, what="task file")
+    data = parse_toml(raw, file)
+    return BoardTask.from_table(data, file, digest=hashlib.sha256(raw).hexdigest())
+
+
+def read_board_file(file: Path, *, what: str, missing: str | None = None) -> bytes:
+    """A board's file (a task file, ``board.toml``), bounded: `BoardConfigError` naming it
+    when it cannot be read (`missing` is the message for a file that is not there), is not a
+    regular file or is over `MAX_TASK_BYTES`."""
     try:
-        raw = file.read_bytes()
+        return read_regular_file(file, limit=MAX_TASK_BYTES, what=what)
+    except FileNotFoundError:
+        if missing is None:
+            raise BoardConfigError(f"{file}: cannot read the {what}: no such file") from None
+        raise BoardConfigError(f"{file}: {missing}") from None
     except OSError as exc:
-        raise BoardConfigError(f"{file}: cannot read the task file: {exc.strerror}") from None
+        raise BoardConfigError(f"{file}: cannot read the {what}: {exc.strerror}") from None
+    except FileRefused as exc:
+        raise BoardConfigError(f"{file}: the {what} {exc.reason}") from None
+
+
+def parse_toml(raw: bytes, file: Path) -> dict[str, Any]:
+    """`raw` read as TOML; `BoardConfigError` naming `file` when it is not UTF-8, not TOML, or
+    nested too deeply to read."""
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        return tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise BoardConfigError(f"{file}: not UTF-8 text ({exc.reason})") from None
     except tomllib.TOMLDecodeError as exc:
         raise BoardConfigError(f"{file}: not valid TOML: {exc}") from None
-    return BoardTask.from_table(data, file, digest=hashlib.sha256(raw).hexdigest())
+    except RecursionError:
+        raise BoardConfigError(f"{file}: arrays or tables nested too deeply to read") from None
 
 
 def load_tasks(folder: str | Path) -> tuple[BoardTask, ...]:

@@ -1,0 +1,91 @@
+"""Reading a file whose path someone else chose, with a bound.
+
+A path in a spec, a hook payload, a task folder or on the command line may name a FIFO (whose
+open waits for a writer for ever), a device such as ``/dev/zero`` or ``/dev/urandom`` (which
+never ends), or a file far larger than anything the reader means to hold. `read_regular_file`
+opens without blocking, refuses anything but a regular file, and refuses a file larger than
+its `limit` before reading it, so such a path is an error naming it, never a hang or a memory
+blow-up.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+class FileRefused(ValueError):
+    """The file is not one to read: not a regular file, or larger than the limit. `reason`
+    says which ("is not a regular file"), without the path, for a message that names the
+    path its own way."""
+
+    def __init__(self, what: str, path: str, reason: str) -> None:
+        super().__init__(f"the {what} {path!r} {reason}")
+        self.reason = reason
+
+
+def read_regular_file(path: str | os.PathLike[str], *, limit: int, what: str = "file") -> bytes:
+    """The bytes of the regular file at `path`, at most `limit` of them.
+
+    Raises `OSError` when it cannot be opened or read, and `FileRefused` (a `ValueError`)
+    for a FIFO, a device, a socket or a folder, or for a file larger than `limit` bytes (also
+    one that grows past it while it is read); the message names the `what` and the path.
+    """
+    shown = str(Path(path))
+    fd = os.open(path, _FLAGS)  # without O_NONBLOCK a FIFO with no writer blocks right here
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            kind = "a folder" if stat.S_ISDIR(status.st_mode) else "not a regular file"
+            raise FileRefused(what, shown, f"is {kind}")
+        if status.st_size > limit:
+            raise FileRefused(what, shown, _too_large(limit))
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > limit:
+                raise FileRefused(what, shown, _too_large(limit))
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def open_regular_file(path: str | os.PathLike[str], *, what: str = "file") -> BinaryIO:
+    """The regular file at `path`, opened for reading in binary (to stream it); a FIFO, a
+    device, a socket or a folder is refused with `FileRefused` without waiting on it, and
+    `OSError` says why it cannot be opened."""
+    fd = os.open(path, _FLAGS)
+    refused = _refusal(fd, what, str(Path(path)))
+    if refused is not None:
+        os.close(fd)
+        raise refused
+    return os.fdopen(fd, "rb")
+
+
+def _refusal(fd: int, what: str, shown: str) -> FileRefused | None:
+    try:
+        status = os.fstat(fd)
+    except OSError as exc:
+        return FileRefused(what, shown, f"cannot be read ({exc.strerror})")
+    if stat.S_ISREG(status.st_mode):
+        return None
+    kind = "a folder" if stat.S_ISDIR(status.st_mode) else "not a regular file"
+    return FileRefused(what, shown, f"is {kind}")
+
+
+def _too_large(limit: int) -> str:
+    return f"is larger than the {limit:,} bytes it may have"

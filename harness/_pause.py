@@ -1,0 +1,119 @@
+"""How a run waits out a usage limit: `PauseSettings`.
+
+When a model client raises `UsageLimitError`, the session pauses: it waits on the run's clock
+until the limit's reset plus jitter (or `default_wait` when the reset could not be read), then
+runs the same turn again. The turn is charged to no budget: not to turns, iterations,
+rejections or a board's attempts. A wait longer than `max_pause` halts the run at once with
+`UsageLimitReached`. The `CancelToken` stops a pause like anything else in the run.
+
+Whether the pause counts toward wall time is `counts_toward_wall_time` (default: it does not:
+the run's and the session's wall-time deadlines move back by the time spent paused). The
+jitter is drawn from a generator seeded by the task, the agent, the iteration, the turn and
+the reported reset, so a recorded run with a pause replays identically on a `FakeClock`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from typing import Any
+
+from attrs import field, frozen
+
+from ._errors import ConfigurationError
+from ._limits import UsageLimit
+from ._schema import Key, Schema
+from ._validate import check_positive
+
+DEFAULT_MAX_PAUSE = 6 * 3600.0
+"""Six hours: the longest window of the coding agents' subscription limits but the weekly one."""
+DEFAULT_WAIT = 900.0
+"""Fifteen minutes: the wait when a limit's reset time cannot be read."""
+
+
+PAUSE = Schema(
+    "a pause table",
+    [
+        Key(
+            "max_pause",
+            "number",
+            "The longest single wait for a usage limit, in seconds; a longer one halts the run "
+            "(`UsageLimitReached`). 0 never pauses.",
+            default=DEFAULT_MAX_PAUSE,
+        ),
+        Key(
+            "default_wait",
+            "number",
+            "Seconds to wait when the limit's reset time cannot be read.",
+            default=DEFAULT_WAIT,
+        ),
+        Key(
+            "jitter",
+            "number",
+            "Up to this many seconds added after the reset (the same for the same run).",
+            default=30.0,
+        ),
+        Key(
+            "counts_toward_wall_time",
+            "boolean",
+            "Whether time spent paused uses up `max_wall_time`.",
+            default=False,
+        ),
+    ],
+    heading="pause",
+    help="How a run waits out a usage limit: it pauses until the reset, then runs the same "
+    "turn again, charged to no budget.",
+)
+
+
+def _non_negative(instance: object, attribute: object, value: object) -> None:
+    name = getattr(attribute, "name", "value")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise ConfigurationError(f"{name!r} must be a number >= 0 (got {value!r})")
+
+
+def _positive(instance: object, attribute: object, value: object) -> None:
+    check_positive(getattr(attribute, "name", "value"), value)
+
+
+def _boolean(instance: object, attribute: object, value: object) -> None:
+    if not isinstance(value, bool):
+        name = getattr(attribute, "name", "value")
+        raise ConfigurationError(f"{name!r} must be true or false (got {value!r})")
+
+
+@frozen(kw_only=True)
+class PauseSettings:
+    """How a run waits out a usage limit (see the module docstring).
+
+    `max_pause`: the longest single wait in seconds (0: never pause, halt at once);
+    `default_wait`: the wait when the reset time cannot be read; `jitter`: up to this many
+    seconds added after the reset, so agents that share an account do not all return at the
+    same instant; `counts_toward_wall_time`: whether time spent paused uses up
+    ``max_wall_time``.
+    """
+
+    max_pause: float = field(default=DEFAULT_MAX_PAUSE, validator=_non_negative)
+    default_wait: float = field(default=DEFAULT_WAIT, validator=_positive)
+    jitter: float = field(default=30.0, validator=_non_negative)
+    counts_toward_wall_time: bool = field(default=False, validator=_boolean)
+
+    @classmethod
+    def from_config(cls, table: Mapping[str, Any], *, where: str) -> PauseSettings:
+        """Build from a spec's ``[pause]`` table; errors name `where` and the key."""
+        options = PAUSE.validate(table, where)
+        try:
+            return cls(**options)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{where}: {exc}") from None
+
+    def wait_for(self, limit: UsageLimit, seed: str) -> float:
+        """Seconds to wait for `limit`: its reset (or `default_wait`) plus jitter drawn from a
+        generator seeded with `seed` (the same seed, the same wait)."""
+        base = self.default_wait if limit.retry_in is None else max(limit.retry_in, 0.0)
+        if not self.jitter:
+            return base
+        return base + random.Random(seed).uniform(0.0, self.jitter)
+
+
+__all__ = ["DEFAULT_MAX_PAUSE", "DEFAULT_WAIT", "PAUSE", "PauseSettings"]

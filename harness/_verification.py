@@ -1,0 +1,78 @@
+"""What the run records about its verifier: the checks' baselines and the protected paths.
+
+A check that records a baseline before the agent's first turn (`TestSuiteCheck` with
+``baseline=True``) returns a `Baseline` from its ``prepare``; the run emits it as a
+``baseline.recorded`` event and lists it on `RunResult.baselines`, so the failures that
+predate the task are on the record. The protected paths are recorded at the same moment
+(``protected.recorded``), and every claim that finds them changed emits
+``protected.changed`` naming each `Tampering`, also listed on `RunResult.tampering`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from attrs import field, frozen
+
+from ._events import Event
+from ._protected import Tampering
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in value)
+
+
+@frozen
+class Baseline:
+    """A check's reading of the work as the run found it.
+
+    `check` says what ran (a command), `runner` whose output was read (None when it could not
+    be read into test names: `unreadable` says why), `passed` how many tests passed and
+    `failing` the tests that failed before the agent did anything.
+    """
+
+    check: str
+    runner: str | None
+    passed: int
+    failing: tuple[str, ...] = field(default=(), converter=_names)
+    exit_code: int | None = None
+    unreadable: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "check": self.check,
+            "runner": self.runner,
+            "passed": self.passed,
+            "failing": list(self.failing),
+            "exit_code": self.exit_code,
+            "unreadable": self.unreadable,
+        }
+
+
+@frozen
+class BaselineRecorded(Event):
+    """A check recorded its baseline before the agent's first turn."""
+
+    name: ClassVar[str] = "baseline.recorded"
+    baseline: Baseline
+
+
+@frozen
+class ProtectedPathsRecorded(Event):
+    """The protected paths were recorded: `files` paths matched the `rules`."""
+
+    name: ClassVar[str] = "protected.recorded"
+    level: ClassVar[str] = "debug"
+    rules: tuple[str, ...]
+    files: int
+
+
+@frozen
+class ProtectedPathsChanged(Event):
+    """A claim found protected paths changed since the run started (by any route)."""
+
+    name: ClassVar[str] = "protected.changed"
+    level: ClassVar[str] = "warning"
+    agent: str
+    turn: int
+    changes: tuple[Tampering, ...]

@@ -1,0 +1,76 @@
+"""Checkpoints of a workspace, for Python callers: save, list, compare and restore them.
+
+```python
+store = await open_checkpoints("repo", series="manual")
+saved = await store.save("before the refactor", at=0.0)
+...
+print((await store.diff(saved)).lines())
+await store.restore(saved)
+```
+
+In a git work tree a checkpoint is a commit on ``refs/harness/checkpoints/<series>`` (the
+user's branch, HEAD, index, stash and hooks are never touched); elsewhere a content-addressed
+snapshot in a state folder outside the workspace. A run checkpoints its workspace by itself
+(see `strategies.Ralph`); ``harness checkpoints list|diff|restore`` is the command line.
+"""
+
+import typing
+
+from ._checkpoints import (
+    Checkpoint,
+    CheckpointDiff,
+    CheckpointError,
+    Checkpointing,
+    CheckpointKind,
+    CheckpointStore,
+    NoSuchCheckpoint,
+    NotAWorkspace,
+    best_checkpoint,
+    default_state_dir,
+    improves_on,
+    open_checkpoints,
+)
+from ._events import CheckpointFailed, CheckpointRestored, CheckpointSaved
+from ._lazy import lazy_exports as _lazy_exports
+from ._work_progress import Assessment, WorkProgress
+
+if typing.TYPE_CHECKING:
+    from ._git_checkpoints import REF_PREFIX, GitCheckpoints
+    from ._run import CheckpointsTheStart
+    from ._snapshot_checkpoints import EXCLUDED, SnapshotCheckpoints
+
+# The stores load on first use: `checks` imports `WorkProgress` from here on every run.
+_LAZY = {
+    "CheckpointsTheStart": "harness._run",
+    "REF_PREFIX": "harness._git_checkpoints",
+    "GitCheckpoints": "harness._git_checkpoints",
+    "EXCLUDED": "harness._snapshot_checkpoints",
+    "SnapshotCheckpoints": "harness._snapshot_checkpoints",
+}
+
+__getattr__, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
+
+__all__ = [
+    "Assessment",
+    "Checkpoint",
+    "CheckpointDiff",
+    "CheckpointError",
+    "CheckpointFailed",
+    "CheckpointKind",
+    "CheckpointRestored",
+    "CheckpointSaved",
+    "CheckpointStore",
+    "Checkpointing",
+    "CheckpointsTheStart",
+    "EXCLUDED",
+    "GitCheckpoints",
+    "NoSuchCheckpoint",
+    "NotAWorkspace",
+    "REF_PREFIX",
+    "SnapshotCheckpoints",
+    "WorkProgress",
+    "best_checkpoint",
+    "default_state_dir",
+    "improves_on",
+    "open_checkpoints",
+]

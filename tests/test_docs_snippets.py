@@ -1,0 +1,171 @@
+"""Every fenced snippet in the README and docs/ runs when pasted, so the docs cannot drift.
+
+```python blocks run with this interpreter (the project's venv), ```bash blocks with bash, each
+document's blocks in order in one fresh folder that holds a copy of `fixtures/` (as a clone's
+root does), with the venv's `harness` first on PATH and TMPDIR inside that folder. A block
+marked right above its fence
+
+    <!-- snippet: no-run (needs an API key) -->
+
+is not run (the reason is required, and such blocks are kept few); one marked
+``<!-- snippet: exit 1 -->`` must exit with that code. Blocks of other languages (``text``
+for a usage synopsis, ``toml``, ``json``, ``yaml``, or none for sample output) are not run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from attrs import frozen
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "fixtures" / "README.md",
+]
+RUN = {"python": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
+MARKER = re.compile(r"<!-- snippet: (?:no-run \((?P<reason>[^)]+)\)|exit (?P<code>\d+)) -->")
+FENCE = re.compile(r"^```(?P<lang>[\w-]*)\s*$")
+MOST_NOT_RUN = 6
+
+
+@frozen
+class Snippet:
+    doc: Path
+    line: int  # of the opening fence, from 1
+    lang: str
+    code: str
+    skip: str | None  # why it is not run
+    exit_code: int
+
+    @property
+    def where(self) -> str:
+        return f"{self.doc.relative_to(ROOT)}:{self.line}"
+
+
+def snippets(doc: Path) -> list[Snippet]:
+    """The fenced blocks of `doc`, each with the marker on the line above its fence."""
+    found: list[Snippet] = []
+    lines = doc.read_text(encoding="utf-8").splitlines()
+    index = 0
+    while index < len(lines):
+        opening = FENCE.match(lines[index])
+        if opening is None:
+            index += 1
+            continue
+        end = next(i for i in range(index + 1, len(lines)) if lines[i].startswith("```"))
+        above = lines[index - 1] if index else ""
+        marker = MARKER.search(above)
+        if "snippet:" in above and marker is None:
+            raise AssertionError(f"{doc}:{index}: a snippet marker that cannot be read: {above}")
+        found.append(
+            Snippet(
+                doc,
+                index + 1,
+                opening["lang"],
+                "\n".join(lines[index + 1 : end]) + "\n",
+                marker["reason"] if marker else None,
+                int(marker["code"]) if marker and marker["code"] else 0,
+            )
+        )
+        index = end + 1
+    return found
+
+
+def _environment(folder: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PYTEST"))}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["TMPDIR"] = str(folder / "tmp")
+    env["NO_COLOR"] = "1"
+    env.pop("COV_CORE_SOURCE", None)  # pytest-cov's subprocess hook
+    return env
+
+
+def run(snippet: Snippet, folder: Path) -> subprocess.CompletedProcess[str]:
+    language = RUN[snippet.lang]
+    if language == "python":
+        script = folder / "snippet.py"
+        script.write_text(snippet.code, encoding="utf-8")
+        # A deprecated name in the docs is an error: the docs show the current homes.
+        argv = [sys.executable, "-W", "error::DeprecationWarning", str(script)]
+    else:
+        argv = ["bash", "-c", snippet.code]
+    return subprocess.run(
+        argv,
+        cwd=folder,
+        env=_environment(folder),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda doc: str(doc.relative_to(ROOT)))
+def test_every_snippet_runs_when_pasted(doc: Path, tmp_path: Path) -> None:
+    """Each runnable block of the document, in order, in a folder laid out like a clone."""
+    folder = tmp_path / "clone"
+    shutil.copytree(ROOT / "fixtures", folder / "fixtures", ignore=shutil.ignore_patterns(".board"))
+    (folder / "tmp").mkdir()
+    for snippet in snippets(doc):
+        if snippet.lang not in RUN or snippet.skip is not None:
+            continue
+        done = run(snippet, folder)
+        assert done.returncode == snippet.exit_code, (
+            f"{snippet.where}: the {snippet.lang} snippet exited {done.returncode}, "
+            f"expected {snippet.exit_code}\n--- stdout\n{done.stdout[-3000:]}"
+            f"\n--- stderr\n{done.stderr[-3000:]}"
+        )
+
+
+def test_blocks_that_do_not_run_are_few_and_say_why() -> None:
+    """A block left out must carry its reason, and there are at most a handful."""
+    skipped = [s for doc in DOCS for s in snippets(doc) if s.skip is not None]
+    assert all(s.lang in RUN for s in skipped), [s.where for s in skipped if s.lang not in RUN]
+    assert len(skipped) <= MOST_NOT_RUN, [f"{s.where}: {s.skip}" for s in skipped]
+
+
+def test_synopses_are_text_not_commands() -> None:
+    """A usage synopsis (``[--flag VALUE]`` placeholders) is fenced as ``text``: a shell block
+    is a command to paste."""
+    for doc in DOCS:
+        for snippet in snippets(doc):
+            if RUN.get(snippet.lang) == "bash":
+                assert not re.search(r" \[-", snippet.code), (
+                    f"{snippet.where} looks like a synopsis"
+                )
+
+
+def test_the_reader_finds_markers_and_exit_codes(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        "<!-- snippet: no-run (needs a key) -->\n```python\nx = 1\n```\n\n"
+        "<!-- snippet: exit 1 -->\n```bash\nfalse\n```\n```\nout\n```\n"
+    )
+    found = snippets(doc)
+    assert [(s.lang, s.line, s.skip, s.exit_code) for s in found] == [
+        ("python", 2, "needs a key", 0),
+        ("bash", 7, None, 1),
+        ("", 10, None, 0),
+    ]
+
+
+def test_ci_runs_exactly_the_readmes_test_command() -> None:
+    """`.ci/run` ends with the README's test command, word for word (with the `ray` extra,
+    which `dev` leaves out)."""
+    command = next(
+        s.code.strip()
+        for s in snippets(ROOT / "README.md")
+        if s.lang == "bash" and "ruff format --check" in s.code
+    )
+    assert "'.[dev,ray]'" in command
+    lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
+    assert lines[-1] == command
