@@ -64,6 +64,7 @@ from ._schema import STATE_ERRNOS as _STATE_ERRNOS
 from ._schema import state_error
 from ._store import FINISHED, BoardStore, Claim
 from ._tasks import BoardConfigError, BoardTask, check_graph, load_tasks
+from ._worktree import GitError, Worktree, Worktrees, repository_of
 from ._writer import Writer
 
 STATE_FOLDER = ".board"
@@ -115,6 +116,7 @@ class Board:
     _seats: tuple[Seat, ...] = field(init=False, repr=False)
     _by_id: dict[str, BoardTask] = field(init=False, repr=False)
     _changed: anyio.Event | None = field(init=False, default=None, repr=False)
+    _worktrees: Worktrees | None = field(init=False, default=None, repr=False)
     _paused: dict[str, float] = field(init=False, factory=dict, repr=False)
     """Account -> Unix time its pause ends."""
     _running: dict[str, dict[tuple[str, int], anyio.CancelScope]] = field(
@@ -202,6 +204,7 @@ class Board:
                                 everyone.remove(sink)
 
                 await self._wait_for_leases(store)
+                await self._open_worktrees()
                 await anyio.to_thread.run_sync(self._start, store, owner)
                 self._paused = await anyio.to_thread.run_sync(self._load_pauses, store, owner)
                 if self.settings.workspace_template is not None:
@@ -248,6 +251,25 @@ class Board:
         )
         if until > time.time():
             await anyio.sleep(until - time.time())
+
+    async def _open_worktrees(self) -> None:
+        """With ``isolation = "worktree"``: check that every task works in a git repository
+        (a `BoardConfigError` before anything runs) and clean what a dead board left."""
+        self._worktrees = None
+        if self.settings.isolation != "worktree":
+            return
+        repos: set[Path] = set()
+        for task in self.tasks:
+            workspace = task.spec.workspace or self.settings.workspace
+            if workspace is None or task.spec.workspace_template is not None:
+                raise BoardConfigError(
+                    f'{task.path}: [board] isolation = "worktree" needs the task to work in '
+                    "a git repository: set [board] workspace or the task's workspace"
+                )
+            repos.add(await repository_of(workspace))
+        worktrees = Worktrees(self.state / "worktrees")
+        await worktrees.clean(sorted(repos))
+        self._worktrees = worktrees
 
     def _start(self, store: BoardStore, owner: str) -> None:
         store.start(
@@ -390,6 +412,14 @@ class Board:
             if isinstance(exc, OSError) and exc.errno in _STATE_ERRNOS:  # the state's fault
                 raise state_error(exc, Path(exc.filename or self.state)) from None
             return AttemptOutcome("failed", f"the workspace could not be prepared: {exc}")
+        tree: Worktree | None = None
+        if self._worktrees is not None and workspace is not None:
+            try:
+                tree = await self._worktrees.open(workspace, task.id, claim.number)
+            except (GitError, BoardConfigError, OSError) as exc:
+                transcript.close()
+                return AttemptOutcome("failed", f"the worktree could not be made: {exc}")
+            workspace = tree.workspace
         spec = AttemptSpec(
             info=info,
             file=task.path,
@@ -419,6 +449,8 @@ class Board:
                 outcome = AttemptOutcome(
                     "paused", f"paused: the account {account} is at its usage limit"
                 )
+            if tree is not None and self._worktrees is not None:
+                outcome = await self._worktrees.settle(tree, outcome)
             return outcome
         finally:
             running.pop(key, None)

@@ -12,6 +12,8 @@
     lease = 30.0                         # a Ray attempt silent this long is taken as dead
     poll = 1.0                           # how often idle agents look for tasks retried by hand
     synchronous = "normal"               # or "full": fsync every event (survives power loss)
+    isolation = "shared"                 # or "worktree": each attempt on a git repository
+                                         # works in its own worktree and branch (docs/board.md)
 
     [[agents]]                           # one entry per kind of agent; --agents N makes a pool
     role = "backend"                     # of N, taking the entries in turn
@@ -57,6 +59,7 @@ _BOARD_KEYS = {
     "lease",
     "poll",
     "synchronous",
+    "isolation",
 }
 _AGENT_KEYS = {"role", "name", "model", "account"}
 _RAY_KEYS = {"address", "num_cpus"}
@@ -154,6 +157,7 @@ class BoardSettings:
     lease: float = 30.0
     poll: float = 1.0
     synchronous: Literal["normal", "full"] = "normal"
+    isolation: Literal["shared", "worktree"] = "shared"
 
     def __attrs_post_init__(self) -> None:
         if self.workspace is not None and self.workspace_template is not None:
@@ -169,6 +173,15 @@ class BoardSettings:
         if self.synchronous not in ("normal", "full"):
             raise ConfigurationError(
                 f"'synchronous' must be 'normal' or 'full' (got {self.synchronous!r})"
+            )
+        if self.isolation not in ("shared", "worktree"):
+            raise ConfigurationError(
+                f"'isolation' must be 'shared' or 'worktree' (got {self.isolation!r})"
+            )
+        if self.isolation == "worktree" and self.workspace_template is not None:
+            raise ConfigurationError(
+                "isolation = 'worktree' works in an existing git repository: give "
+                "'workspace', not 'workspace_template'"
             )
 
 
