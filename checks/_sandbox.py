@@ -12,34 +12,27 @@ from __future__ import annotations
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from attrs import field, frozen
 
 from harness import ConfigurationError
-from harness.extend import Clock, ProcessResult, SystemClock, positive, run_process
+from harness.extend import (
+    Clock,
+    CommandSandbox,
+    ProcessResult,
+    SystemClock,
+    positive,
+    run_process,
+)
 
 DEFAULT_MAX_OUTPUT = 64 * 1024
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 
 
-@runtime_checkable
-class SandboxProvider(Protocol):
-    """Runs one command to completion or its timeout, leaving nothing of it running.
-
-    `workspace` is the folder the command may write (the run's workspace; `cwd` lies inside
-    it). A sandbox without isolation may ignore it.
-    """
-
-    async def run(
-        self,
-        command: str | Sequence[str],
-        *,
-        cwd: Path,
-        timeout: float | None,  # noqa: ASYNC109 - the deadline is a cancel scope on the clock
-        env: Mapping[str, str] | None = None,
-        workspace: Path | None = None,
-    ) -> ProcessResult: ...
+# The protocol a check's command runs through: the same one as the `run_command` tool's, so a
+# sandbox serves both (defined once, in harness, which checks builds on).
+SandboxProvider = CommandSandbox
 
 
 @frozen
