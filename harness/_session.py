@@ -14,7 +14,7 @@ import anyio
 from attrs import evolve, frozen
 
 from ._clock import postpone
-from ._compaction import drop_tool_outputs, summary_message, summary_request
+from ._compaction import Compaction, drop_tool_outputs, summary_message, summary_request
 from ._errors import ConfigurationError, ModelError
 from ._events import (
     ContextCompacted,
@@ -117,6 +117,9 @@ class Session:
         self.tool_calls = 0
         self.usage = NO_USAGE
         self._latest_input = 0  # the input tokens of the latest call, for compaction
+        # Decided once, not at every turn: a run without compaction never asks about it.
+        config = run.config
+        self._compaction = config.compaction if config.context_window is not None else None
         self.started_at = self._last_reading = run.now()
         self._paused = 0.0  # paused for usage limits, not counted toward wall time
         self._scope: anyio.CancelScope | None = None
@@ -185,9 +188,10 @@ class Session:
         halt = self._policy.before_call(snapshot)
         while halt is None:
             try:
-                halt = await self._compact()
-                if halt is not None:
-                    break
+                if self._compaction is not None:
+                    halt = await self._compact(self._compaction)
+                    if halt is not None:
+                        break
                 response = await self._call_model()
             except UsageLimitError as exc:
                 halt = await self._pause(exc.limit)
@@ -207,11 +211,14 @@ class Session:
                 final_text=(done_summary or response.text) if claims_done else None,
                 now=self._last_reading,
             )
-            decision = await self._decide(snapshot, claims_done and self._on_claim == "check")
+            if claims_done and self._on_claim == "check":
+                decision = await self._judge_claim(snapshot)
+            else:
+                decision = await self._policy.after_turn(snapshot, run_check=False)
             self._apply(decision)
             if decision.halt is not None:
                 return SessionEnd(decision.halt, snapshot)
-            if decision.rejection is not None:
+            if decision.rejection is not None and self._run.checkpoints is not None:
                 await self._run.checkpoint(
                     f"claim rejected ({self.agent}, iteration {self.iteration}, turn {self.turns})",
                     decision.progress,
@@ -220,12 +227,10 @@ class Session:
                 return SessionEnd(None, snapshot)
         return SessionEnd(halt, self.snapshot())
 
-    async def _decide(self, snapshot: SessionStateSnapshot, run_check: bool) -> Decision:
-        """The policy's decision after a turn; a claim it will check is judged with the
-        verifier as the run found it (`RunState.judge`)."""
+    async def _judge_claim(self, snapshot: SessionStateSnapshot) -> Decision:
+        """The policy's decision after a turn that claims done, which runs the completion
+        check: the claim is judged with the verifier as the run found it (`RunState.judge`)."""
         policy = self._policy
-        if not run_check:
-            return await policy.after_turn(snapshot, run_check=False)
 
         async def decide(judged: SessionStateSnapshot) -> Decision:
             return await policy.after_turn(judged, run_check=True)
@@ -312,15 +317,14 @@ class Session:
         for scope in scopes:
             postpone(run.clock, scope, seconds)
 
-    async def _compact(self) -> HaltReason | None:
+    async def _compact(self, compaction: Compaction) -> HaltReason | None:
         """Compact the older turns when the conversation nears the context window (see
-        `harness._compaction`); a no-op without a `Compaction` and a window. A summary is a
-        model call: the budgets are asked again after it, and their halt is returned."""
+        `harness._compaction`). A summary is a model call: the budgets are asked again after
+        it, and their halt is returned."""
         run = self._run
-        compaction, window = run.config.compaction, run.config.context_window
+        window = run.config.context_window
+        assert window is not None, "a session compacts only with a context window"
         messages = self._messages
-        if compaction is None or window is None:
-            return None
         if not compaction.due(messages, self._latest_input, window):
             return None
         start, end = compaction.span(messages)
