@@ -15,7 +15,7 @@ from attrs import field, frozen
 
 from harness import ConfigurationError, SessionStateSnapshot
 from harness.checkpoints import WorkProgress
-from harness.extend import Baseline
+from harness.extend import Baseline, implements
 
 from ._progress import Assessment
 from ._protocol import CompletionCheck, PreparesForRun
@@ -24,7 +24,7 @@ from ._run_check import CheckVerdict, ask
 
 def as_check(value: object) -> CompletionCheck:
     """`value` if it satisfies the `CompletionCheck` protocol, else a `ConfigurationError`."""
-    if not isinstance(value, CompletionCheck):
+    if not implements(value, CompletionCheck):
         raise ConfigurationError(
             f"a completion check needs async check(state) and description() (got {value!r})"
         )
@@ -64,7 +64,7 @@ async def _prepare_all(
     """Prepare every check that prepares; the baselines they recorded, in order."""
     found: list[Baseline] = []
     for check in checks:
-        if isinstance(check, PreparesForRun):
+        if implements(check, PreparesForRun):
             recorded = await check.prepare(state)
             if isinstance(recorded, Baseline):
                 found.append(recorded)

@@ -11,14 +11,14 @@ stop hooks all ask a check through here, so the agent reads the same reason on e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from attrs import frozen
 
 from harness import SessionStateSnapshot
 from harness.extend import Clock, SystemClock, Tampering
 
-from ._progress import Assessment, MeasuresProgress, WorkProgress
+from ._progress import Assessment, WorkProgress
 from ._protocol import CompletionCheck
 
 
@@ -97,8 +97,13 @@ async def ask(
 
 
 async def _ask(check: CompletionCheck, snapshot: SessionStateSnapshot) -> object:
-    if isinstance(check, MeasuresProgress):
-        answer: object = await check.measure(snapshot)
+    # `isinstance(check, MeasuresProgress)` asks exactly this (the one method is there and not
+    # None) by walking the protocol, which costs ~10 µs on Python 3.11 at every claim.
+    measure: Callable[[SessionStateSnapshot], Awaitable[object]] | None = getattr(
+        check, "measure", None
+    )
+    if measure is not None:
+        answer: object = await measure(snapshot)
         if not isinstance(answer, Assessment):
             name = type(check).__name__
             return f"the completion check {name} measured {answer!r} instead of an Assessment"

@@ -22,6 +22,7 @@ from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._pause import PauseSettings
 from ._policy import Policy, ProtectsPaths, ScopesRun
 from ._protected import PathGuard
+from ._protocols import implements
 from ._result import BudgetExceeded, Cancelled, Completed, HaltReason, ModelFailed, RunResult
 from ._run import CheckpointsTheStart, Run, SingleSession, Strategy
 from ._run_state import RunConfig
@@ -70,21 +71,26 @@ class Harness:
     _tools: dict[str, Tool] = field(init=False)
     _workspace: Path | None = field(init=False)
     _scoped: bool = field(init=False)
+    _protects: bool = field(init=False)
+    _checkpoints_start: bool = field(init=False)
     _script: tuple[ChecksConsumed, ...] = field(init=False)
 
     def __attrs_post_init__(self) -> None:
         if not callable(getattr(self.model, "complete", None)):
             raise ConfigurationError(f"'model' must be a ModelClient (got {self.model!r})")
-        if not isinstance(self.policy, Policy):
+        if not implements(self.policy, Policy):
             raise ConfigurationError(f"'policy' must be a Policy (got {self.policy!r})")
-        if not isinstance(self.strategy, Strategy):
+        if not implements(self.strategy, Strategy):
             raise ConfigurationError(f"'strategy' must be a Strategy (got {self.strategy!r})")
         check_positive("tool_timeout", self.tool_timeout)
         check_type("workspace", self.workspace, (str, os.PathLike), "a path", allow_none=True)
         check_type("transcript", self.transcript, (str, os.PathLike), "a path", allow_none=True)
         check_type("system_prompt", self.system_prompt, str, "a string", allow_none=True)
         check_type("done_tool", self.done_tool, bool, "True or False")
-        check_type("clock", self.clock, Clock, "a Clock (SystemClock(), FakeClock(), ...)")
+        if not implements(self.clock, Clock):
+            raise ConfigurationError(
+                f"'clock' must be a Clock (SystemClock(), FakeClock(), ...) (got {got(self.clock)})"
+            )
         check_type("sinks", self.sinks, (list, tuple), "a list of event sinks")
         for index, sink in enumerate(self.sinks):
             if not callable(getattr(sink, "emit", None)):
@@ -99,14 +105,16 @@ class Harness:
                 "'compaction' needs the model's context window: set context_window too"
             )
         self._tools = as_tools(self.tools)
-        # Protocols asked once, not per run: on Python 3.11 each question costs ~10 µs.
-        self._scoped = isinstance(self.policy, ScopesRun)
-        self._script = (self.model,) if isinstance(self.model, ChecksConsumed) else ()
-        if isinstance(self.model, ReadsClock):
+        # The optional hooks, asked once here rather than at every run.
+        self._scoped = implements(self.policy, ScopesRun)
+        self._protects = implements(self.policy, ProtectsPaths)
+        self._checkpoints_start = implements(self.strategy, CheckpointsTheStart)
+        self._script = (self.model,) if implements(self.model, ChecksConsumed) else ()
+        if implements(self.model, ReadsClock):
             self.model.bind_clock(self.clock)
         if self.done_tool and "done" in self._tools:
             raise ConfigurationError("a tool is named 'done' and done_tool=True adds another")
-        prices_known = self.model.prices_known if isinstance(self.model, KnowsPrices) else True
+        prices_known = self.model.prices_known if implements(self.model, KnowsPrices) else True
         if self.policy.requires_known_cost and not prices_known:
             raise ConfigurationError(
                 "the budget sets max_cost_usd but the model's prices are unknown; "
@@ -179,7 +187,7 @@ class Harness:
         """The run's models that check their script was used up (scripted fixtures)."""
         if not run.extra_models:
             return self._script
-        extra = (m for m in run.extra_models if isinstance(m, ChecksConsumed))
+        extra = (m for m in run.extra_models if implements(m, ChecksConsumed))
         return (*self._script, *extra)
 
     def _config(self) -> RunConfig:
@@ -247,7 +255,8 @@ class Harness:
         """Before the strategy: the policy's start, the optional check before the first turn
         (which ends the run, `Completed(early=True)`, when the work is already done), and the
         checkpoint of the start, measured when the strategy needs that."""
-        measure = isinstance(self.strategy, CheckpointsTheStart) and self.strategy.measures_start
+        strategy = self.strategy
+        measure = self._checkpoints_start and strategy.measures_start  # type: ignore[attr-defined]
         checkpointing = self.checkpoints if self.checkpoints is not None else None
         if measure and checkpointing is None:
             checkpointing = Checkpointing()
@@ -272,7 +281,7 @@ class Harness:
         """Before the first turn: the protected paths as they are, then the policy's start
         (the checks' baselines: a test suite run once), each into the transcript."""
         policy = self.policy
-        protected = policy.protected if isinstance(policy, ProtectsPaths) else None
+        protected = policy.protected if self._protects else None  # type: ignore[attr-defined]
         if protected and run.workspace is not None:
             run.protected = protected
             run.guard = await anyio.to_thread.run_sync(PathGuard.record, run.workspace, protected)

@@ -11,6 +11,7 @@ from ._events import IterationStarted
 from ._messages import Message
 from ._model import ModelClient, ReadsClock
 from ._policy import Limit, PolicySession
+from ._protocols import implements
 from ._result import HaltReason, RunResult, SessionTranscript
 from ._run_state import DEFAULT_SYSTEM_PROMPT, RunState
 from ._session import OnClaim, Session
@@ -106,7 +107,7 @@ class Run(RunState):
         if model is self.model or any(m is model for m in self.extra_models):
             return
         self.extra_models = (*self.extra_models, model)
-        if isinstance(model, ReadsClock):
+        if implements(model, ReadsClock):
             model.bind_clock(self.clock)
 
     async def check(self, snapshot: SessionStateSnapshot, policy: PolicySession) -> str | None:

@@ -33,6 +33,7 @@ from ._policy import (
     ScopesRun,
     SensorReading,
 )
+from ._protocols import implements
 from ._run import Run, SingleSession, Strategy
 from ._run_state import RunConfig
 from ._schema import REQUIRED, Key, Schema, Variants
@@ -154,6 +155,7 @@ __all__ = [
     "dump_line",
     "find_usage_limit",
     "get_logger",
+    "implements",
     "is_secret_name",
     "lazy_exports",
     "notifiers_from_config",

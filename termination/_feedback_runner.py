@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from attrs import evolve, frozen
 
 from harness import ConfigurationError, Message, SessionStateSnapshot
-from harness.extend import Clock, HistoryView, LibraryLogger, Limit
+from harness.extend import Clock, HistoryView, LibraryLogger, Limit, implements
 
 from ._budget import Budget
 from ._feedback import (
@@ -77,7 +77,7 @@ class _Slot:
     def __init__(self, config: FeedbackProviderConfig, now: float) -> None:
         provider = config.provider
         self.provider: FeedbackProvider = (
-            provider.bind() if isinstance(provider, ProviderBindsPerSession) else provider
+            provider.bind() if implements(provider, ProviderBindsPerSession) else provider
         )
         self.trigger: FeedbackTrigger = config.trigger
         self.calls_at_fire = 0
@@ -95,19 +95,19 @@ class _Slot:
 
     @property
     def reads_workspace(self) -> bool:
-        return self.pattern is not None or isinstance(self.provider, WatchesWorkspace)
+        return self.pattern is not None or implements(self.provider, WatchesWorkspace)
 
     def attach(self, monitor: WorkspaceMonitor) -> None:
         if self.pattern is not None:
             self.monitor = monitor
-        if isinstance(self.provider, WatchesWorkspace):
+        if implements(self.provider, WatchesWorkspace):
             self.provider.attach(monitor)
 
     def wants_settled(self, snapshot: SessionStateSnapshot) -> bool:
         if self.monitor is not None:
             return True  # whether the glob fires this turn depends on every file written
         provider = self.provider
-        return isinstance(provider, WatchesWorkspace) and provider.wants_settled(snapshot)
+        return implements(provider, WatchesWorkspace) and provider.wants_settled(snapshot)
 
     @property
     def name(self) -> str:
@@ -187,7 +187,7 @@ class FeedbackRunner:
                 slot.mark = slot.monitor.mark
             elif slot.trigger.file_appears:
                 slot.files = slot.matches(snapshot.workspace)
-            if isinstance(slot.provider, StartsSession):
+            if implements(slot.provider, StartsSession):
                 slot.provider.start(snapshot)
 
     @property

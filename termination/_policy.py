@@ -31,6 +31,7 @@ from harness.extend import (
     SensorReading,
     check_positive,
     check_type,
+    implements,
 )
 
 from ._budget import Budget
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 def _sensors(value: Sequence[Sensor]) -> tuple[Sensor, ...]:
     items = tuple(value)
     for item in items:
-        if not isinstance(item, Sensor):
+        if not implements(item, Sensor):
             raise ConfigurationError(f"'sensors' must hold Sensor objects (got {item!r})")
     return items
 
@@ -78,7 +79,7 @@ def _protected(value: ProtectedPaths | Sequence[str] | str) -> ProtectedPaths:
 
 
 def _check(value: object) -> CompletionCheck:
-    if not isinstance(value, CompletionCheck):
+    if not implements(value, CompletionCheck):
         raise ConfigurationError(
             f"'completion_check' must have async check(state) and description() (got {value!r})"
         )
@@ -140,23 +141,23 @@ class TerminationPolicy:
             raise ConfigurationError(f"'feedback_max_chars' must be an int >= 200 (got {size!r})")
         if not isinstance(self.budget, Budget):
             raise ConfigurationError(f"'budget' must be a Budget (got {self.budget!r})")
-        binds = tuple(isinstance(s, BindsPerSession) for s in self.sensors)
-        starts = tuple(isinstance(s, StartsSession) for s in self.sensors)
+        binds = tuple(implements(s, BindsPerSession) for s in self.sensors)
+        starts = tuple(implements(s, StartsSession) for s in self.sensors)
         object.__setattr__(self, "_binds", binds)
         object.__setattr__(self, "_starts", starts)
         object.__setattr__(self, "_any_binds", any(binds))
         starters = tuple(s for s, start in zip(self.sensors, starts, strict=True) if start)
         object.__setattr__(self, "_starters", starters)
-        object.__setattr__(self, "_prepares", isinstance(self.completion_check, PreparesForRun))
+        object.__setattr__(self, "_prepares", implements(self.completion_check, PreparesForRun))
         object.__setattr__(self, "_watch_ignore", self._workspace_ignore())
         object.__setattr__(self, "_monitors", {})
 
     def _workspace_ignore(self) -> frozenset[str] | None:
         """The names every workspace reader ignores (a file one of them cares about is
         watched), or None when none reads the workspace."""
-        ignores = [set(s.workspace_ignore) for s in self.sensors if isinstance(s, ReadsWorkspace)]
+        ignores = [set(s.workspace_ignore) for s in self.sensors if implements(s, ReadsWorkspace)]
         for config in self.feedback:
-            if isinstance(config.provider, ReadsWorkspace):
+            if implements(config.provider, ReadsWorkspace):
                 ignores.append(set(config.provider.workspace_ignore))
             if config.trigger.file_appears_glob:
                 ignores.append(set(DEFAULT_IGNORE))
@@ -249,7 +250,7 @@ class _PolicySession:
                 for sensor, binds, starts in zip(
                     self._sensors, policy._binds, policy._starts, strict=True
                 )
-                if (isinstance(sensor, StartsSession) if binds else starts)
+                if (implements(sensor, StartsSession) if binds else starts)
             )
         else:  # stateless sensors serve every session as they are
             self._sensors = policy.sensors
@@ -286,7 +287,7 @@ class _PolicySession:
         if monitor is None:
             return
         watching: list[WatchesWorkspace] = [
-            s for s in self._sensors if isinstance(s, WatchesWorkspace)
+            s for s in self._sensors if implements(s, WatchesWorkspace)
         ]
         if self._feedback is not None and self._feedback.reads_workspace:
             watching.append(self._feedback)
@@ -381,7 +382,7 @@ class _PolicySession:
         feedback: list[Message],
     ) -> HaltReason | None:
         """Read the sensors that watch the check, with the rejection's `reason`."""
-        watchers = [s for s in self._sensors if isinstance(s, ReadsVerdicts)]
+        watchers = [s for s in self._sensors if implements(s, ReadsVerdicts)]
         if not watchers:
             return None
         return _read(watchers, snapshot, readings, feedback, rejection=reason)
