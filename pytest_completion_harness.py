@@ -81,30 +81,47 @@ def harness_recording(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption(_RECORD_OPTION))
 
 
+class _Models:
+    """The models of one test: each replays a fixture (relative to the test file) or, with
+    ``--harness-record`` and a `record` factory, records the real model beside it."""
+
+    def __init__(self, request: pytest.FixtureRequest) -> None:
+        self._request = request
+        self.recording = bool(request.config.getoption(_RECORD_OPTION))
+        self._pending: list[tuple[Path, Path]] = []
+
+    def records(self, record: Callable[[], ModelClient] | None) -> bool:
+        return self.recording and record is not None
+
+    def make(
+        self, path: str | os.PathLike[str], *, record: Callable[[], ModelClient] | None = None
+    ) -> ModelClient:
+        target = Path(self._request.path).parent / path
+        if record is not None and self.recording:
+            from harness import RecordingModelClient
+
+            scratch = target.with_name(target.name + ".recording")
+            self._pending.append((scratch, target))
+            return RecordingModelClient(record(), scratch)
+        from harness import ScriptedModelClient
+
+        return ScriptedModelClient.from_jsonl(target)
+
+    def finish(self) -> None:
+        """Move each recording over its fixture if the test passed; otherwise keep it beside."""
+        if self._pending:
+            _finish_recordings(self._request, self._pending)
+
+
 @pytest.fixture
-def harness_model(
-    request: pytest.FixtureRequest, harness_recording: bool
-) -> Iterator[Callable[..., ModelClient]]:
+def harness_model(request: pytest.FixtureRequest) -> Iterator[Callable[..., ModelClient]]:
     """A factory: ``harness_model(path, record=None)`` is a `ScriptedModelClient` replaying
     `path` (relative to the test file), or, with ``--harness-record`` and a `record` factory,
     a `RecordingModelClient` around ``record()`` writing beside it. The recording replaces the
     fixture only when the test passes (and the recording loads as a fixture)."""
-    from harness import RecordingModelClient, ScriptedModelClient
-
-    pending: list[tuple[Path, Path]] = []
-
-    def make(
-        path: str | os.PathLike[str], *, record: Callable[[], ModelClient] | None = None
-    ) -> ModelClient:
-        target = Path(request.path).parent / path
-        if harness_recording and record is not None:
-            scratch = target.with_name(target.name + ".recording")
-            pending.append((scratch, target))
-            return RecordingModelClient(record(), scratch)
-        return ScriptedModelClient.from_jsonl(target)
-
-    yield make
-    _finish_recordings(request, pending)
+    models = _Models(request)
+    yield models.make
+    models.finish()
 
 
 def _finish_recordings(request: pytest.FixtureRequest, pending: list[tuple[Path, Path]]) -> None:
@@ -129,11 +146,7 @@ def _finish_recordings(request: pytest.FixtureRequest, pending: list[tuple[Path,
 
 
 @pytest.fixture
-def harness_fixture(
-    request: pytest.FixtureRequest,
-    harness_model: Callable[..., ModelClient],
-    harness_recording: bool,
-) -> Iterator[Callable[..., Harness]]:
+def harness_fixture(request: pytest.FixtureRequest) -> Iterator[Callable[..., Harness]]:
     """A factory: ``harness_fixture(path, *, record=None, spec=None, realtime=False,
     **harness_options)`` is a `Harness` whose model is ``harness_model(path, record=record)``.
 
@@ -147,11 +160,11 @@ def harness_fixture(
     fixture's recorded delays take no time, unless ``realtime=True`` (the system clock, at the
     recorded pace), a ``clock`` is given, or the test records. The harness keeps its runs'
     events for `assert_events`."""
+    # It asks for no other fixture: each one a test requests costs pytest a setup and a
+    # teardown, a good part of a replay's time in a suite of thousands.
     from harness import Harness
 
-    def recording(record: Callable[[], ModelClient] | None) -> bool:
-        return harness_recording and record is not None
-
+    models = _Models(request)
     runs: list[_RunLog] = []
 
     def make(
@@ -162,7 +175,7 @@ def harness_fixture(
         realtime: bool = False,
         **options: Any,
     ) -> Harness:
-        if "clock" not in options and not realtime and not recording(record):
+        if "clock" not in options and not realtime and not models.records(record):
             # Recorded delays take no time; wall-time budgets count them, so the replay halts
             # where the recording did, and real work (tools, checks) keeps real deadlines.
             from harness.testing import FastForwardClock
@@ -171,7 +184,7 @@ def harness_fixture(
         log = _RunLog()
         runs.append(log)
         options["sinks"] = [*options.get("sinks", ()), log]
-        model = harness_model(path, record=record)
+        model = models.make(path, record=record)
         if spec is not None:
             from strategies import load_spec
 
@@ -185,6 +198,7 @@ def harness_fixture(
         return Harness(model=model, **options)
 
     yield make
+    models.finish()
     for log in runs:
         for run_id in log.run_ids:
             _RUN_EVENTS.pop(run_id, None)
@@ -304,10 +318,17 @@ def _row(event: Event) -> dict[str, Any]:
     return row
 
 
-def _fields(kind: type) -> tuple[str, ...]:
-    import attrs
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
-    return tuple(f.name for f in attrs.fields(kind))
+
+def _fields(kind: type) -> tuple[str, ...]:
+    """The attrs fields of an event class, looked up once per class."""
+    names = _FIELDS.get(kind)
+    if names is None:
+        import attrs
+
+        names = _FIELDS[kind] = tuple(f.name for f in attrs.fields(kind))
+    return names
 
 
 def _matches(row: Mapping[str, Any], item: Expected) -> bool:
