@@ -141,10 +141,10 @@ class RunState:
         return self.config.done_tool
 
     def now(self) -> float:
-        return self.clock.now()
+        return self.config.clock.now()
 
     def elapsed(self) -> float:
-        return self.clock.now() - self.started_at
+        return self.config.clock.now() - self.started_at
 
     def emit(self, event: Event) -> None:
         """Hand `event` to every sink, in order. A sink that raises (a full disk, a closed
@@ -315,14 +315,15 @@ class RunState:
         """The run as it is at `now` (a clock reading taken since the last await; by default
         the clock is read), seen from one session (by default none yet: the state a check
         sees before the first turn)."""
+        config = self.config
         if now is None:
-            now = self.clock.now()
+            now = config.clock.now()
         return SessionStateSnapshot(
             run_id=self.run_id,
             task=self.task,
             agent=agent,
             iteration=iteration,
-            workspace=self.workspace,
+            workspace=config.workspace,
             messages=messages,
             tool_outcomes=tool_outcomes,
             check_reasons=HistoryView(self.check_reasons),
@@ -338,7 +339,7 @@ class RunState:
             claims_done=claims_done,
             final_text=final_text,
             store=self.store.frozen(),
-            context_window=self.config.context_window,
+            context_window=config.context_window,
             session_started_at=now if session_started_at is None else session_started_at,
             tampered_claims=self.tampered_claims,
         )

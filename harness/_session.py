@@ -117,9 +117,13 @@ class Session:
         self.tool_calls = 0
         self.usage = NO_USAGE
         self._latest_input = 0  # the input tokens of the latest call, for compaction
-        # Decided once, not at every turn: a run without compaction never asks about it.
+        # Read once, not at every turn (the run's configuration is frozen): a run without
+        # compaction never asks about it, nor one without a cost budget about prices.
         config = run.config
         self._compaction = config.compaction if config.context_window is not None else None
+        self._requires_cost = config.policy.requires_known_cost
+        self._workspace = config.workspace
+        self._tool_timeout = config.tool_timeout
         self.started_at = self._last_reading = run.now()
         self._paused = 0.0  # paused for usage limits, not counted toward wall time
         self._scope: anyio.CancelScope | None = None
@@ -249,7 +253,7 @@ class Session:
             agent=self.agent,
             turn=self.turns,
             deadline=self._deadline,
-            workspace=run.workspace,
+            workspace=self._workspace,
         )
         response = await self._model.complete(request)
         self._read_clock()
@@ -430,8 +434,10 @@ class Session:
             available = ", ".join(sorted(self._tools)) or "none"
             return ToolResult(f"error: unknown tool {call.name!r} (available: {available})", True)
         run = self._run
-        context = ToolContext(run.workspace, run.store, run.clock, call, self.agent, run.protected)
-        time_limit = tool.timeout if tool.timeout is not None else run.tool_timeout
+        context = ToolContext(
+            self._workspace, run.store, run.config.clock, call, self.agent, run.protected
+        )
+        time_limit = tool.timeout if tool.timeout is not None else self._tool_timeout
         return await tool.call(call.arguments, context, time_limit=time_limit)
 
     def _record(self, call: ToolCall, result: ToolResult, at: float) -> None:
@@ -443,7 +449,7 @@ class Session:
 
     def _account(self, response: ModelResponse) -> None:
         usage = response.usage
-        if usage.cost_usd is None and self._run.policy.requires_known_cost:
+        if usage.cost_usd is None and self._requires_cost:
             raise ConfigurationError(
                 "a cost budget is set but the model reported no price for this call "
                 f"(model {response.model!r}); add its price or drop max_cost_usd"
