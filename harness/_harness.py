@@ -214,7 +214,7 @@ class Harness:
     def _finish(self, run: Run, reason: HaltReason) -> RunResult:
         result = run.result(reason)
         run.emit(
-            RunHalted(run.elapsed(), reason, reason.verified, run.turns, run.tool_calls, run.usage)
+            RunHalted(result.elapsed, reason, reason.verified, run.turns, run.tool_calls, run.usage)
         )
         if run.sink_failures:  # read after `run.halted`: a sink may fail on that line too
             result = evolve(result, sink_failures=tuple(run.sink_failures))
@@ -247,7 +247,9 @@ class Harness:
         return BudgetExceeded("max_wall_time", run.elapsed() - run.paused, limit)
 
     async def _begin_and_run(self, run: Run) -> HaltReason:
-        before = run.snapshot()  # the run before its first turn, for the policy's start
+        # The run before its first turn, for the policy's start; no await since the run read
+        # the clock as it started, so that reading is still the time.
+        before = run.snapshot(now=run.started_at)
         early = await self._begin(run, before)
         if early is not None:
             return early

@@ -89,7 +89,9 @@ class Run(RunState):
             on_claim=on_claim,
         )
         self.sessions.append(session)
-        self.emit(IterationStarted(self.elapsed(), agent, self.iterations))
+        # The session read the clock as it opened, with no await since: the same instant.
+        at = session.started_at - self.started_at
+        self.emit(IterationStarted(at, agent, self.iterations))
         if self.initial_reason is not None and agent == "builder":
             reason, self.initial_reason = self.initial_reason, None
             session.inject(
