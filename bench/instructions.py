@@ -31,8 +31,11 @@ from _backends import BACKENDS
 SHORT, LONG = 100, 1_100
 RUN_TURNS, RUNS = 10, 11
 WARM_UP = 10
-# The same hash seed in every process: set and dict layouts, and so the work, repeat.
-ENV = {"PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin"}
+# The same hash seed in every process: set and dict layouts, and so the work, repeat. The
+# packages are imported from the tree this script is in, so that a copy of another commit
+# (`git archive <commit> | tar -x -C /tmp/old`) measures that commit.
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {"PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
 COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 
