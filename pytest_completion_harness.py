@@ -309,26 +309,28 @@ def _events_of(source: object) -> list[dict[str, Any]]:
 
 
 def _row(event: Event) -> dict[str, Any]:
-    from harness.extend import UnknownEvent
-
-    if isinstance(event, UnknownEvent):  # a name this harness does not know: as it was written
+    names = _fields(type(event))
+    if names is None:  # a name this harness does not know: as it was written
         return event.to_dict()
-    row = {name: getattr(event, name) for name in _fields(type(event))}
+    row = {name: getattr(event, name) for name in names}
     row["event"] = event.name
     return row
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
 
 
-def _fields(kind: type) -> tuple[str, ...]:
-    """The attrs fields of an event class, looked up once per class."""
-    names = _FIELDS.get(kind)
-    if names is None:
+def _fields(kind: type) -> tuple[str, ...] | None:
+    """The attrs fields of an event class, looked up once per class; None for an
+    `UnknownEvent`, whose fields are those of its line."""
+    if kind not in _FIELDS:
         import attrs
 
-        names = _FIELDS[kind] = tuple(f.name for f in attrs.fields(kind))
-    return names
+        from harness.extend import UnknownEvent
+
+        unknown = issubclass(kind, UnknownEvent)
+        _FIELDS[kind] = None if unknown else tuple(f.name for f in attrs.fields(kind))
+    return _FIELDS[kind]
 
 
 def _matches(row: Mapping[str, Any], item: Expected) -> bool:

@@ -257,6 +257,20 @@ def test_assert_events_reads_sinks_lists_and_transcripts(tmp_path: Path) -> None
         assert_events([1, 2], ["x"])  # type: ignore[list-item]
 
 
+def test_assert_events_matches_an_unknown_event_as_written(tmp_path: Path) -> None:
+    """An event this harness does not know (a newer harness's) is matched by its own name
+    and fields, as its line has them, beside the known ones."""
+    transcript = tmp_path / "t.jsonl"
+    rows = [
+        {"event": "run.started", "at": 0.0, "run_id": "r1", "task": "t", "strategy": "loop"},
+        {"event": "shiny.new", "at": 1.0, "colour": "blue"},
+    ]
+    transcript.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    assert_events(transcript, ["run.started", ("shiny.new", {"colour": "blue"})], exact=True)
+    with pytest.raises(AssertionError, match=r"expected 'shiny\.new' with"):
+        assert_events(transcript, [("shiny.new", {"colour": "red"})])
+
+
 def test_assert_halted_names_a_missing_field() -> None:
     """Asking for a field the halt reason does not have is an error that lists its fields."""
     from harness import RunResult, Usage
