@@ -7,7 +7,6 @@ malformed line are all `FixtureError`s that name the file and the line (and the 
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -237,6 +236,8 @@ def _parse_line(row: object, path: str, lineno: int) -> ScriptLine:
 def _did_you_mean(key: str, valid: frozenset[str] | tuple[str, ...]) -> str:
     """What follows "unknown key": the closest valid key when one is close, and the valid
     keys: ``; did you mean 'delay'? (expected some of [...])``."""
+    import difflib  # only a broken fixture reaches here
+
     close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
     guess = f"; did you mean {close[0]!r}?" if close else ""
     return f"{guess} (expected some of {sorted(valid)})"
