@@ -66,7 +66,6 @@ from ._run import DEFAULT_SYSTEM_PROMPT
 from ._scripted import ScriptedModelClient
 from ._state import SessionStateSnapshot
 from ._tools import Tool, ToolContext, ToolResult, tool
-from ._transcript import RunTally, TranscriptReader
 from ._workspace import (
     WorkspaceEscape,
     WorkspaceTooDeep,
@@ -93,6 +92,7 @@ if typing.TYPE_CHECKING:
     )
     from ._recording import RecordingModelClient
     from ._shell import run_command_tool
+    from ._transcript import RunTally, TranscriptReader
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
@@ -121,6 +121,8 @@ _LAZY = {
     "model_from_config": "._providers",
     "RecordingModelClient": "._recording",
     "run_command_tool": "._shell",
+    "RunTally": "._transcript",
+    "TranscriptReader": "._transcript",
 }
 
 # Names that left this namespace for their audience's module; importable from here, with a

@@ -14,7 +14,6 @@ import anyio
 from attrs import evolve, frozen
 
 from ._clock import postpone
-from ._compaction import drop_tool_outputs, summary_message, summary_request
 from ._errors import ConfigurationError, ModelError
 from ._events import (
     ContextCompacted,
@@ -321,6 +320,9 @@ class Session:
         messages = self._messages
         if compaction is None or window is None:
             return None
+        # Loaded only by a run that compacts (a Harness given `compaction`).
+        from ._compaction import drop_tool_outputs, summary_message, summary_request
+
         if not compaction.due(messages, self._latest_input, window):
             return None
         start, end = compaction.span(messages)
