@@ -23,7 +23,6 @@ from harness import (
 from harness.checkpoints import Assessment
 from harness.extend import (
     CONTINUE,
-    Baseline,
     Clock,
     Decision,
     Limit,
@@ -47,6 +46,8 @@ from ._sensors import (
 )
 
 if TYPE_CHECKING:
+    from harness.extend import Baseline
+
     from ._monitor import WorkspaceMonitor
 
 
@@ -423,6 +424,9 @@ def _read(
 
 def baselines_of(recorded: object) -> tuple[Baseline, ...]:
     """What a check's `prepare` returned, as baselines: one, several, or none."""
+    # Loaded here: only a run whose check prepares needs the verifier's records.
+    from harness.extend import Baseline
+
     if isinstance(recorded, Baseline):
         return (recorded,)
     if isinstance(recorded, tuple | list):
