@@ -26,18 +26,14 @@ from ._errors import (
 from ._events import (
     CheckFailed,
     CheckPassed,
-    ContextCompacted,
     Event,
     EventSink,
     FeedbackInjected,
     IterationStarted,
     JsonlTranscript,
     RunHalted,
-    RunPaused,
-    RunResumed,
     RunStarted,
     SensorRead,
-    SinkFailed,
     StructlogSink,
     ToolCalled,
     TurnFinished,
@@ -92,7 +88,6 @@ if typing.TYPE_CHECKING:
     )
     from ._recording import RecordingModelClient
     from ._shell import run_command_tool
-    from ._transcript import RunTally, TranscriptReader
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
@@ -121,8 +116,6 @@ _LAZY = {
     "model_from_config": "._providers",
     "RecordingModelClient": "._recording",
     "run_command_tool": "._shell",
-    "RunTally": "._transcript",
-    "TranscriptReader": "._transcript",
 }
 
 # Names that left this namespace for their audience's module; importable from here, with a
@@ -138,6 +131,7 @@ _EXTEND = [
     "CONTINUE",
     "ChecksConsumed",
     "Clock",
+    "ContextCompacted",
     "DONE_TOOL",
     "Decision",
     "EventStream",
@@ -151,15 +145,20 @@ _EXTEND = [
     "ProcessResult",
     "ReadsClock",
     "Run",
+    "RunPaused",
+    "RunResumed",
+    "RunTally",
     "SensorReading",
     "Session",
     "SessionEnd",
     "SessionStore",
     "SingleSession",
+    "SinkFailed",
     "Strategy",
     "SystemClock",
     "ToolOutcome",
     "ToolSpec",
+    "TranscriptReader",
     "rejection_feedback",
     "render_prompt",
     "run_process",
@@ -188,7 +187,6 @@ __all__ = [
     "Compaction",
     "Completed",
     "ConfigurationError",
-    "ContextCompacted",
     "CursorAgentClient",
     "DEFAULT_SYSTEM_PROMPT",
     "Event",
@@ -222,17 +220,13 @@ __all__ = [
     "RetryPolicy",
     "Role",
     "RunHalted",
-    "RunPaused",
     "RunResult",
-    "RunResumed",
     "RunStarted",
-    "RunTally",
     "ScriptedModelClient",
     "SensorRead",
     "SensorTripped",
     "SessionStateSnapshot",
     "SessionTranscript",
-    "SinkFailed",
     "StructlogSink",
     "Tool",
     "ToolArgumentError",
@@ -240,7 +234,6 @@ __all__ = [
     "ToolCalled",
     "ToolContext",
     "ToolResult",
-    "TranscriptReader",
     "TurnFinished",
     "TurnStarted",
     "Usage",

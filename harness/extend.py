@@ -15,6 +15,7 @@ a spec or use those features does not pay to import them.
 import typing
 
 from ._clock import Clock, SystemClock
+from ._events import ContextCompacted, RunPaused, RunResumed, SinkFailed
 from ._files import FileRefused, read_regular_file
 from ._jsonl import check_output_file, dump_json, dump_line
 from ._lazy import lazy_exports
@@ -56,7 +57,7 @@ if typing.TYPE_CHECKING:
     from ._reference import render_schema, render_variants
     from ._schema import REQUIRED, Key, Schema, Variants
     from ._shell import CommandSandbox, is_secret_name
-    from ._transcript import UnknownEvent, UnknownHalt
+    from ._transcript import RunTally, TranscriptReader, UnknownEvent, UnknownHalt
     from ._verification import (
         Baseline,
         BaselineRecorded,
@@ -88,6 +89,8 @@ __getattr__, __dir__ = lazy_exports(
         "Key": "harness._schema",
         "Schema": "harness._schema",
         "Variants": "harness._schema",
+        "RunTally": "harness._transcript",
+        "TranscriptReader": "harness._transcript",
         "UnknownEvent": "harness._transcript",
         "UnknownHalt": "harness._transcript",
         "ProtectedPaths": "harness._protected",
@@ -106,6 +109,7 @@ __all__ = [
     "ChecksConsumed",
     "Clock",
     "CommandSandbox",
+    "ContextCompacted",
     "DONE_TOOL",
     "Decision",
     "EventStream",
@@ -137,6 +141,9 @@ __all__ = [
     "ReadsClock",
     "Run",
     "RunConfig",
+    "RunPaused",
+    "RunResumed",
+    "RunTally",
     "Schema",
     "Scope",
     "ScopesRun",
@@ -146,11 +153,13 @@ __all__ = [
     "SessionStateSnapshot",
     "SessionStore",
     "SingleSession",
+    "SinkFailed",
     "Strategy",
     "SystemClock",
     "Tampering",
     "ToolOutcome",
     "ToolSpec",
+    "TranscriptReader",
     "USAGE_LIMIT",
     "UnknownEvent",
     "UnknownHalt",

@@ -28,9 +28,8 @@ from harness import (
     ModelClient,
     RecordingModelClient,
     RunResult,
-    SinkFailed,
 )
-from harness.extend import SystemClock, check_output_file, dump_json, remove_tree
+from harness.extend import SinkFailed, SystemClock, check_output_file, dump_json, remove_tree
 from harness.testing import FastForwardClock
 from termination import TerminationPolicy
 
