@@ -17,9 +17,6 @@ from ._clock import Clock
 from ._events import (
     CheckFailed,
     CheckPassed,
-    CheckpointFailed,
-    CheckpointRestored,
-    CheckpointSaved,
     Event,
     EventSink,
     SinkFailed,
@@ -186,7 +183,12 @@ class RunState:
             return True
         if self.workspace is None:
             return False
-        from ._checkpoints import CheckpointError, Checkpointing, open_checkpoints
+        from ._checkpoints import (
+            CheckpointError,
+            CheckpointFailed,
+            Checkpointing,
+            open_checkpoints,
+        )
 
         settings = settings or Checkpointing()
         try:
@@ -210,7 +212,7 @@ class RunState:
         store = self.checkpoints
         if store is None:
             return None
-        from ._checkpoints import CheckpointError
+        from ._checkpoints import CheckpointError, CheckpointFailed, CheckpointSaved
 
         at = self.elapsed()
         try:
@@ -232,7 +234,7 @@ class RunState:
         store = self.checkpoints
         if store is None:
             return None
-        from ._checkpoints import CheckpointError
+        from ._checkpoints import CheckpointError, CheckpointFailed, CheckpointRestored
 
         try:
             # A restore cut off half way would leave a mix of two states: it runs to its end

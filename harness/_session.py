@@ -16,7 +16,6 @@ from attrs import evolve, frozen
 from ._clock import postpone
 from ._errors import ConfigurationError, ModelError
 from ._events import (
-    ContextCompacted,
     FeedbackInjected,
     RunPaused,
     RunResumed,
@@ -321,7 +320,12 @@ class Session:
         if compaction is None or window is None:
             return None
         # Loaded only by a run that compacts (a Harness given `compaction`).
-        from ._compaction import drop_tool_outputs, summary_message, summary_request
+        from ._compaction import (
+            ContextCompacted,
+            drop_tool_outputs,
+            summary_message,
+            summary_request,
+        )
 
         if not compaction.due(messages, self._latest_input, window):
             return None

@@ -26,14 +26,12 @@ from typing import Any, ClassVar, TypeVar, cast
 
 from attrs import evolve, field, frozen
 
+from ._checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
+from ._compaction import ContextCompacted
 from ._errors import ConfigurationError, FixtureError
 from ._events import (
     CheckFailed,
     CheckPassed,
-    CheckpointFailed,
-    CheckpointRestored,
-    CheckpointSaved,
-    ContextCompacted,
     Event,
     FeedbackInjected,
     IterationStarted,

@@ -16,7 +16,6 @@ snapshot in a state folder outside the workspace. A run checkpoints its workspac
 
 import typing
 
-from ._events import CheckpointFailed, CheckpointRestored, CheckpointSaved
 from ._lazy import lazy_exports as _lazy_exports
 from ._work_progress import Assessment, WorkProgress
 
@@ -25,8 +24,11 @@ if typing.TYPE_CHECKING:
         Checkpoint,
         CheckpointDiff,
         CheckpointError,
+        CheckpointFailed,
         Checkpointing,
         CheckpointKind,
+        CheckpointRestored,
+        CheckpointSaved,
         CheckpointStore,
         NoSuchCheckpoint,
         NotAWorkspace,
@@ -45,7 +47,10 @@ _CHECKPOINTS = [
     "Checkpoint",
     "CheckpointDiff",
     "CheckpointError",
+    "CheckpointFailed",
     "CheckpointKind",
+    "CheckpointRestored",
+    "CheckpointSaved",
     "CheckpointStore",
     "Checkpointing",
     "NoSuchCheckpoint",

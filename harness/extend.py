@@ -15,7 +15,7 @@ a spec or use those features does not pay to import them.
 import typing
 
 from ._clock import Clock, SystemClock
-from ._events import ContextCompacted, RunPaused, RunResumed, SinkFailed
+from ._events import RunPaused, RunResumed, SinkFailed
 from ._files import FileRefused, read_regular_file
 from ._jsonl import check_output_file, dump_json, dump_line
 from ._lazy import lazy_exports
@@ -45,6 +45,7 @@ from ._workspace import open_in_workspace, remove_tree, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
     from ._cli_agent import render_prompt
+    from ._compaction import ContextCompacted
     from ._limit_messages import find_usage_limit
     from ._notify import NOTIFY, NOTIFY_EVENTS, notifiers_from_config
     from ._path_guard import PathGuard
@@ -70,6 +71,7 @@ __getattr__, __dir__ = lazy_exports(
     globals(),
     {
         "render_prompt": "harness._cli_agent",
+        "ContextCompacted": "harness._compaction",
         "find_usage_limit": "harness._limit_messages",
         "NOTIFY": "harness._notify",
         "NOTIFY_EVENTS": "harness._notify",
