@@ -29,7 +29,6 @@ from typing import Literal
 
 from ._clock import Clock, SystemClock
 from ._errors import ConfigurationError, ModelError
-from ._limit_messages import find_usage_limit
 from ._limits import UsageLimitError
 from ._messages import ModelRequest, ModelResponse, Usage
 from ._process import DEFAULT_MAX_OUTPUT, run_process
@@ -155,6 +154,9 @@ class CliAgentClient:
         text = output.strip()
         short = len(text) <= SHORT_OUTPUT
         failed = result.exit_code != 0 and not result.timed_out
+        # Loaded by the first turn: a spec that names an agent client need not read its output.
+        from ._limit_messages import find_usage_limit
+
         limit = find_usage_limit(text, now=time.time(), words=short or failed)
         if limit is not None:
             raise UsageLimitError(limit)
