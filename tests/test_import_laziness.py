@@ -142,6 +142,15 @@ def test_a_plain_run_loads_no_feature_it_does_not_use(code: str, by_dependencies
     assert unwanted(loaded_by(code), by_dependencies) == []
 
 
+def test_structlog_loads_only_when_a_line_is_printed() -> None:
+    """A run in a host that configured no logging drops every line before rendering it, so
+    structlog is never imported; once `logging` prints, the lines are structlog's logfmt."""
+    assert "structlog" not in loaded_by(PLAIN_RUN)
+    assert "structlog" in loaded_by(
+        "import logging\nlogging.basicConfig(level=logging.INFO)\n" + PLAIN_RUN
+    )
+
+
 def test_a_configured_feature_loads_its_module(by_dependencies: set[str]) -> None:
     """The guard can fail: configuring a feature loads the modules it is looking for."""
     loaded = loaded_by(
