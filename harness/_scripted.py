@@ -22,7 +22,7 @@ from ._errors import (
     FixtureUnconsumed,
     ModelError,
 )
-from ._events import Event, RunHalted, RunPaused, TurnFinished, TurnStarted
+from ._events import Event, RunHalted, TurnFinished, TurnStarted
 from ._jsonl import dump_line, json_rows, read_lines
 from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
 from ._messages import ModelRequest, ModelResponse, ToolCall, Usage
@@ -425,6 +425,8 @@ def _line_from_response(response: ModelResponse) -> dict[str, Any]:
 
 
 def _line_cut_off(latency: float, next_event: Event) -> dict[str, Any]:
+    from ._pause_events import RunPaused  # loaded with the transcript being read
+
     if isinstance(next_event, RunPaused):  # the call met a usage limit; the run waited
         limit = UsageLimit(
             next_event.source, next_event.message, next_event.retry_in, next_event.resets_at

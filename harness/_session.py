@@ -17,8 +17,6 @@ from ._clock import postpone
 from ._errors import ConfigurationError, ModelError
 from ._events import (
     FeedbackInjected,
-    RunPaused,
-    RunResumed,
     SensorRead,
     ToolCalled,
     TurnFinished,
@@ -259,6 +257,8 @@ class Session:
 
         The turn the limit cut off was not executed: it is taken off the turn counts.
         """
+        from ._pause_events import RunPaused, RunResumed  # only a run that meets a limit pauses
+
         run = self._run
         self.turns -= 1
         run.turns -= 1

@@ -36,8 +36,6 @@ from ._events import (
     FeedbackInjected,
     IterationStarted,
     RunHalted,
-    RunPaused,
-    RunResumed,
     RunStarted,
     SensorRead,
     SinkFailed,
@@ -49,6 +47,7 @@ from ._events import (
 from ._files import FileRefused, open_regular_file
 from ._jsonl import load_line
 from ._messages import ModelResponse, ToolCall, Usage
+from ._pause_events import RunPaused, RunResumed
 from ._protected import Change, Tampering
 from ._result import HaltReason
 from ._verification import Baseline, BaselineRecorded, ProtectedPathsChanged, ProtectedPathsRecorded

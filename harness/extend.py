@@ -15,7 +15,7 @@ a spec or use those features does not pay to import them.
 import typing
 
 from ._clock import Clock, SystemClock
-from ._events import RunPaused, RunResumed, SinkFailed
+from ._events import SinkFailed
 from ._files import FileRefused, read_regular_file
 from ._jsonl import check_output_file, dump_json, dump_line
 from ._lazy import lazy_exports
@@ -49,6 +49,7 @@ if typing.TYPE_CHECKING:
     from ._limit_messages import find_usage_limit
     from ._notify import NOTIFY, NOTIFY_EVENTS, notifiers_from_config
     from ._path_guard import PathGuard
+    from ._pause_events import RunPaused, RunResumed
     from ._pause_table import PAUSE
     from ._process import ProcessResult, run_process
     from ._protected import ProtectedPaths, Tampering
@@ -87,6 +88,8 @@ __getattr__, __dir__ = lazy_exports(
         "is_secret_name": "harness._shell",
         "PathGuard": "harness._path_guard",
         "PAUSE": "harness._pause_table",
+        "RunPaused": "harness._pause_events",
+        "RunResumed": "harness._pause_events",
         "REQUIRED": "harness._schema",
         "Key": "harness._schema",
         "Schema": "harness._schema",

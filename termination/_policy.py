@@ -33,7 +33,6 @@ from harness.extend import (
 )
 
 from ._budget import Budget
-from ._fingerprint import DEFAULT_IGNORE
 from ._sensors import (
     BindsPerSession,
     ReadsVerdicts,
@@ -165,6 +164,9 @@ class TerminationPolicy:
             if isinstance(config.provider, ReadsWorkspace):
                 ignores.append(set(config.provider.workspace_ignore))
             if config.trigger.file_appears_glob:
+                # Loaded here: the workspace fingerprints are for policies that watch files.
+                from ._fingerprint import DEFAULT_IGNORE
+
                 ignores.append(set(DEFAULT_IGNORE))
         return frozenset(set.intersection(*ignores)) if ignores else None
 
