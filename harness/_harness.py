@@ -6,22 +6,19 @@ import os
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from attrs import define, evolve, field
 
 from ._cancel import CancelToken
-from ._checkpoints import Checkpointing
 from ._clock import Clock, SystemClock
-from ._compaction import Compaction, as_compaction
 from ._errors import ConfigurationError, FixtureError
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
 from ._jsonl import check_output_file
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._pause import PauseSettings
 from ._policy import Policy, ProtectsPaths, ScopesRun
-from ._protected import PathGuard
 from ._protocols import implements
 from ._result import BudgetExceeded, Cancelled, Completed, HaltReason, ModelFailed, RunResult
 from ._run import CheckpointsTheStart, Run, SingleSession, Strategy
@@ -30,11 +27,28 @@ from ._state import SessionStateSnapshot
 from ._streaming import EventStream, stream_events
 from ._tools import Tool, as_tools
 from ._validate import check_positive, check_type, got
-from ._verification import BaselineRecorded, ProtectedPathsRecorded
+
+if TYPE_CHECKING:
+    from ._checkpoints import Checkpointing
+    from ._compaction import Compaction
 
 
+# The features below load only when a harness is configured with them: a fresh process that
+# runs one turn is a bench target (bench/run.py, W3).
 def _checkpointing(value: object) -> Checkpointing | None:
+    if value is None or value is False:
+        return None
+    from ._checkpoints import Checkpointing
+
     return Checkpointing.convert(value)
+
+
+def _compaction(value: object) -> Compaction | None:
+    if value is None:
+        return None
+    from ._compaction import as_compaction
+
+    return as_compaction(value)  # type: ignore[arg-type]  # it names a bad value
 
 
 @define(kw_only=True, eq=False)
@@ -65,7 +79,7 @@ class Harness:
     done_tool: bool = False
     context_window: int | None = None
     pause: PauseSettings = field(factory=PauseSettings)
-    compaction: Compaction | None = field(default=None, converter=as_compaction)
+    compaction: Compaction | None = field(default=None, converter=_compaction)
     logger: Any = None
     checkpoints: Checkpointing | None = field(default=None, converter=_checkpointing)
     _tools: dict[str, Tool] = field(init=False)
@@ -266,6 +280,8 @@ class Harness:
         measure = self._checkpoints_start and strategy.measures_start  # type: ignore[attr-defined]
         checkpointing = self.checkpoints if self.checkpoints is not None else None
         if measure and checkpointing is None:
+            from ._checkpoints import Checkpointing
+
             checkpointing = Checkpointing()
         keep = checkpointing is not None and await run.start_checkpoints(checkpointing)
         await self._record_verifier(run, before)
@@ -290,10 +306,18 @@ class Harness:
         policy = self.policy
         protected = policy.protected if self._protects else None  # type: ignore[attr-defined]
         if protected and run.workspace is not None:
+            from ._path_guard import PathGuard
+            from ._verification import ProtectedPathsRecorded
+
             run.protected = protected
             run.guard = await anyio.to_thread.run_sync(PathGuard.record, run.workspace, protected)
             run.emit(ProtectedPathsRecorded(run.elapsed(), protected.rules, len(run.guard.files)))
-        for baseline in await policy.start_run(before) or ():
+        baselines = await policy.start_run(before)
+        if not baselines:
+            return
+        from ._verification import BaselineRecorded
+
+        for baseline in baselines:
             run.baselines.append(baseline)
             run.emit(BaselineRecorded(run.elapsed(), baseline))
 

@@ -8,19 +8,15 @@ decision, before each later one; every reason to stop is a named `HaltReason`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 from attrs import evolve, frozen
 
 from ._clock import postpone
-from ._compaction import Compaction, drop_tool_outputs, summary_message, summary_request
 from ._errors import ConfigurationError, ModelError
 from ._events import (
-    ContextCompacted,
     FeedbackInjected,
-    RunPaused,
-    RunResumed,
     SensorRead,
     ToolCalled,
     TurnFinished,
@@ -35,6 +31,9 @@ from ._run_state import RunState
 from ._state import HistoryView, SessionStateSnapshot, ToolOutcome
 from ._tools import Tool, ToolContext, ToolResult
 from ._work_progress import Assessment
+
+if TYPE_CHECKING:
+    from ._compaction import Compaction
 
 DONE_TOOL = "done"
 
@@ -270,6 +269,8 @@ class Session:
 
         The turn the limit cut off was not executed: it is taken off the turn counts.
         """
+        from ._pause_events import RunPaused, RunResumed  # only a run that meets a limit pauses
+
         run = self._run
         self.turns -= 1
         run.turns -= 1
@@ -329,6 +330,14 @@ class Session:
         window = run.config.context_window
         assert window is not None, "a session compacts only with a context window"
         messages = self._messages
+        # Loaded only by a run that compacts (a Harness given `compaction`).
+        from ._compaction import (
+            ContextCompacted,
+            drop_tool_outputs,
+            summary_message,
+            summary_request,
+        )
+
         if not compaction.due(messages, self._latest_input, window):
             return None
         start, end = compaction.span(messages)
