@@ -40,6 +40,7 @@ from ._events import (
     SinkFailed,
     StructlogSink,
     ToolCalled,
+    ToolServerStarted,
     TurnFinished,
     TurnStarted,
     VerdictReached,
@@ -47,6 +48,7 @@ from ._events import (
 )
 from ._harness import Harness
 from ._lazy import lazy_exports as _lazy_exports
+from ._mcp import MCPServer
 from ._messages import FEEDBACK_TAG, Message, Role, ToolCall, Usage
 from ._model import ModelClient
 from ._pause import PauseSettings
@@ -60,6 +62,7 @@ from ._result import (
     RunResult,
     SensorTripped,
     SessionTranscript,
+    ToolServerFailed,
     UsageLimitReached,
 )
 from ._run import DEFAULT_SYSTEM_PROMPT
@@ -202,6 +205,7 @@ __all__ = [
     "HarnessError",
     "IterationStarted",
     "JsonlTranscript",
+    "MCPServer",
     "Message",
     "ModelClient",
     "ModelError",
@@ -238,6 +242,8 @@ __all__ = [
     "ToolCalled",
     "ToolContext",
     "ToolResult",
+    "ToolServerFailed",
+    "ToolServerStarted",
     "TranscriptReader",
     "TurnFinished",
     "TurnStarted",

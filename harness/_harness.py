@@ -18,6 +18,8 @@ from ._compaction import Compaction, as_compaction
 from ._errors import ConfigurationError, FixtureError
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
 from ._jsonl import check_output_file
+from ._mcp import MCPServer, check_servers
+from ._mcp_tools import check_sdk_or_replay, open_tool_servers
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._pause import PauseSettings
 from ._policy import Policy, ProtectsPaths, ScopesRun
@@ -48,7 +50,9 @@ class Harness:
     or a `Checkpointing`) checkpoints the workspace when the run starts and at every rejected
     claim (and a Ralph strategy at the end of every iteration): see `harness.checkpoints`.
     `compaction` (``"drop_tool_outputs"``, ``"summarize"`` or a `Compaction`) keeps a long
-    session inside `context_window` (see `Compaction`).
+    session inside `context_window` (see `Compaction`). `mcp_servers` (`MCPServer`s) are
+    started once per run, before the first model call, and their tools offered to every
+    session of the run (see ``docs/mcp.md``).
     """
 
     model: ModelClient
@@ -67,6 +71,7 @@ class Harness:
     compaction: Compaction | None = field(default=None, converter=as_compaction)
     logger: Any = None
     checkpoints: Checkpointing | None = field(default=None, converter=_checkpointing)
+    mcp_servers: Sequence[MCPServer] = ()
     _tools: dict[str, Tool] = field(init=False)
     _workspace: Path | None = field(init=False)
     _scoped: bool = field(init=False)
@@ -99,6 +104,8 @@ class Harness:
                 "'compaction' needs the model's context window: set context_window too"
             )
         self._tools = as_tools(self.tools)
+        self.mcp_servers = check_servers(self.mcp_servers)
+        check_sdk_or_replay(self.mcp_servers, self.model)
         # Protocols asked once, not per run: on Python 3.11 each question costs ~10 µs.
         self._scoped = isinstance(self.policy, ScopesRun)
         self._script = (self.model,) if isinstance(self.model, ChecksConsumed) else ()
@@ -234,6 +241,17 @@ class Harness:
         return BudgetExceeded("max_wall_time", run.elapsed() - run.paused, limit)
 
     async def _begin_and_run(self, run: Run) -> HaltReason:
+        if not self.mcp_servers:
+            return await self._begin_and_run_strategy(run)
+        # Started first: a server that cannot start ends the run before anything costly (a
+        # baseline's test suite, a model call) has run; closed last, however the run ends.
+        async with open_tool_servers(self.mcp_servers, run) as started:
+            if isinstance(started, HaltReason):
+                return started
+            run.config = evolve(run.config, tools={**run.config.tools, **started.tools})
+            return await self._begin_and_run_strategy(run)
+
+    async def _begin_and_run_strategy(self, run: Run) -> HaltReason:
         before = run.snapshot()  # the run before its first turn, for the policy's start
         early = await self._begin(run, before)
         if early is not None:

@@ -26,6 +26,7 @@ from ._errors import (
 from ._events import Event, RunHalted, RunPaused, TurnFinished, TurnStarted
 from ._jsonl import dump_line, json_rows, read_lines
 from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
+from ._mcp_replay import ToolServerScript, is_mcp_line
 from ._messages import ModelRequest, ModelResponse, ToolCall, Usage
 from ._result import ModelFailed, UsageLimitReached
 
@@ -93,9 +94,15 @@ class ScriptedModelClient:
     """A model client that answers from a script, in order, and fails closed."""
 
     def __init__(
-        self, lines: Sequence[ScriptLine], *, clock: Clock | None = None, name: str = ""
+        self,
+        lines: Sequence[ScriptLine],
+        *,
+        clock: Clock | None = None,
+        name: str = "",
+        tool_servers: ToolServerScript | None = None,
     ) -> None:
         self._lines = list(lines)
+        self._tool_servers = tool_servers
         self._next = 0
         self._clock = clock
         self.name = name
@@ -106,7 +113,8 @@ class ScriptedModelClient:
         """Load a fixture file; every malformed line is reported with its number and field."""
         file = Path(path)
         lines = read_lines(file, what="fixture")
-        return cls(parse_script(lines, str(file)), clock=clock, name=str(file))
+        script, servers = parse_fixture(lines, str(file))
+        return cls(script, clock=clock, name=str(file), tool_servers=servers)
 
     @classmethod
     def from_responses(
@@ -118,7 +126,14 @@ class ScriptedModelClient:
     ) -> ScriptedModelClient:
         """Build a script from already-parsed line objects (handy in tests)."""
         lines = [json.dumps(dict(row)) for row in rows]
-        return cls(parse_script(lines, name), clock=clock, name=name)
+        script, servers = parse_fixture(lines, name)
+        return cls(script, clock=clock, name=name, tool_servers=servers)
+
+    @property
+    def tool_server_script(self) -> ToolServerScript | None:
+        """The fixture's MCP lines (see ``docs/mcp.md``), which a replay serves instead of
+        starting the servers; None when it has none."""
+        return self._tool_servers
 
     @property
     def prices_known(self) -> bool:
@@ -157,7 +172,10 @@ class ScriptedModelClient:
         return line.response
 
     def verify_consumed(self) -> None:
-        """Raise `FixtureUnconsumed` naming the first line no call used."""
+        """Raise `FixtureUnconsumed` naming the first line no call used (or the first
+        recorded MCP call no tool call used)."""
+        if self._tool_servers is not None and self._next >= len(self._lines):
+            self._tool_servers.verify_consumed()
         if self._next < len(self._lines):
             line = self._lines[self._next]
             raise FixtureUnconsumed(
@@ -176,7 +194,23 @@ class ScriptedModelClient:
 
 def parse_script(lines: Iterable[str], path: str) -> list[ScriptLine]:
     """Parse fixture lines; blank lines and lines starting with ``#`` are skipped."""
-    return [_parse_line(row, path, n) for n, row in json_rows(lines, path, comments=True)]
+    return parse_fixture(lines, path)[0]
+
+
+def parse_fixture(
+    lines: Iterable[str], path: str
+) -> tuple[list[ScriptLine], ToolServerScript | None]:
+    """The model's lines of a fixture, and its MCP lines (None when it has none)."""
+    script: list[ScriptLine] = []
+    servers: ToolServerScript | None = None
+    for n, row in json_rows(lines, path, comments=True):
+        if isinstance(row, dict) and is_mcp_line(row):
+            if servers is None:
+                servers = ToolServerScript(path)
+            servers.add(row, n)
+        else:
+            script.append(_parse_line(row, path, n))
+    return script, servers
 
 
 def _parse_line(row: object, path: str, lineno: int) -> ScriptLine:
