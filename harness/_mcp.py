@@ -34,17 +34,13 @@ def _strings(owner: str, key: str, value: object) -> tuple[str, ...]:
         raise ConfigurationError(f"{owner}: {key!r} must be a list of strings (got {got(value)})")
     for index, item in enumerate(value):
         if not isinstance(item, str):
-            raise ConfigurationError(
-                f"{owner}: {key}[{index}] must be a string (got {got(item)})"
-            )
+            raise ConfigurationError(f"{owner}: {key}[{index}] must be a string (got {got(item)})")
     return tuple(value)
 
 
 def _mapping(owner: str, key: str, value: object) -> dict[str, str]:
     if not isinstance(value, Mapping):
-        raise ConfigurationError(
-            f"{owner}: {key!r} must map names to strings (got {got(value)})"
-        )
+        raise ConfigurationError(f"{owner}: {key!r} must map names to strings (got {got(value)})")
     for name, item in value.items():
         if not isinstance(name, str) or not isinstance(item, str):
             raise ConfigurationError(
@@ -183,9 +179,7 @@ class MCPServer:
 def check_servers(servers: object) -> tuple[MCPServer, ...]:
     """`servers` as a tuple, each an `MCPServer` and no two named alike."""
     if isinstance(servers, MCPServer) or not isinstance(servers, Sequence):
-        raise ConfigurationError(
-            f"'mcp_servers' must be a list of MCPServer (got {got(servers)})"
-        )
+        raise ConfigurationError(f"'mcp_servers' must be a list of MCPServer (got {got(servers)})")
     names: set[str] = set()
     for index, server in enumerate(servers):
         if not isinstance(server, MCPServer):
@@ -204,6 +198,4 @@ def require_sdk() -> None:
     import importlib.util
 
     if importlib.util.find_spec("mcp") is None:
-        raise ConfigurationError(
-            f"MCP servers need the official MCP Python SDK: {_EXTRA_HINT}"
-        )
+        raise ConfigurationError(f"MCP servers need the official MCP Python SDK: {_EXTRA_HINT}")

@@ -97,8 +97,9 @@ class Connection:
                     return _error(await self._why_closed())
                 return _error(f"{self.label} answered the call of {tool!r} with an error: {exc}")
             except Exception as exc:  # a result the SDK cannot parse or validate
-                if self.wire.broken is not None:
-                    return _error(self.wire.broken)
+                broken = self._broken()  # the await above may have broken the connection
+                if broken is not None:
+                    return _error(broken)
                 return _error(
                     f"{self.label} sent a result for {tool!r} that cannot be read: "
                     f"{type(exc).__name__}: {_clip(str(exc), 500)}"
@@ -109,6 +110,9 @@ class Connection:
             f"{self.label} did not answer the call of {tool!r} within {timeout:g}s "
             "(its timeout); the call was abandoned"
         )
+
+    def _broken(self) -> str | None:
+        return self.wire.broken
 
     async def _why_closed(self) -> str:
         """Why the connection closed: what broke it, else the server's exit and stderr."""
@@ -171,9 +175,8 @@ async def connect(server: MCPServer, workspace: Path | None) -> AsyncIterator[Co
                 await session.initialize()
                 tools = await _list_tools(session)
         except TimeoutError:
-            failure = (
-                f"did not start within {server.startup_timeout:g}s (startup_timeout)"
-                + (f": {wire.broken}" if wire.broken else "")
+            failure = f"did not start within {server.startup_timeout:g}s (startup_timeout)" + (
+                f": {wire.broken}" if wire.broken else ""
             )
         except ServerStartError as exc:
             failure = str(exc)

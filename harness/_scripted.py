@@ -23,12 +23,21 @@ from ._errors import (
     FixtureUnconsumed,
     ModelError,
 )
-from ._events import Event, RunHalted, RunPaused, TurnFinished, TurnStarted
+from ._events import (
+    Event,
+    RunHalted,
+    RunPaused,
+    ToolCalled,
+    ToolServerStarted,
+    TurnFinished,
+    TurnStarted,
+)
 from ._jsonl import dump_line, json_rows, read_lines
 from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
-from ._mcp_replay import ToolServerScript, is_mcp_line
+from ._mcp_replay import RecordedTool, ToolServerScript, call_line, is_mcp_line, server_line
 from ._messages import ModelRequest, ModelResponse, ToolCall, Usage
 from ._result import ModelFailed, UsageLimitReached
+from ._tools import ToolResult
 
 _LINE_KEYS = frozenset(
     {
@@ -422,14 +431,24 @@ def fixture_from_transcript(path: str | Path, *, agent: str | None = None) -> li
     becomes an ``error`` line: the provider's error if that is what halted the run, otherwise
     a line cut off after the time the call ran (a deadline stopped it), so the replay is cut
     off at the same point. Replaying the lines with the same tools, checks, workspace and a
-    `FakeClock` reproduces the run's events, their times included. The transcript is read
-    one event at a time: only the fixture lines are kept.
+    `FakeClock` reproduces the run's events, their times included. The run's MCP servers
+    and calls become MCP lines (``docs/mcp.md``), so the replay needs none of its servers.
+    The transcript is read one event at a time: only the fixture lines are kept.
     """
     from ._transcript import TranscriptReader
 
     lines: list[dict[str, Any]] = []
     pending: TurnStarted | None = None  # a turn whose call has not returned yet
+    mcp_tools: dict[str, tuple[str, str]] = {}  # as the model calls it -> (server, tool)
     for _, event in TranscriptReader(path):
+        if isinstance(event, ToolServerStarted):
+            listed = _recorded_tools(event)
+            mcp_tools.update({t.name: (event.server, t.tool) for t in listed})
+            lines.append(server_line(event.server, listed))
+        elif isinstance(event, ToolCalled) and event.call.name in mcp_tools:
+            server, remote = mcp_tools[event.call.name]
+            result = ToolResult(event.content, event.is_error)
+            lines.append(call_line(server, remote, event.agent, event.call, result))
         if pending is not None:
             # Nothing else happens in a run while a model call is in flight: the next event
             # either is the call's turn.finished or comes after the call was stopped.
@@ -446,6 +465,19 @@ def fixture_from_transcript(path: str | Path, *, agent: str | None = None) -> li
         if isinstance(event, TurnStarted) and (agent is None or event.agent == agent):
             pending = event
     return lines
+
+
+def _recorded_tools(event: ToolServerStarted) -> tuple[RecordedTool, ...]:
+    return tuple(
+        RecordedTool(
+            str(t.get("name", "")),
+            str(t.get("tool", "")),
+            str(t.get("description", "")),
+            dict(t.get("input_schema") or {}),
+            bool(t.get("read_only", False)),
+        )
+        for t in event.tools
+    )
 
 
 def _line_from_response(response: ModelResponse) -> dict[str, Any]:

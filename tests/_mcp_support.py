@@ -48,6 +48,8 @@ def http_server() -> Iterator[str]:
     finally:
         process.kill()
         process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
 
 
 class Answered:

@@ -108,7 +108,7 @@ def serve_http() -> None:
 
     async def run() -> None:
         serving = asyncio.ensure_future(uvicorn_server.serve(sockets=[sock]))
-        while not uvicorn_server.started:
+        while not uvicorn_server.started:  # noqa: ASYNC110 - uvicorn offers no event to wait on
             await asyncio.sleep(0.01)
         print(f"PORT {port}", flush=True)
         await serving
