@@ -154,7 +154,7 @@ def test_a_malformed_mcp_line_names_the_file_line_and_field(tmp_path: Path) -> N
 
 async def test_servers_start_once_per_run_and_every_iteration_uses_them(tmp_path: Path) -> None:
     """Two Ralph iterations share the one server started for the run."""
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "text": "",
             "tool_calls": [{"id": "x1", "name": "calc__add", "arguments": {"a": 1, "b": 1}}],
