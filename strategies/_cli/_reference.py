@@ -18,7 +18,7 @@ from termination.extend import BUDGET, FEEDBACK, POLICY, SENSORS, TRIGGER
 
 from .._spec import SPEC
 from .._strategy_config import STRATEGIES
-from .._tools_config import TOOLS
+from .._tools_config import MCP, TOOLS
 
 COMMAND = "harness spec-reference > docs/spec-reference.md"
 
@@ -116,6 +116,7 @@ def render() -> str:
         _INTRO,
         render_schema(SPEC),
         render_schema(TOOLS, level=2),
+        render_schema(MCP, level=2),
         render_variants(MODELS, title="[model]"),
         render_schema(PRICE, level=3),
         render_schema(RETRY, level=3),
