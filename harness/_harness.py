@@ -24,7 +24,15 @@ from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._pause import PauseSettings
 from ._policy import Policy, ProtectsPaths, ScopesRun
 from ._protected import PathGuard
-from ._result import BudgetExceeded, Cancelled, Completed, HaltReason, ModelFailed, RunResult
+from ._result import (
+    BudgetExceeded,
+    Cancelled,
+    Completed,
+    HaltReason,
+    ModelFailed,
+    RunResult,
+    ToolServerFailed,
+)
 from ._run import CheckpointsTheStart, Run, SingleSession, Strategy
 from ._run_state import RunConfig
 from ._state import SessionStateSnapshot
@@ -167,7 +175,10 @@ class Harness:
             # A cancelled run stopped where it was, and work found done before the first turn
             # needed none: the lines such a run did not reach are not a fault (a retried or
             # resumed attempt replays its agent's whole script, and finds the work done).
-            reached = not isinstance(reason, Cancelled) and reason != Completed(early=True)
+            # A server that could not start stopped the run before its first model call too.
+            reached = not isinstance(reason, Cancelled | ToolServerFailed) and reason != Completed(
+                early=True
+            )
             scripts = self._scripts(run) if reached else ()
             for model in scripts:
                 try:

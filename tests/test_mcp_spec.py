@@ -5,6 +5,7 @@ calls with ``--record`` and replays them with ``--replay`` without it."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -103,4 +104,15 @@ def test_harness_run_uses_the_server_records_it_and_replays_without_it(
     # The server is gone: the replay must not need it.
     spec.write_text(BASE.replace(json.dumps(str(SDK_SERVER)), '"/nonexistent/server.py"'))
     assert main([*args, "--replay", str(recording)]) == 0
+    assert capsys.readouterr().out.startswith("VERIFIED COMPLETE")
+
+
+def test_the_mcp_demo_is_verified(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fixtures/mcp: a wrong project is an error result, the right one is written and checked
+    (``python3`` in the demo's spec is this interpreter, which has the extra)."""
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
+    demo = Path(__file__).resolve().parent.parent / "fixtures" / "mcp" / "spec.toml"
+    assert main(["run", str(demo), "-q"]) == 0
     assert capsys.readouterr().out.startswith("VERIFIED COMPLETE")
