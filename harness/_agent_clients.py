@@ -23,6 +23,7 @@ with none of the documented JSON in it, or a documented error, fails the turn wi
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -184,7 +185,7 @@ def _no_json(name: str, flags: str, output: str) -> str:
     )
 
 
-class _JsonAgentClient(CliAgentClient):
+class _JsonAgentClient(CliAgentClient, ABC):
     """A `CliAgentClient` whose answer and usage are read from the agent's JSON output.
 
     It keeps `JSON_MAX_OUTPUT` bytes of output by default (`max_output=` changes it).
@@ -194,8 +195,9 @@ class _JsonAgentClient(CliAgentClient):
         kwargs.setdefault("max_output", JSON_MAX_OUTPUT)
         super().__init__(argv, **kwargs)
 
-    def answer(self, output: str) -> AgentAnswer:  # pragma: no cover - each subclass has one
-        raise NotImplementedError
+    @abstractmethod
+    def answer(self, output: str) -> AgentAnswer:
+        """The answer and usage in the agent's JSON output (each agent prints its own shape)."""
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         response = await super().complete(request)

@@ -192,6 +192,11 @@ class Harness:
                 await run.checkpoints.aclose()
             if transcript is not None:
                 transcript.close()
+            # Sessions point back at their run: letting go of them here frees a finished run's
+            # messages and events at once, by reference counting, instead of leaving the whole
+            # graph to the cycle collector, whose passes over thousands of concurrent sessions'
+            # leftovers cost more CPU than the turns themselves.
+            run.sessions.clear()
 
     def _scripts(self, run: Run) -> tuple[ChecksConsumed, ...]:
         """The run's models that check their script was used up (scripted fixtures)."""

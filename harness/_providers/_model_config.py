@@ -316,7 +316,7 @@ def _cli_agent(kind: str, table: Mapping[str, Any], where: str, root: Path) -> M
         kwargs["cwd"] = root / cwd
     if "max_output" in table:
         kwargs["max_output"] = table["max_output"]
-    client = {
+    client: dict[str, type[CliAgentClient]] = {
         "gemini_cli": GeminiCliClient,
         "cursor_agent": CursorAgentClient,
         "opencode": OpenCodeClient,
