@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import signal
 import subprocess
 from collections.abc import AsyncIterator, Mapping
@@ -30,7 +31,7 @@ from typing import Any
 import anyio
 import httpx2
 import mcp.types as mcp_types
-from anyio.abc import Process
+from anyio.abc import Process, TaskStatus
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from attrs import define, field
@@ -77,7 +78,8 @@ class Connection:
     session: ClientSession
     wire: _Wire
     tools: list[mcp_types.Tool]
-    transport_error: str | None = None
+    transport_errors: list[str] = field(factory=list)
+    """What the transport reported (an HTTP request that failed, say), newest last."""
 
     @property
     def label(self) -> str:
@@ -119,7 +121,8 @@ class Connection:
         if self.wire.broken is None:
             process = self.wire.process
             if process is None:
-                detail = f": {self.transport_error}" if self.transport_error else ""
+                errors = self.transport_errors
+                detail = f": {errors[-1]}" if errors else ""
                 self.wire.broken = f"{self.label}: the connection closed{detail}"
             else:
                 with anyio.move_on_after(_EXIT_WAIT):
@@ -185,12 +188,7 @@ async def connect(server: MCPServer, workspace: Path | None) -> AsyncIterator[Co
             why = wire.broken or f"{type(leaf).__name__}: {_clip(str(leaf), 500)}"
             failure = f"could not be started: {why}"
         if failure is None:
-            connection = Connection(server, session, wire, tools)
-            try:
-                yield connection
-            finally:
-                if transport_errors:
-                    connection.transport_error = transport_errors[-1]
+            yield Connection(server, session, wire, tools, transport_errors)
             return
     # Read after the stack closed: the server has exited and its stderr is complete.
     raise ServerStartError(failure + _last(transport_errors) + _stderr(wire))
@@ -237,8 +235,6 @@ async def _http(server: MCPServer) -> AsyncIterator[Any]:
 @asynccontextmanager
 async def _stdio(server: MCPServer, workspace: Path | None, wire: _Wire) -> AsyncIterator[Streams]:
     assert server.command is not None
-    import os
-
     env = minimal_env(
         {**{n: os.environ[n] for n in server.pass_env if n in os.environ}, **server.env}
     )
@@ -409,3 +405,55 @@ def cut_middle(text: str, limit: int) -> str:
         f"{text[:half]}\n[... {cut:,} characters cut here ({len(text):,} in all) ...]\n"
         f"{text[len(text) - (limit - half) :]}"
     )
+
+
+CLOSE_LIMIT = 10.0  # seconds closing one server may take before it is abandoned
+
+
+@asynccontextmanager
+async def hosted(server: MCPServer, workspace: Path | None) -> AsyncIterator[Connection]:
+    """`connect`, held by a task of its own for as long as the block runs.
+
+    The SDK runs a transport's requests in the transport's task group, so a network error on
+    one (an HTTP server gone mid-run) fails that group, and the task that entered it would be
+    cancelled with it: the run's own task, were it that one. Held here, such a failure breaks
+    the connection (every call is then an error result) and the run goes on. The close is
+    shielded from the run's cancellation and bounded by `CLOSE_LIMIT`.
+    """
+    closing = anyio.Event()
+    holder: list[Connection] = []
+
+    async def own(*, task_status: TaskStatus[Connection]) -> None:
+        # Entered before the connection and left after it, so that it can shield and bound
+        # the close (a scope around the close alone would not nest with its task groups).
+        with anyio.CancelScope() as scope:
+            try:
+                async with connect(server, workspace) as connection:
+                    holder.append(connection)
+                    task_status.started(connection)
+                    try:
+                        await closing.wait()
+                    finally:
+                        scope.shield = True
+                        scope.deadline = anyio.current_time() + CLOSE_LIMIT
+            except ServerStartError:
+                raise
+            except Exception as exc:
+                leaf = _leaf(exc)
+                why = f"{type(leaf).__name__}: {_clip(str(leaf), 500)}"
+                if not holder:  # before the start was reported: the start failed
+                    raise ServerStartError(f"could not be started: {why}") from None
+                wire = holder[0].wire
+                if wire.broken is None:
+                    wire.broken = f"MCP server {server.name!r}: the connection failed: {why}"
+
+    try:
+        async with anyio.create_task_group() as group:
+            connection = await group.start(own)
+            try:
+                yield connection
+            finally:
+                closing.set()
+    except* ServerStartError as failed:
+        # The task group reports the failed start as a group of one.
+        raise failed.exceptions[0] from None

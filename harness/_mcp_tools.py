@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, Protocol, runtime_checkable
 
-import anyio
 from attrs import define, field, frozen
 
 from ._events import ToolServerStarted
@@ -30,7 +29,6 @@ from ._result import ToolServerFailed
 from ._run_state import RunState
 from ._tools import Tool, ToolContext, ToolResult
 
-CLOSE_LIMIT = 10.0  # seconds closing one server may take before it is abandoned
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _NAME_LIMIT = 64  # what the providers accept for a tool's name
 
@@ -181,21 +179,16 @@ async def open_tool_servers(
         from ._mcp import require_sdk
 
         require_sdk()
-    scopes: list[anyio.CancelScope] = []
     async with AsyncExitStack() as stack:
         failure: ToolServerFailed | None = None
         for server in servers:
             if script is not None:
                 listed = _from_recording(server, script)
             else:
-                from ._mcp_connection import ServerStartError, connect
+                from ._mcp_connection import ServerStartError, hosted
 
-                # Each server lives in a scope of its own, entered before it and left after
-                # it, so that its close can be shielded from the run's cancellation and
-                # bounded at once (a scope around the close alone would not nest).
-                scopes.append(stack.enter_context(anyio.CancelScope()))
                 try:
-                    connection = await stack.enter_async_context(connect(server, workspace))
+                    connection = await stack.enter_async_context(hosted(server, workspace))
                 except ServerStartError as exc:
                     failure = ToolServerFailed(server.name, str(exc))
                     break
@@ -210,13 +203,7 @@ async def open_tool_servers(
             run.emit(ToolServerStarted(run.elapsed(), server.name, server.transport, tools))
             if recorder is not None:
                 recorder.record_tool_server(server_line(server.name, listed))
-        try:
-            yield failure if failure is not None else started
-        finally:
-            closing_by = anyio.current_time() + CLOSE_LIMIT
-            for scope in scopes:
-                scope.shield = True
-                scope.deadline = closing_by
+        yield failure if failure is not None else started
 
 
 def check_sdk_or_replay(servers: Sequence[MCPServer], model: object) -> None:

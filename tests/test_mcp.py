@@ -311,3 +311,39 @@ def test_importing_the_packages_does_not_import_the_sdk() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
     )
     assert out.stdout.strip() == "False"
+
+
+async def test_an_http_server_that_is_not_there_is_a_typed_halt() -> None:
+    """Nothing listening at the URL: `ToolServerFailed` before the first model call."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = MCPServer.http("web", f"http://127.0.0.1:{port}/mcp", startup_timeout=20.0)
+    harness, model, _ = _harness([], [server])
+    result = await harness.run("anything")
+    reason = result.halt_reason
+    assert isinstance(reason, ToolServerFailed), reason
+    assert reason.server == "web"
+    assert model.requests == []
+
+
+@pytest.mark.filterwarnings(
+    r"ignore:Exception ignored in. <async_generator object "
+    r"(EventSource|Response|PoolByteStream)\.:pytest.PytestUnraisableExceptionWarning"
+)
+async def test_an_http_server_that_dies_mid_run_breaks_only_its_calls() -> None:
+    """The SDK fails its HTTP transport's task group when a request cannot be sent; the
+    harness holds the connection in a task of its own, so the call (and the next) is an error
+    result and the run goes on to its check."""
+    with http_server() as url:
+        server = MCPServer.http("web", url, startup_timeout=STARTUP, timeout=30.0)
+        rows = [_call("web__crash", {}, "c1"), _call("web__echo", {"text": "x"}, "c2")]
+        harness, _, sink = _harness([*rows, {"text": "done"}], [server])
+        result = await harness.run("crash it")
+    assert result.halt_reason == Completed(), result.halt_reason
+    crashed, after = _results(sink)
+    assert crashed.is_error
+    assert after.is_error
+    assert "MCP server 'web'" in after.content
