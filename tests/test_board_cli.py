@@ -27,10 +27,9 @@ def test_the_demo_board_from_the_command_line(
     lines = out.splitlines()
     assert lines[0] == f"board {DEMO} ({state}): not running"
     assert lines[1].split() == ["TASK", "STATUS", "ROLE", "PRI", "TRIES", "TITLE"]
-    assert lines[2].split()[:5] == ["schema", "complete", "backend", "10", "1"]
-    assert any(line.split()[:2] == ["release", "review"] for line in lines)
+    assert lines[2].split()[:5] == ["release", "review", "backend", "0", "1"]
     assert "└ the completion check rejected 2 claims of done" in out
-    assert lines[-1] == "4 complete, 1 review"
+    assert lines[-2:] == ["(4 complete not listed: --all lists every task)", "4 complete, 1 review"]
 
 
 def test_status_as_json_and_with_events(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -48,6 +47,72 @@ def test_status_as_json_and_with_events(tmp_path: Path, capsys: pytest.CaptureFi
     assert [e["kind"] for e in data["events"]] == ["task.review", "board.finished"]
     assert main(["board", "status", str(DEMO), "--state", str(state), "--events", "1"]) == 0
     assert capsys.readouterr().out.rstrip().endswith("4 complete, 1 review")
+
+
+def test_status_lists_every_task_with_all(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`status --all` lists the complete tasks too, by priority, and says nothing is hidden."""
+    state = tmp_path / "state"
+    main(["board", "run", str(DEMO), "--agents", "2", "--state", str(state), "-q"])
+    capsys.readouterr()
+    assert main(["board", "status", str(DEMO), "--state", str(state), "--all"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    listed = [line.split()[:2] for line in lines[2:] if not line.startswith(" ")][:-1]
+    assert listed == [
+        ["schema", "complete"],
+        ["api", "complete"],
+        ["changelog", "complete"],
+        ["docs", "complete"],
+        ["release", "review"],
+    ]
+    assert lines[-1] == "4 complete, 1 review"
+    assert "not listed" not in "\n".join(lines)
+
+
+def test_status_shows_the_first_tasks_of_each_status_and_counts_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each status that is not complete lists its first tasks (by priority, then id) and says
+    how many more there are; blocked tasks say what they wait for; `--json` has every task."""
+    from strategies._cli import _board
+    from strategies.board import BoardStore, load_tasks
+
+    monkeypatch.setattr(_board, "PER_STATUS", 2)
+    tasks = {f"p{i}": task_toml(f"p{i}", priority=i) for i in range(5)}
+    tasks |= {f"b{i}": task_toml(f"b{i}", depends_on=["p0"]) for i in range(3)}
+    make_board(tmp_path, tasks, {})
+    state = tmp_path / ".board"
+    with BoardStore(state / "board.db") as store:
+        store.start(
+            load_tasks(tmp_path / "tasks"),
+            owner="o",
+            pid=1,
+            host="h",
+            engine="local",
+            agents=1,
+            roles={"w"},
+            max_attempts=3,
+        )
+    assert main(["board", "status", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[:3] for line in lines[1:]] == [
+        ["TASK", "STATUS", "ROLE"],
+        ["b0", "blocked", "w"],
+        ["└", "waits", "for"],
+        ["b1", "blocked", "w"],
+        ["└", "waits", "for"],
+        ["...", "and", "1"],
+        ["p4", "pending", "w"],
+        ["p3", "pending", "w"],
+        ["...", "and", "3"],
+        ["5", "pending,", "3"],
+    ]
+    assert lines[3].strip() == "└ waits for p0 (pending)"
+    assert lines[6] == "... and 1 more blocked (--all lists them)"
+    assert lines[9] == "... and 3 more pending (--all lists them)"
+    assert main(["board", "status", str(tmp_path), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["tasks"]) == 8
 
 
 def test_retry_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

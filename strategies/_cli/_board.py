@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         BoardEvent,
         BoardResult,
         BoardStore,
+        TaskState,
     )
 
     from ._telemetry import BoardTracer
@@ -78,10 +79,21 @@ def register(sub: Any) -> None:
     )
     run.set_defaults(handler=handle_run)
 
-    status = commands.add_parser("status", help="print the tasks and their statuses")
+    status = commands.add_parser(
+        "status", help="print the counts by status and the tasks that are not complete"
+    )
     status.add_argument("folder", type=Path, metavar="DIR", help="the board's folder")
     _state_option(status)
-    status.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    status.add_argument(
+        "--json", action="store_true", help="print JSON instead of a table (every task)"
+    )
+    status.add_argument(
+        "--all",
+        action="store_true",
+        dest="every",
+        help=f"list every task (default: the first {PER_STATUS} of each status that is not "
+        "complete; complete tasks are counted)",
+    )
     status.add_argument(
         "--events", type=int, default=0, metavar="N", help="also show the last N events"
     )
@@ -270,7 +282,7 @@ def handle_status(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps(_status_dict(store, args.events), indent=2))
             else:
-                _print_table(store, args.folder, sys.stdout, events=args.events)
+                _print_table(store, args.folder, sys.stdout, events=args.events, every=args.every)
     except (HarnessError, OSError, sqlite3.Error) as exc:
         return _state_failure(exc, args.folder, args.state)
     return EXIT_COMPLETE
@@ -324,61 +336,85 @@ def _duration(seconds: float) -> str:
     return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
 
 
-def _print_table(store: BoardStore, folder: Path, out: TextIO, *, events: int = 0) -> None:
+# What `status` lists by default, what needs a person first; complete tasks are only counted,
+# and each status shows its first `PER_STATUS` tasks: a board of 10,000 tasks prints a screen,
+# read through an index, not 10,000 lines. `--all` lists every task, `--json` has them all.
+LISTED = ("review", "failed", "in_progress", "blocked", "pending")
+PER_STATUS = 50
+
+
+def _print_table(
+    store: BoardStore, folder: Path, out: TextIO, *, events: int = 0, every: bool = False
+) -> None:
+    from strategies.board import holder
     from strategies.board._board import one_line
 
-    data = _status_dict(store, events)
-    # Ids, titles and reasons come from task files and agents: escaped, cell by cell, so that
-    # the widths are those of what is shown.
-    for task in data["tasks"]:
-        for key in ("id", "role", "title"):
-            task[key] = for_terminal(task[key])
-    running = data["running"]
+    running = holder(store.path.parent)
     if running:
         state = f"running (pid {running.get('pid')} on {running.get('host')})"
     else:
         state = "not running"
-    out.write(f"board {folder} ({data['state']}): {state}\n")
+    out.write(f"board {folder} ({store.path.parent}): {state}\n")
+    # Each group: its tasks, and how many more of its status are not shown.
+    groups: list[tuple[list[TaskState], int, str]] = []
+    hidden = 0
+    if every:
+        groups.append((store.tasks(), 0, ""))
+    else:
+        recorded = store.recorded_counts()
+        for status in LISTED:
+            first = store.tasks(status=status, limit=PER_STATUS)
+            groups.append((first, recorded[status] - len(first), status))
+        hidden = recorded["complete"]
     rows = [("TASK", "STATUS", "ROLE", "PRI", "TRIES", "TITLE")]
-    notes: list[str | None] = [None]
-    for task in data["tasks"]:
-        status = task["status"] + ("" if task["present"] else " (file removed)")
-        rows.append(
-            (
-                task["id"],
-                status,
-                task["role"],
-                str(task["priority"]),
-                str(task["attempts"]),
-                task["title"],
+    # Per row: the note under it, or the "and N more" line that follows it.
+    notes: list[tuple[str | None, str | None]] = [(None, None)]
+    for tasks, more, status in groups:
+        for task in tasks:
+            # Ids, titles and reasons come from task files and agents: escaped, cell by cell,
+            # so that the widths are those of what is shown.
+            rows.append(
+                (
+                    for_terminal(task.id),
+                    task.status + ("" if task.present else " (file removed)"),
+                    for_terminal(task.role),
+                    str(task.priority),
+                    str(task.attempts),
+                    for_terminal(task.title),
+                )
             )
-        )
-        note = task["reason"]
-        if task["interrupted"]:
-            note = "interrupted: the board stopped; the next run resumes it"
-        elif task["status"] == "in_progress":
-            note = f"with {task['agent']}"
-        shown = None if task["status"] == "complete" or not note else one_line(note, 150)
-        notes.append(None if shown is None else for_terminal(shown))
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    for row, note in zip(rows, notes, strict=True):
-        cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2].ljust(widths[2])]
-        cells += [row[3].rjust(widths[3]), row[4].rjust(widths[4]), row[5]]
-        out.write("  ".join(cells).rstrip() + "\n")
-        if note:
-            out.write(" " * (widths[0] + 2) + f"└ {note}\n")
-    counts = data["counts"]
-    out.write(", ".join(f"{n} {s}" for s, n in counts.items() if n) + "\n")
-    for account in data["accounts"]:
-        until = account["paused_until"]
+            note = task.reason
+            if task.status == "in_progress" and running is None:
+                note = "interrupted: the board stopped; the next run resumes it"
+            elif task.status == "in_progress":
+                note = f"with {task.agent}"
+            shown = None if task.status == "complete" or not note else one_line(note, 150)
+            notes.append((None if shown is None else for_terminal(shown), None))
+        if more and tasks:
+            notes[-1] = (notes[-1][0], f"... and {more} more {status} (--all lists them)")
+    if len(rows) > 1:
+        widths = [max(len(row[i]) for row in rows) for i in range(5)]
+        for row, (note, more_line) in zip(rows, notes, strict=True):
+            cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2].ljust(widths[2])]
+            cells += [row[3].rjust(widths[3]), row[4].rjust(widths[4]), row[5]]
+            out.write("  ".join(cells).rstrip() + "\n")
+            if note:
+                out.write(" " * (widths[0] + 2) + f"└ {note}\n")
+            if more_line:
+                out.write(more_line + "\n")
+    if hidden:
+        out.write(f"({hidden} complete not listed: --all lists every task)\n")
+    out.write(", ".join(f"{n} {s}" for s, n in store.counts().items() if n) + "\n")
+    for account in store.paused_accounts():
+        until = account.paused_until
+        assert until is not None  # paused
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(until))
         left = max(until - time.time(), 0.0)
         out.write(
-            f"account {account['name']}: paused until {when} (in {_duration(left)}): "
-            f"{_printable(one_line(account['reason'], 110))}\n"
+            f"account {account.name}: paused until {when} (in {_duration(left)}): "
+            f"{_printable(one_line(account.reason or '', 110))}\n"
         )
-    for event in data.get("events", []):
-        when = time.strftime("%H:%M:%S", time.localtime(event["at"]))
-        task = event["task"] or ""
-        line = f"{when}  {event['kind']:<15} {task:<10} {one_line(event['message'], 110)}"
+    for event in store.events(limit=events) if events else []:
+        when = time.strftime("%H:%M:%S", time.localtime(event.at))
+        line = f"{when}  {event.kind:<15} {event.task or '':<10} {one_line(event.message, 110)}"
         out.write(for_terminal(line) + "\n")

@@ -489,6 +489,12 @@ class Board:
         return None
 
 
+# The events `_Recorder` acts on; an attempt's other events are only written down.
+_NOTED = frozenset(
+    kind.name for kind in (RunPaused, RunResumed, IterationStarted, CheckFailed, VerdictReached)
+)
+
+
 class _Recorder:
     """Writes an attempt's events to its transcript as they happen (line by line, flushed),
     records in the event log each claim of done that was sent back, and tells the board when
@@ -515,6 +521,8 @@ class _Recorder:
 
     def emit(self, row: dict[str, Any]) -> None:
         self._file.write_row(row)
+        if row.get("event") not in _NOTED:  # most events: only the transcript's, not parsed
+            return
         match Event.from_dict(row):
             case RunPaused(source=source, message=text, wait=wait):
                 why = f"{source}: {one_line(text)}"

@@ -125,20 +125,45 @@ class BoardReader:
 
     _db: sqlite3.Connection
 
-    def tasks(self) -> list[TaskState]:
-        deps: dict[str, list[str]] = {}
-        for task, dep in self._db.execute("SELECT task_id, depends_on FROM deps ORDER BY 1, 2"):
-            deps.setdefault(task, []).append(dep)
-        rows = self._db.execute(
-            "SELECT * FROM tasks ORDER BY present DESC, priority DESC, id"
-        ).fetchall()
-        status = {r["id"]: r["status"] for r in rows}
+    def tasks(self, *, status: str | None = None, limit: int | None = None) -> list[TaskState]:
+        """The tasks (present ones first, then by priority and id); with `status`, only those
+        in it, and with `limit`, only the first `limit` of them: `harness board status` reads
+        a few rows of a big board through the index, not every row."""
+        query = "SELECT * FROM tasks"
+        args: list[object] = []
+        if status is not None:
+            query += " WHERE status = ?"
+            args.append(status)
+        query += " ORDER BY present DESC, priority DESC, id"
+        if limit is not None:
+            query += " LIMIT ?"
+            args.append(limit)
+        rows = self._db.execute(query, args).fetchall()
+        deps: dict[str, list[tuple[str, str | None]]] = {}
+        if status is None:
+            links = self._db.execute(
+                "SELECT d.task_id, d.depends_on, u.status FROM deps d "
+                "LEFT JOIN tasks u ON u.id = d.depends_on ORDER BY 1, 2"
+            )
+        else:
+            # Only the dependencies of the rows read (SQLite's default cap on variables is
+            # 32766; a page of a listing is far below it).
+            ids = [r["id"] for r in rows]
+            links = self._db.execute(
+                "SELECT d.task_id, d.depends_on, u.status FROM deps d LEFT JOIN tasks u ON "
+                f"u.id = d.depends_on WHERE d.task_id IN ({', '.join('?' * len(ids))}) "
+                "ORDER BY 1, 2",
+                ids,
+            )
+        for task, dep, dep_status in links:
+            deps.setdefault(task, []).append((dep, dep_status))
         states = []
         for r in rows:
             reason = r["reason"]
+            mine = deps.get(r["id"], [])
             if r["status"] == "blocked":
-                waiting = [d for d in deps.get(r["id"], []) if status.get(d) != "complete"]
-                reason = "waits for " + ", ".join(f"{d} ({status.get(d)})" for d in waiting)
+                waiting = [(d, s) for d, s in mine if s != "complete"]
+                reason = "waits for " + ", ".join(f"{d} ({s})" for d, s in waiting)
             states.append(
                 TaskState(
                     id=r["id"],
@@ -146,7 +171,7 @@ class BoardReader:
                     role=r["role"],
                     priority=r["priority"],
                     status=r["status"],
-                    depends_on=tuple(deps.get(r["id"], [])),
+                    depends_on=tuple(d for d, _ in mine),
                     attempts=r["attempts"],
                     agent=r["agent"],
                     reason=reason,
@@ -213,7 +238,16 @@ class BoardReader:
         return dict(row) if row is not None else None
 
     def counts(self) -> dict[str, int]:
+        """The tasks per status, of the tasks whose file is present."""
         return self._counts()
+
+    def recorded_counts(self) -> dict[str, int]:
+        """The tasks per status, those whose file was removed included (what `tasks(status=)`
+        can list)."""
+        counts: dict[str, int] = dict.fromkeys(STATUSES, 0)
+        for status, n in self._db.execute("SELECT status, COUNT(*) FROM tasks GROUP BY status"):
+            counts[status] = n
+        return counts
 
     def _counts(self) -> dict[str, int]:
         counts: dict[str, int] = dict.fromkeys(STATUSES, 0)

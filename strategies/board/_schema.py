@@ -88,6 +88,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     updated_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS tasks_ready ON tasks (status, role, priority DESC, id);
+-- `harness board status`: the first rows of each status, and the counts, without a table scan.
+CREATE INDEX IF NOT EXISTS tasks_listing ON tasks (status, present DESC, priority DESC, id);
 CREATE TABLE IF NOT EXISTS deps (
     task_id TEXT NOT NULL REFERENCES tasks (id),
     depends_on TEXT NOT NULL REFERENCES tasks (id),

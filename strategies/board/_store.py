@@ -235,16 +235,21 @@ class BoardStore(BoardReader):
     def _update_blocked(self, now: float, *, dependents_of: str | None = None) -> list[str]:
         """Pending or blocked tasks (only those that depend on `dependents_of`, when given)
         take the status their dependencies give them; returns the ids that became pending."""
-        query = (
+        waits = (
             "SELECT t.id, t.status, EXISTS (SELECT 1 FROM deps d JOIN tasks u ON "
             "u.id = d.depends_on WHERE d.task_id = t.id AND u.status != 'complete') AS waits "
-            "FROM tasks t WHERE t.present = 1 AND t.status IN ('pending', 'blocked')"
         )
+        where = "t.present = 1 AND t.status IN ('pending', 'blocked')"
         if dependents_of is None:
-            rows = self._db.execute(query).fetchall()
+            rows = self._db.execute(f"{waits} FROM tasks t WHERE {where}").fetchall()
         else:
-            query += " AND t.id IN (SELECT task_id FROM deps WHERE depends_on = ?)"
-            rows = self._db.execute(query, (dependents_of,)).fetchall()
+            # From the dependents (CROSS JOIN keeps that order): a task that completes costs
+            # what depends on it, not a scan of every pending task.
+            rows = self._db.execute(
+                f"{waits} FROM deps r CROSS JOIN tasks t ON t.id = r.task_id "
+                f"WHERE r.depends_on = ? AND {where}",
+                (dependents_of,),
+            ).fetchall()
         freed = []
         for row in rows:
             status = "blocked" if row["waits"] else "pending"
@@ -266,8 +271,10 @@ class BoardStore(BoardReader):
         now = time.time()
         with self._tx():
             row = self._db.execute(
-                "SELECT id, attempts, carry FROM tasks WHERE status = 'pending' AND present = 1 "
-                "AND role = ? ORDER BY priority DESC, id LIMIT 1",
+                # The index on (status, role, priority, id): the first row is the answer, when
+                # the planner, not knowing how many tasks each role has, might pick another.
+                "SELECT id, attempts, carry FROM tasks INDEXED BY tasks_ready WHERE status = "
+                "'pending' AND present = 1 AND role = ? ORDER BY priority DESC, id LIMIT 1",
                 (role,),
             ).fetchone()
             if row is None:
