@@ -273,7 +273,8 @@ def assert_events(
 
 
 def _events_of(source: object) -> list[dict[str, Any]]:
-    from harness import Event, RunResult, TranscriptReader
+    from harness import Event, RunResult
+    from harness.extend import TranscriptReader
     from harness.testing import ListSink
 
     if isinstance(source, RunResult):

@@ -10,16 +10,19 @@ combinations of the same kind flatten: ``(a & b) & c == AllOf.of(a, b, c)``.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from attrs import field, frozen
 
 from harness import ConfigurationError, SessionStateSnapshot
 from harness.checkpoints import WorkProgress
-from harness.extend import Baseline
 
 from ._progress import Assessment
 from ._protocol import CompletionCheck, PreparesForRun
 from ._run_check import CheckVerdict, ask
+
+if TYPE_CHECKING:
+    from harness.extend import Baseline
 
 
 def as_check(value: object) -> CompletionCheck:
@@ -62,6 +65,9 @@ async def _prepare_all(
     checks: Iterable[CompletionCheck], state: SessionStateSnapshot
 ) -> tuple[Baseline, ...]:
     """Prepare every check that prepares; the baselines they recorded, in order."""
+    # Loaded here: only a run whose checks prepare needs the verifier's records.
+    from harness.extend import Baseline
+
     found: list[Baseline] = []
     for check in checks:
         if isinstance(check, PreparesForRun):

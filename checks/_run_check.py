@@ -12,14 +12,18 @@ stop hooks all ask a check through here, so the agent reads the same reason on e
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from attrs import frozen
 
 from harness import SessionStateSnapshot
-from harness.extend import Clock, SystemClock, Tampering
+from harness.extend import Clock, SystemClock
 
 from ._progress import Assessment, MeasuresProgress, WorkProgress
 from ._protocol import CompletionCheck
+
+if TYPE_CHECKING:
+    from harness.extend import Tampering
 
 
 @frozen

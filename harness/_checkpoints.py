@@ -29,12 +29,13 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, TypeVar, runtime_checkable
 
 from attrs import frozen
 
 from ._clock import Clock
 from ._errors import ConfigurationError, HarnessError
+from ._events import Event
 from ._work_progress import WorkProgress
 
 CheckpointKind = Literal["git", "snapshot"]
@@ -308,3 +309,43 @@ async def _workspace(workspace: str | os.PathLike[str]) -> Path:
         what = "does not exist" if not await path.exists() else "is not a folder"
         raise NotAWorkspace(f"workspace {os.fspath(workspace)!r} {what}")
     return Path(await path.resolve())
+
+
+@frozen
+class CheckpointSaved(Event):
+    """The workspace was checkpointed (`harness.checkpoints`): at the run's start, at the end
+    of a Ralph iteration, at a rejected claim. `checkpoint` is its id, `tree` its content;
+    `progress` what the completion check measured on it, when it did."""
+
+    name: ClassVar[str] = "checkpoint.saved"
+    level: ClassVar[str] = "debug"
+    label: str
+    checkpoint: str
+    tree: str
+    seq: int
+    kind: str
+    progress: WorkProgress | None = None
+
+
+@frozen
+class CheckpointRestored(Event):
+    """The workspace was put back to checkpoint `checkpoint` (`label` is that checkpoint's);
+    `reason` says why; `added`/`modified`/`deleted` count the files the restore changed."""
+
+    name: ClassVar[str] = "checkpoint.restored"
+    checkpoint: str
+    label: str
+    reason: str
+    added: int
+    modified: int
+    deleted: int
+
+
+@frozen
+class CheckpointFailed(Event):
+    """A checkpoint could not be saved or restored; the run goes on without it."""
+
+    name: ClassVar[str] = "checkpoint.failed"
+    level: ClassVar[str] = "warning"
+    label: str
+    error: str

@@ -9,13 +9,13 @@ killed on timeout and on cancellation (`run_process`). One that runs out of time
 it printed, marked with ``stop_reason="timeout"``, so the check decides and the next turn
 carries on.
 
-A turn that reports a usage limit (Claude Code's, Codex's, Gemini CLI's: see `harness._limits`)
-raises `UsageLimitError`: the run pauses until the reset and runs the turn again. Messages in
-words are read only from a short output or a command that failed (an agent's long answer may
-quote one); Claude Code's ``rate_limit_event`` lines are read from any output. Otherwise a
-command that exits non-zero fails the run with a `ModelError`, and one that exits 0 having
-printed nothing, or only an error message, did no work: its turn is marked
-``stop_reason="not_executed"``, which is neither a claim of done nor progress.
+A turn that reports a usage limit (Claude Code's, Codex's, Gemini CLI's: see
+`harness._limit_messages`) raises `UsageLimitError`: the run pauses until the reset and runs
+the turn again. Messages in words are read only from a short output or a command that failed
+(an agent's long answer may quote one); Claude Code's ``rate_limit_event`` lines are read
+from any output. Otherwise a command that exits non-zero fails the run with a `ModelError`,
+and one that exits 0 having printed nothing, or only an error message, did no work: its turn
+is marked ``stop_reason="not_executed"``, which is neither a claim of done nor progress.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Literal
 
 from ._clock import Clock, SystemClock
 from ._errors import ConfigurationError, ModelError
-from ._limits import UsageLimitError, find_usage_limit
+from ._limits import UsageLimitError
 from ._messages import ModelRequest, ModelResponse, Usage
 from ._process import DEFAULT_MAX_OUTPUT, run_process
 from ._session import NOT_EXECUTED
@@ -154,6 +154,9 @@ class CliAgentClient:
         text = output.strip()
         short = len(text) <= SHORT_OUTPUT
         failed = result.exit_code != 0 and not result.timed_out
+        # Loaded by the first turn: a spec that names an agent client need not read its output.
+        from ._limit_messages import find_usage_limit
+
         limit = find_usage_limit(text, now=time.time(), words=short or failed)
         if limit is not None:
             raise UsageLimitError(limit)

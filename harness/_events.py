@@ -26,7 +26,6 @@ from ._jsonl import LineFile
 from ._log import get_logger
 from ._messages import ModelResponse, ToolCall, Usage
 from ._result import HaltReason
-from ._work_progress import WorkProgress
 
 
 @frozen
@@ -190,104 +189,11 @@ class FeedbackInjected(Event):
 
 
 @frozen
-class ContextCompacted(Event):
-    """The session neared the model's context window and compacted its older turns:
-    `method` is ``drop_tool_outputs`` or ``summarize``, `messages` how many were replaced,
-    `tool_calls` the ids of the calls whose outputs are gone from the conversation,
-    `tokens_before` the size that set it off, `chars_before`/`chars_after` the conversation's
-    characters either side. `summary` is the model's summary and `usage` what its call cost
-    (accounted to the run like any call); both are empty for dropped outputs."""
-
-    name: ClassVar[str] = "context.compacted"
-    agent: str
-    turn: int
-    method: str
-    messages: int
-    tool_calls: tuple[str, ...]
-    tokens_before: int
-    chars_before: int
-    chars_after: int
-    summary: str | None
-    usage: Usage
-
-
-@frozen
 class VerdictReached(Event):
     name: ClassVar[str] = "verdict.reached"
     round: int
     passed: bool
     reasons: str
-
-
-@frozen
-class CheckpointSaved(Event):
-    """The workspace was checkpointed (`harness.checkpoints`): at the run's start, at the end
-    of a Ralph iteration, at a rejected claim. `checkpoint` is its id, `tree` its content;
-    `progress` what the completion check measured on it, when it did."""
-
-    name: ClassVar[str] = "checkpoint.saved"
-    level: ClassVar[str] = "debug"
-    label: str
-    checkpoint: str
-    tree: str
-    seq: int
-    kind: str
-    progress: WorkProgress | None = None
-
-
-@frozen
-class CheckpointRestored(Event):
-    """The workspace was put back to checkpoint `checkpoint` (`label` is that checkpoint's);
-    `reason` says why; `added`/`modified`/`deleted` count the files the restore changed."""
-
-    name: ClassVar[str] = "checkpoint.restored"
-    checkpoint: str
-    label: str
-    reason: str
-    added: int
-    modified: int
-    deleted: int
-
-
-@frozen
-class CheckpointFailed(Event):
-    """A checkpoint could not be saved or restored; the run goes on without it."""
-
-    name: ClassVar[str] = "checkpoint.failed"
-    level: ClassVar[str] = "warning"
-    label: str
-    error: str
-
-
-@frozen
-class RunPaused(Event):
-    """The model client met a usage limit: the run waits `wait` seconds on its clock, then runs
-    turn `turn` again (the turn is charged to no budget). `retry_in` and `resets_at` are what
-    the limit reported (None: unreadable); `counted` says whether the pause uses up wall time."""
-
-    name: ClassVar[str] = "run.paused"
-    level: ClassVar[str] = "warning"
-    agent: str
-    iteration: int
-    turn: int
-    source: str
-    message: str
-    retry_in: float | None
-    resets_at: float | None
-    wait: float
-    counted: bool
-
-
-@frozen
-class RunResumed(Event):
-    """The pause is over after `paused_for` seconds; turn `turn` runs again."""
-
-    name: ClassVar[str] = "run.resumed"
-    agent: str
-    iteration: int
-    turn: int
-    paused_for: float
-    counted: bool
 
 
 @frozen

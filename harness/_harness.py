@@ -6,15 +6,13 @@ import os
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from attrs import define, evolve, field
 
 from ._cancel import CancelToken
-from ._checkpoints import Checkpointing
 from ._clock import Clock, SystemClock
-from ._compaction import Compaction, as_compaction
 from ._errors import ConfigurationError, FixtureError
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
 from ._jsonl import check_output_file
@@ -23,7 +21,6 @@ from ._mcp_tools import check_sdk_or_replay, open_tool_servers
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._pause import PauseSettings
 from ._policy import Policy, ProtectsPaths, ScopesRun
-from ._protected import PathGuard
 from ._result import (
     BudgetExceeded,
     Cancelled,
@@ -39,11 +36,28 @@ from ._state import SessionStateSnapshot
 from ._streaming import EventStream, stream_events
 from ._tools import Tool, as_tools
 from ._validate import check_positive, check_type, got
-from ._verification import BaselineRecorded, ProtectedPathsRecorded
+
+if TYPE_CHECKING:
+    from ._checkpoints import Checkpointing
+    from ._compaction import Compaction
 
 
+# The features below load only when a harness is configured with them: a fresh process that
+# runs one turn is a bench target (bench/run.py, W3).
 def _checkpointing(value: object) -> Checkpointing | None:
+    if value is None or value is False:
+        return None
+    from ._checkpoints import Checkpointing
+
     return Checkpointing.convert(value)
+
+
+def _compaction(value: object) -> Compaction | None:
+    if value is None:
+        return None
+    from ._compaction import as_compaction
+
+    return as_compaction(value)  # type: ignore[arg-type]  # it names a bad value
 
 
 @define(kw_only=True, eq=False)
@@ -76,7 +90,7 @@ class Harness:
     done_tool: bool = False
     context_window: int | None = None
     pause: PauseSettings = field(factory=PauseSettings)
-    compaction: Compaction | None = field(default=None, converter=as_compaction)
+    compaction: Compaction | None = field(default=None, converter=_compaction)
     logger: Any = None
     checkpoints: Checkpointing | None = field(default=None, converter=_checkpointing)
     mcp_servers: Sequence[MCPServer] = ()
@@ -284,6 +298,8 @@ class Harness:
         measure = isinstance(self.strategy, CheckpointsTheStart) and self.strategy.measures_start
         checkpointing = self.checkpoints if self.checkpoints is not None else None
         if measure and checkpointing is None:
+            from ._checkpoints import Checkpointing
+
             checkpointing = Checkpointing()
         keep = checkpointing is not None and await run.start_checkpoints(checkpointing)
         await self._record_verifier(run, before)
@@ -308,10 +324,18 @@ class Harness:
         policy = self.policy
         protected = policy.protected if isinstance(policy, ProtectsPaths) else None
         if protected and run.workspace is not None:
+            from ._path_guard import PathGuard
+            from ._verification import ProtectedPathsRecorded
+
             run.protected = protected
             run.guard = await anyio.to_thread.run_sync(PathGuard.record, run.workspace, protected)
             run.emit(ProtectedPathsRecorded(run.elapsed(), protected.rules, len(run.guard.files)))
-        for baseline in await policy.start_run(before) or ():
+        baselines = await policy.start_run(before)
+        if not baselines:
+            return
+        from ._verification import BaselineRecorded
+
+        for baseline in baselines:
             run.baselines.append(baseline)
             run.emit(BaselineRecorded(run.elapsed(), baseline))
 

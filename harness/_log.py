@@ -9,16 +9,20 @@ does for its own output), it is structlog's logger; until then it is the standar
 ``NullHandler``, so nothing is printed (not even WARNINGs, through logging's "last resort")
 until the application configures `logging` (``logging.basicConfig(level=logging.INFO)``) or
 structlog.
+
+structlog itself is imported only when it is needed: by an application that configured it
+(it is then loaded already), or by the first line the standard library's logger would print.
+A run in a host that configured no logging never loads it.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import sys
 from collections.abc import Mapping, MutableMapping
 from typing import Any
-
-import structlog
 
 _QUIETED: set[str] = set()
 
@@ -27,17 +31,70 @@ def get_logger(name: str) -> Any:
     """A structlog-style logger (``log.warning("event.name", key=value)``) for `name`: structlog's
     when the application configured structlog, otherwise a wrapper of stdlib's logger, which
     is silent until the application configures `logging`."""
-    if structlog.is_configured():
+    structlog = sys.modules.get("structlog")  # an application that configured it imported it
+    if structlog is not None and structlog.is_configured():
         return structlog.get_logger(name)
     top = name.partition(".")[0]
     if top not in _QUIETED:
         logging.getLogger(top).addHandler(logging.NullHandler())
         _QUIETED.add(top)
-    return structlog.wrap_logger(
-        logging.getLogger(name),
-        processors=[_plain_values, _RENDER],
-        wrapper_class=structlog.stdlib.BoundLogger,
-    )
+    return _StdlibLogger(logging.getLogger(name), {})
+
+
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "exception": logging.ERROR,
+    "critical": logging.CRITICAL,
+}
+
+
+class _StdlibLogger:
+    """The standard library's logger, structlog-style: ``log.info("event", key=value)`` is one
+    logfmt line (``event=... key=value``), rendered by structlog. A line below the logger's
+    level is dropped before structlog is imported, so a host that configured no logging never
+    loads it; anything else structlog's logger offers is structlog's."""
+
+    __slots__ = ("_context", "_logger", "_wrapped")
+
+    def __init__(self, logger: logging.Logger, context: Mapping[str, Any]) -> None:
+        self._logger = logger
+        self._context = context
+        self._wrapped: Any = None
+
+    def bind(self, **values: Any) -> _StdlibLogger:
+        return _StdlibLogger(self._logger, {**self._context, **values})
+
+    def is_enabled_for(self, level: int) -> bool:
+        """Whether a line at `level` would be printed (what `StructlogSink` asks first)."""
+        return self._logger.isEnabledFor(level)
+
+    isEnabledFor = is_enabled_for  # and the standard library's name for it
+
+    def __getattr__(self, method: str) -> Any:
+        level = _LEVELS.get(method)
+        if level is None:
+            return getattr(self._structlog(), method)
+        if not self._logger.isEnabledFor(level):
+            return _drop
+        return getattr(self._structlog(), method)
+
+    def _structlog(self) -> Any:
+        if self._wrapped is None:
+            import structlog
+
+            self._wrapped = structlog.wrap_logger(
+                self._logger,
+                processors=[_plain_values, _render()],
+                wrapper_class=structlog.stdlib.BoundLogger,
+            ).bind(**self._context)
+        return self._wrapped
+
+
+def _drop(*args: Any, **kwargs: Any) -> None:
+    """A line below the logger's level."""
 
 
 class LibraryLogger:
@@ -64,4 +121,9 @@ def _plain_values(logger: Any, method: str, event: MutableMapping[str, Any]) -> 
     return event
 
 
-_RENDER = structlog.processors.LogfmtRenderer(key_order=["event"], bool_as_flag=False)
+@functools.cache
+def _render() -> Any:
+    """structlog's logfmt renderer, made when the first line is printed."""
+    import structlog
+
+    return structlog.processors.LogfmtRenderer(key_order=["event"], bool_as_flag=False)

@@ -26,9 +26,7 @@ import signal
 import subprocess
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol
@@ -133,7 +131,15 @@ class Webhook:
     url: str = field(repr=False)  # a chat webhook's URL is itself a secret
     headers: Mapping[str, str] = field(factory=dict, repr=False)
 
+    def __attrs_post_init__(self) -> None:
+        # Loaded where a webhook is configured, in this thread, not on every start-up (nor
+        # in the notifier's thread, perhaps while the interpreter exits).
+        import urllib.request  # noqa: F401
+
     def deliver(self, body: bytes, timeout: float) -> None:
+        import urllib.error
+        import urllib.request
+
         headers = {"Content-Type": "application/json", **self.headers}
         request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         try:

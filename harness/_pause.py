@@ -14,56 +14,21 @@ the reported reset, so a recorded run with a pause replays identically on a `Fak
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import field, frozen
 
 from ._errors import ConfigurationError
-from ._limits import UsageLimit
-from ._schema import Key, Schema
 from ._validate import check_positive
+
+if TYPE_CHECKING:
+    from ._limits import UsageLimit
 
 DEFAULT_MAX_PAUSE = 6 * 3600.0
 """Six hours: the longest window of the coding agents' subscription limits but the weekly one."""
 DEFAULT_WAIT = 900.0
 """Fifteen minutes: the wait when a limit's reset time cannot be read."""
-
-
-PAUSE = Schema(
-    "a pause table",
-    [
-        Key(
-            "max_pause",
-            "number",
-            "The longest single wait for a usage limit, in seconds; a longer one halts the run "
-            "(`UsageLimitReached`). 0 never pauses.",
-            default=DEFAULT_MAX_PAUSE,
-        ),
-        Key(
-            "default_wait",
-            "number",
-            "Seconds to wait when the limit's reset time cannot be read.",
-            default=DEFAULT_WAIT,
-        ),
-        Key(
-            "jitter",
-            "number",
-            "Up to this many seconds added after the reset (the same for the same run).",
-            default=30.0,
-        ),
-        Key(
-            "counts_toward_wall_time",
-            "boolean",
-            "Whether time spent paused uses up `max_wall_time`.",
-            default=False,
-        ),
-    ],
-    heading="pause",
-    help="How a run waits out a usage limit: it pauses until the reset, then runs the same "
-    "turn again, charged to no budget.",
-)
 
 
 def _non_negative(instance: object, attribute: object, value: object) -> None:
@@ -101,6 +66,8 @@ class PauseSettings:
     @classmethod
     def from_config(cls, table: Mapping[str, Any], *, where: str) -> PauseSettings:
         """Build from a spec's ``[pause]`` table; errors name `where` and the key."""
+        from ._pause_table import PAUSE  # the table's schema is for specs, not every run
+
         options = PAUSE.validate(table, where)
         try:
             return cls(**options)
@@ -113,7 +80,9 @@ class PauseSettings:
         base = self.default_wait if limit.retry_in is None else max(limit.retry_in, 0.0)
         if not self.jitter:
             return base
+        import random  # only a run that meets a usage limit draws jitter
+
         return base + random.Random(seed).uniform(0.0, self.jitter)
 
 
-__all__ = ["DEFAULT_MAX_PAUSE", "DEFAULT_WAIT", "PAUSE", "PauseSettings"]
+__all__ = ["DEFAULT_MAX_PAUSE", "DEFAULT_WAIT", "PauseSettings"]

@@ -8,27 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 from attrs import define, evolve, field, frozen
 
-from ._checkpoints import (
-    Checkpoint,
-    CheckpointDiff,
-    CheckpointError,
-    Checkpointing,
-    CheckpointStore,
-    open_checkpoints,
-)
 from ._clock import Clock
-from ._compaction import Compaction
 from ._events import (
     CheckFailed,
     CheckPassed,
-    CheckpointFailed,
-    CheckpointRestored,
-    CheckpointSaved,
     Event,
     EventSink,
     SinkFailed,
@@ -37,11 +25,18 @@ from ._messages import NO_USAGE, Message, Usage
 from ._model import ModelClient
 from ._pause import PauseSettings
 from ._policy import Policy
-from ._protected import PathGuard, ProtectedPaths, Tampering
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
 from ._tools import Tool
-from ._verification import Baseline, ProtectedPathsChanged
 from ._work_progress import WorkProgress
+
+if TYPE_CHECKING:
+    # The features a plain run does not use load where they are configured or first needed
+    # (a fresh process that runs one turn is a bench target: bench/run.py, W3).
+    from ._checkpoints import Checkpoint, CheckpointDiff, Checkpointing, CheckpointStore
+    from ._compaction import Compaction
+    from ._path_guard import PathGuard
+    from ._protected import ProtectedPaths, Tampering
+    from ._verification import Baseline
 
 T = TypeVar("T")
 
@@ -188,6 +183,13 @@ class RunState:
             return True
         if self.workspace is None:
             return False
+        from ._checkpoints import (
+            CheckpointError,
+            CheckpointFailed,
+            Checkpointing,
+            open_checkpoints,
+        )
+
         settings = settings or Checkpointing()
         try:
             self.checkpoints = await open_checkpoints(
@@ -210,6 +212,8 @@ class RunState:
         store = self.checkpoints
         if store is None:
             return None
+        from ._checkpoints import CheckpointError, CheckpointFailed, CheckpointSaved
+
         at = self.elapsed()
         try:
             saved = await store.save(label, at=at, progress=progress)
@@ -230,6 +234,8 @@ class RunState:
         store = self.checkpoints
         if store is None:
             return None
+        from ._checkpoints import CheckpointError, CheckpointFailed, CheckpointRestored
+
         try:
             # A restore cut off half way would leave a mix of two states: it runs to its end
             # (each git command has its own time limit) even when the run is cancelled.
@@ -270,6 +276,8 @@ class RunState:
         changes = await anyio.to_thread.run_sync(guard.changes, workspace)
         if not changes:
             return await judge(snapshot)
+        from ._verification import ProtectedPathsChanged
+
         self.tampering.extend(changes)
         self.tampered_claims += 1
         self.emit(ProtectedPathsChanged(self.elapsed(), snapshot.agent, snapshot.turns, changes))

@@ -13,7 +13,6 @@ between values stay with the classes that take them (their validators name the k
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -232,6 +231,8 @@ class Variants:
 def _suggestion(value: object, valid: Iterable[Any], *, sep: str = "; ") -> str:
     if not isinstance(value, str):
         return ""
+    import difflib  # only a bad table reaches here
+
     names = [v for v in valid if isinstance(v, str)]
     close = difflib.get_close_matches(value, names, n=1, cutoff=0.6)
     return f"{sep}did you mean {close[0]!r}?" if close else ""

@@ -7,7 +7,6 @@ malformed line are all `FixtureError`s that name the file and the line (and the 
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -26,7 +25,6 @@ from ._errors import (
 from ._events import (
     Event,
     RunHalted,
-    RunPaused,
     ToolCalled,
     ToolServerStarted,
     TurnFinished,
@@ -280,6 +278,8 @@ def _parse_line(row: object, path: str, lineno: int) -> ScriptLine:
 def _did_you_mean(key: str, valid: frozenset[str] | tuple[str, ...]) -> str:
     """What follows "unknown key": the closest valid key when one is close, and the valid
     keys: ``; did you mean 'delay'? (expected some of [...])``."""
+    import difflib  # only a broken fixture reaches here
+
     close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
     guess = f"; did you mean {close[0]!r}?" if close else ""
     return f"{guess} (expected some of {sorted(valid)})"
@@ -490,6 +490,8 @@ def _line_from_response(response: ModelResponse) -> dict[str, Any]:
 
 
 def _line_cut_off(latency: float, next_event: Event) -> dict[str, Any]:
+    from ._pause_events import RunPaused  # loaded with the transcript being read
+
     if isinstance(next_event, RunPaused):  # the call met a usage limit; the run waited
         limit = UsageLimit(
             next_event.source, next_event.message, next_event.retry_in, next_event.resets_at

@@ -14,13 +14,9 @@ import anyio
 from attrs import evolve, frozen
 
 from ._clock import postpone
-from ._compaction import drop_tool_outputs, summary_message, summary_request
 from ._errors import ConfigurationError, FixtureError, ModelError
 from ._events import (
-    ContextCompacted,
     FeedbackInjected,
-    RunPaused,
-    RunResumed,
     SensorRead,
     ToolCalled,
     TurnFinished,
@@ -261,6 +257,8 @@ class Session:
 
         The turn the limit cut off was not executed: it is taken off the turn counts.
         """
+        from ._pause_events import RunPaused, RunResumed  # only a run that meets a limit pauses
+
         run = self._run
         self.turns -= 1
         run.turns -= 1
@@ -321,6 +319,14 @@ class Session:
         messages = self._messages
         if compaction is None or window is None:
             return None
+        # Loaded only by a run that compacts (a Harness given `compaction`).
+        from ._compaction import (
+            ContextCompacted,
+            drop_tool_outputs,
+            summary_message,
+            summary_request,
+        )
+
         if not compaction.due(messages, self._latest_input, window):
             return None
         start, end = compaction.span(messages)

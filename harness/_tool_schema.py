@@ -13,8 +13,6 @@ description. `harness._arguments` checks values against the schema before any co
 from __future__ import annotations
 
 import contextlib
-import datetime
-import decimal
 import enum
 import inspect
 import json
@@ -22,7 +20,6 @@ import re
 import sys
 import types
 import typing
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath
 from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin
@@ -167,7 +164,7 @@ class _Deriver:
         if isinstance(tp, type):
             if issubclass(tp, PurePath):
                 return {"type": "string"}, tp
-            if issubclass(tp, _PYDANTIC_STANDARD) or _is_pydantic_model(tp):
+            if _is_pydantic_standard(tp) or _is_pydantic_model(tp):
                 return self._pydantic(tp)
             if issubclass(tp, enum.Enum):
                 return self._enum(tp)
@@ -370,14 +367,21 @@ class _Deriver:
 
 _MISSING: Any = object()
 
-# Types JSON carries as text that pydantic converts (when it is installed).
-_PYDANTIC_STANDARD = (
-    datetime.date,  # and datetime.datetime
-    datetime.time,
-    datetime.timedelta,
-    uuid.UUID,
-    decimal.Decimal,
-)
+# Types JSON carries as text that pydantic converts (when it is installed), by module. A module
+# not imported yet holds no class an annotation could name, so none is imported for this.
+_PYDANTIC_STANDARD = {
+    "datetime": ("date", "time", "timedelta"),  # date covers datetime
+    "uuid": ("UUID",),
+    "decimal": ("Decimal",),
+}
+
+
+def _is_pydantic_standard(tp: type) -> bool:
+    for name, classes in _PYDANTIC_STANDARD.items():
+        module = sys.modules.get(name)
+        if module is not None and issubclass(tp, tuple(getattr(module, c) for c in classes)):
+            return True
+    return False
 
 
 def _is_pydantic_model(tp: type) -> bool:

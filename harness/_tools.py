@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from attrs import field, frozen
 
@@ -23,11 +23,12 @@ from ._arguments import compile_arguments
 from ._clock import Clock
 from ._errors import ConfigurationError
 from ._messages import ToolCall, ToolSpec
-from ._protected import ProtectedPaths
 from ._state import SessionStore
-from ._threads import run_sync_abandonable
 from ._tool_schema import Convert, compile_converters, parse_docstring, schema_for
 from ._validate import check_positive, got
+
+if TYPE_CHECKING:
+    from ._protected import ProtectedPaths
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -147,6 +148,9 @@ class Tool:
                 if self.is_async:
                     result = await self.fn(**kwargs)
                 else:
+                    # Loaded by the first sync tool: its worker threads are for such tools.
+                    from ._threads import run_sync_abandonable
+
                     result = await run_sync_abandonable(functools.partial(self.fn, **kwargs))
                 return ToolResult(render_result(result))
         except Exception as exc:

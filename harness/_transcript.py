@@ -26,20 +26,16 @@ from typing import Any, ClassVar, TypeVar, cast
 
 from attrs import evolve, field, frozen
 
+from ._checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
+from ._compaction import ContextCompacted
 from ._errors import ConfigurationError, FixtureError
 from ._events import (
     CheckFailed,
     CheckPassed,
-    CheckpointFailed,
-    CheckpointRestored,
-    CheckpointSaved,
-    ContextCompacted,
     Event,
     FeedbackInjected,
     IterationStarted,
     RunHalted,
-    RunPaused,
-    RunResumed,
     RunStarted,
     SensorRead,
     SinkFailed,
@@ -52,6 +48,7 @@ from ._events import (
 from ._files import FileRefused, open_regular_file
 from ._jsonl import load_line
 from ._messages import ModelResponse, ToolCall, Usage
+from ._pause_events import RunPaused, RunResumed
 from ._protected import Change, Tampering
 from ._result import HaltReason
 from ._verification import Baseline, BaselineRecorded, ProtectedPathsChanged, ProtectedPathsRecorded

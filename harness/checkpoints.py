@@ -16,31 +16,52 @@ snapshot in a state folder outside the workspace. A run checkpoints its workspac
 
 import typing
 
-from ._checkpoints import (
-    Checkpoint,
-    CheckpointDiff,
-    CheckpointError,
-    Checkpointing,
-    CheckpointKind,
-    CheckpointStore,
-    NoSuchCheckpoint,
-    NotAWorkspace,
-    best_checkpoint,
-    default_state_dir,
-    improves_on,
-    open_checkpoints,
-)
-from ._events import CheckpointFailed, CheckpointRestored, CheckpointSaved
 from ._lazy import lazy_exports as _lazy_exports
 from ._work_progress import Assessment, WorkProgress
 
 if typing.TYPE_CHECKING:
+    from ._checkpoints import (
+        Checkpoint,
+        CheckpointDiff,
+        CheckpointError,
+        CheckpointFailed,
+        Checkpointing,
+        CheckpointKind,
+        CheckpointRestored,
+        CheckpointSaved,
+        CheckpointStore,
+        NoSuchCheckpoint,
+        NotAWorkspace,
+        best_checkpoint,
+        default_state_dir,
+        improves_on,
+        open_checkpoints,
+    )
     from ._git_checkpoints import REF_PREFIX, GitCheckpoints
     from ._run import CheckpointsTheStart
     from ._snapshot_checkpoints import EXCLUDED, SnapshotCheckpoints
 
-# The stores load on first use: `checks` imports `WorkProgress` from here on every run.
+# The checkpoint machinery loads on first use: `checks` imports `WorkProgress` from here on
+# every run, and a run that keeps no checkpoints never needs the rest.
+_CHECKPOINTS = [
+    "Checkpoint",
+    "CheckpointDiff",
+    "CheckpointError",
+    "CheckpointFailed",
+    "CheckpointKind",
+    "CheckpointRestored",
+    "CheckpointSaved",
+    "CheckpointStore",
+    "Checkpointing",
+    "NoSuchCheckpoint",
+    "NotAWorkspace",
+    "best_checkpoint",
+    "default_state_dir",
+    "improves_on",
+    "open_checkpoints",
+]
 _LAZY = {
+    **dict.fromkeys(_CHECKPOINTS, "harness._checkpoints"),
     "CheckpointsTheStart": "harness._run",
     "REF_PREFIX": "harness._git_checkpoints",
     "GitCheckpoints": "harness._git_checkpoints",

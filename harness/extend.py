@@ -7,21 +7,22 @@ module. The `checks`, `termination` and `strategies`
 packages use only these names (and `harness`'s own): no package imports another's private
 modules (tests/test_architecture.py enforces it).
 
-The config-table descriptions of the model tables (`MODELS`, `PRICE`, `RETRY`) and the reference
-renderers load on first use, so a run that does not read a spec does not pay to import them.
+The config-table schemas (`Schema`, `PAUSE`, `MODELS`, ...), the reference renderers, the
+transcript readers and the verifier's records load on first use, so a run that does not read
+a spec or use those features does not pay to import them.
 """
 
 import typing
 
 from ._clock import Clock, SystemClock
+from ._events import SinkFailed
 from ._files import FileRefused, read_regular_file
 from ._jsonl import check_output_file, dump_json, dump_line
 from ._lazy import lazy_exports
-from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError, find_usage_limit
+from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
 from ._log import LibraryLogger, get_logger
 from ._messages import ModelRequest, ModelResponse, ToolSpec
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
-from ._pause import PAUSE
 from ._policy import (
     CONTINUE,
     Decision,
@@ -35,25 +36,30 @@ from ._policy import (
 )
 from ._run import Run, SingleSession, Strategy
 from ._run_state import RunConfig
-from ._schema import REQUIRED, Key, Schema, Variants
 from ._session import DONE_TOOL, NOT_EXECUTED, Session, SessionEnd, rejection_feedback
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
 from ._streaming import EventStream, stream_events
 from ._tools import as_tools
-from ._transcript import UnknownEvent, UnknownHalt
 from ._validate import check_positive, check_type, of_type, positive
 from ._workspace import open_in_workspace, remove_tree, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
     from ._cli_agent import render_prompt
+    from ._compaction import ContextCompacted
+    from ._limit_messages import find_usage_limit
     from ._notify import NOTIFY, NOTIFY_EVENTS, notifiers_from_config
+    from ._path_guard import PathGuard
+    from ._pause_events import RunPaused, RunResumed
+    from ._pause_table import PAUSE
     from ._process import ProcessResult, run_process
-    from ._protected import PathGuard, ProtectedPaths, Tampering
+    from ._protected import ProtectedPaths, Tampering
     from ._providers._model_config import MODELS
     from ._providers._pricing import PRICE
     from ._providers._retry import RETRY
     from ._reference import render_schema, render_variants
+    from ._schema import REQUIRED, Key, Schema, Variants
     from ._shell import CommandSandbox, is_secret_name
+    from ._transcript import RunTally, TranscriptReader, UnknownEvent, UnknownHalt
     from ._verification import (
         Baseline,
         BaselineRecorded,
@@ -66,6 +72,8 @@ __getattr__, __dir__ = lazy_exports(
     globals(),
     {
         "render_prompt": "harness._cli_agent",
+        "ContextCompacted": "harness._compaction",
+        "find_usage_limit": "harness._limit_messages",
         "NOTIFY": "harness._notify",
         "NOTIFY_EVENTS": "harness._notify",
         "notifiers_from_config": "harness._notify",
@@ -78,7 +86,18 @@ __getattr__, __dir__ = lazy_exports(
         "render_variants": "harness._reference",
         "CommandSandbox": "harness._shell",
         "is_secret_name": "harness._shell",
-        "PathGuard": "harness._protected",
+        "PathGuard": "harness._path_guard",
+        "PAUSE": "harness._pause_table",
+        "RunPaused": "harness._pause_events",
+        "RunResumed": "harness._pause_events",
+        "REQUIRED": "harness._schema",
+        "Key": "harness._schema",
+        "Schema": "harness._schema",
+        "Variants": "harness._schema",
+        "RunTally": "harness._transcript",
+        "TranscriptReader": "harness._transcript",
+        "UnknownEvent": "harness._transcript",
+        "UnknownHalt": "harness._transcript",
         "ProtectedPaths": "harness._protected",
         "Tampering": "harness._protected",
         "Baseline": "harness._verification",
@@ -95,6 +114,7 @@ __all__ = [
     "ChecksConsumed",
     "Clock",
     "CommandSandbox",
+    "ContextCompacted",
     "DONE_TOOL",
     "Decision",
     "EventStream",
@@ -126,6 +146,9 @@ __all__ = [
     "ReadsClock",
     "Run",
     "RunConfig",
+    "RunPaused",
+    "RunResumed",
+    "RunTally",
     "Schema",
     "Scope",
     "ScopesRun",
@@ -135,11 +158,13 @@ __all__ = [
     "SessionStateSnapshot",
     "SessionStore",
     "SingleSession",
+    "SinkFailed",
     "Strategy",
     "SystemClock",
     "Tampering",
     "ToolOutcome",
     "ToolSpec",
+    "TranscriptReader",
     "USAGE_LIMIT",
     "UnknownEvent",
     "UnknownHalt",

@@ -8,9 +8,9 @@ events in memory or drive time by hand import this module too::
 The pytest plugin (``pytest_completion_harness``) builds its fixtures from these names.
 """
 
-from ._clock import FakeClock, FastForwardClock
 from ._errors import FixtureAssertionError
 from ._events import ListSink
+from ._fake_clock import FakeClock, FastForwardClock
 from ._scripted import ScriptedModelClient, fixture_from_transcript, write_fixture
 
 __all__ = [

@@ -6,17 +6,6 @@ import typing
 from harness.extend import lazy_exports as _lazy_exports
 
 from ._budget import Budget
-from ._feedback import (
-    Feedback,
-    FeedbackContext,
-    FeedbackProvider,
-    FeedbackProviderConfig,
-    FeedbackTrigger,
-    Observation,
-    ProviderBindsPerSession,
-    Severity,
-)
-from ._feedback_runner import FeedbackStatistics
 from ._policy import TerminationPolicy
 from ._sensors import (
     Action,
@@ -33,6 +22,17 @@ from ._sensors import (
 if typing.TYPE_CHECKING:
     from ._check_churn import CheckChurnSensor
     from ._context_pressure import ContextPressureSensor
+    from ._feedback import (
+        Feedback,
+        FeedbackContext,
+        FeedbackProvider,
+        FeedbackProviderConfig,
+        FeedbackTrigger,
+        Observation,
+        ProviderBindsPerSession,
+        Severity,
+    )
+    from ._feedback_runner import FeedbackStatistics
     from ._monitor import MonitorStatistics, WorkspaceMonitor, open_workspace_monitor
     from ._no_progress import NoProgressSensor
     from ._oscillation import OscillationSensor
@@ -53,7 +53,19 @@ if typing.TYPE_CHECKING:
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
+_FEEDBACK = [
+    "Feedback",
+    "FeedbackContext",
+    "FeedbackProvider",
+    "FeedbackProviderConfig",
+    "FeedbackTrigger",
+    "Observation",
+    "ProviderBindsPerSession",
+    "Severity",
+]
 _LAZY = {
+    **dict.fromkeys(_FEEDBACK, "._feedback"),
+    "FeedbackStatistics": "._feedback_runner",
     "CheckChurnSensor": "._check_churn",
     "feedback_from_config": "._sensor_config",
     "register_feedback": "._sensor_config",

@@ -23,7 +23,6 @@ from harness import (
 from harness.checkpoints import Assessment
 from harness.extend import (
     CONTINUE,
-    Baseline,
     Clock,
     Decision,
     Limit,
@@ -34,9 +33,6 @@ from harness.extend import (
 )
 
 from ._budget import Budget
-from ._feedback import FeedbackProviderConfig
-from ._feedback_runner import FeedbackRunner, FeedbackStatistics
-from ._fingerprint import DEFAULT_IGNORE
 from ._sensors import (
     BindsPerSession,
     ReadsVerdicts,
@@ -47,6 +43,10 @@ from ._sensors import (
 )
 
 if TYPE_CHECKING:
+    from harness.extend import Baseline
+
+    from ._feedback import FeedbackProviderConfig
+    from ._feedback_runner import FeedbackRunner, FeedbackStatistics
     from ._monitor import WorkspaceMonitor
 
 
@@ -59,6 +59,11 @@ def _sensors(value: Sequence[Sensor]) -> tuple[Sensor, ...]:
 
 
 def _feedback(value: Sequence[Any]) -> tuple[FeedbackProviderConfig, ...]:
+    if isinstance(value, tuple | list) and not value:
+        return ()
+    # Loaded by a policy that has feedback providers: most runs have none.
+    from ._feedback import FeedbackProviderConfig
+
     if isinstance(value, FeedbackProviderConfig):
         value = (value,)
     items = tuple(FeedbackProviderConfig.of(item) for item in value)
@@ -159,6 +164,9 @@ class TerminationPolicy:
             if isinstance(config.provider, ReadsWorkspace):
                 ignores.append(set(config.provider.workspace_ignore))
             if config.trigger.file_appears_glob:
+                # Loaded here: the workspace fingerprints are for policies that watch files.
+                from ._fingerprint import DEFAULT_IGNORE
+
                 ignores.append(set(DEFAULT_IGNORE))
         return frozenset(set.intersection(*ignores)) if ignores else None
 
@@ -255,17 +263,17 @@ class _PolicySession:
             self._sensors = policy.sensors
             self._starting = policy._starters
         # Without providers there is nothing to run: no runner, and nothing for it to hold.
-        self._feedback = (
-            FeedbackRunner(
+        self._feedback: FeedbackRunner | None = None
+        if policy.feedback:
+            from ._feedback_runner import FeedbackRunner
+
+            self._feedback = FeedbackRunner(
                 policy.feedback,
                 budget=policy.budget,
                 clock=clock,
                 limit=limit,
                 max_chars=policy.feedback_max_chars,
             )
-            if policy.feedback
-            else None
-        )
         self._started = False
         self._monitor: WorkspaceMonitor | None = None
         self._watching: tuple[WatchesWorkspace, ...] = ()
@@ -304,6 +312,8 @@ class _PolicySession:
     def statistics(self) -> FeedbackStatistics:
         """The feedback this session's providers gave, oldest first, and their counts."""
         if self._feedback is None:
+            from ._feedback_runner import FeedbackStatistics
+
             return FeedbackStatistics(feedback=(), fired={}, failures={})
         return self._feedback.statistics()
 
@@ -423,6 +433,9 @@ def _read(
 
 def baselines_of(recorded: object) -> tuple[Baseline, ...]:
     """What a check's `prepare` returned, as baselines: one, several, or none."""
+    # Loaded here: only a run whose check prepares needs the verifier's records.
+    from harness.extend import Baseline
+
     if isinstance(recorded, Baseline):
         return (recorded,)
     if isinstance(recorded, tuple | list):

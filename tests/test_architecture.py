@@ -145,8 +145,8 @@ def test_the_top_level_namespace_is_for_users_of_the_loop() -> None:
 
     # 70, the Gemini CLI, Cursor agent and OpenCode clients, names of this round's
     # verification work, the usage-limit pause, and the agent's tools and compaction
-    # (edit_file, search_files, run_command_tool, Compaction, ContextCompacted); the test
-    # keeps growth deliberate.
+    # (edit_file, search_files, run_command_tool, Compaction); the test keeps growth
+    # deliberate.
     assert len(harness.__all__) <= 90
     for internal in ("Session", "PolicySession", "Schema", "FakeClock", "check_positive"):
         assert internal not in harness.__all__

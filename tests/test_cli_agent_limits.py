@@ -19,11 +19,10 @@ from harness import (
     Harness,
     ModelFailed,
     PauseSettings,
-    RunPaused,
     TurnFinished,
     UsageLimitReached,
 )
-from harness.extend import NOT_EXECUTED, Clock
+from harness.extend import NOT_EXECUTED, Clock, RunPaused
 from harness.testing import FakeClock, ListSink
 from termination import Budget, TerminationPolicy
 

@@ -13,16 +13,20 @@ from harness import (
     BudgetExceeded,
     Compaction,
     ConfigurationError,
-    ContextCompacted,
     Harness,
     RecordingModelClient,
     RunResult,
-    RunTally,
     ScriptedModelClient,
-    TranscriptReader,
     workspace_tools,
 )
-from harness.extend import ModelClient, ModelRequest, ModelResponse
+from harness.extend import (
+    ContextCompacted,
+    ModelClient,
+    ModelRequest,
+    ModelResponse,
+    RunTally,
+    TranscriptReader,
+)
 from harness.testing import FakeClock, FixtureAssertionError, ListSink
 from termination import Budget, TerminationPolicy
 

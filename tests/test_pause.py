@@ -25,16 +25,12 @@ from harness import (
     Harness,
     PauseSettings,
     RecordingModelClient,
-    RunPaused,
-    RunResumed,
-    RunTally,
     ScriptedModelClient,
     SessionStateSnapshot,
-    TranscriptReader,
     UsageLimitReached,
     read_transcript,
 )
-from harness.extend import Clock
+from harness.extend import Clock, RunPaused, RunResumed, RunTally, TranscriptReader
 from harness.testing import FakeClock, ListSink, fixture_from_transcript
 from strategies import Ralph, SpecError, load_spec
 from termination import Budget, TerminationPolicy

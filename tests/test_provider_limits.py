@@ -10,9 +10,9 @@ from _provider_server import FakeProvider, FileCheck, Reply, anthropic_body, ope
 from _provider_server import anthropic_client as make_anthropic
 from _provider_server import openai_client as make_openai
 
-from harness import Harness, ModelError, PauseSettings, RetryPolicy, RunPaused, write_file
+from harness import Harness, ModelError, PauseSettings, RetryPolicy, write_file
 from harness._providers._retry import call_with_retry, wait_seconds
-from harness.extend import UsageLimitError
+from harness.extend import RunPaused, UsageLimitError
 from harness.testing import FakeClock, ListSink
 from termination import TerminationPolicy
 

@@ -24,7 +24,6 @@ from harness import (
     RunResult,
     ScriptedModelClient,
     SessionStateSnapshot,
-    TranscriptReader,
     workspace_tools,
 )
 from harness.checkpoints import (
@@ -35,6 +34,7 @@ from harness.checkpoints import (
     CheckpointSaved,
     open_checkpoints,
 )
+from harness.extend import TranscriptReader
 from harness.testing import FakeClock, ListSink, fixture_from_transcript
 from strategies import Ralph, SelfVerifying
 from strategies._spec import spec_from_table

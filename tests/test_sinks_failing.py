@@ -19,11 +19,10 @@ from harness import (
     RecordingModelClient,
     RunResult,
     ScriptedModelClient,
-    SinkFailed,
     list_files,
     write_file,
 )
-from harness.extend import ModelRequest, ModelResponse
+from harness.extend import ModelRequest, ModelResponse, SinkFailed
 from harness.testing import FakeClock, ListSink, fixture_from_transcript, write_fixture
 from strategies._viewer import write_view
 from termination import TerminationPolicy

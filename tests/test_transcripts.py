@@ -22,14 +22,12 @@ from harness import (
     JsonlTranscript,
     ModelFailed,
     RunHalted,
-    RunTally,
     ScriptedModelClient,
-    TranscriptReader,
     Usage,
     read_transcript,
 )
 from harness._jsonl import MAX_DEPTH
-from harness.extend import UnknownEvent, UnknownHalt
+from harness.extend import RunTally, TranscriptReader, UnknownEvent, UnknownHalt
 from harness.testing import ListSink, fixture_from_transcript
 from strategies._cli import main
 from strategies._viewer import build_view, read_for_view, render_page

@@ -9,7 +9,6 @@ import argparse
 import signal
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 from typing import Any
 
 from . import _board, _check, _checkpoints, _hook, _reference, _run, _view
@@ -24,7 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="harness",
         description="Run LLM agents unattended; do not let them stop before the work is done.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in SUBCOMMANDS:
         module.register(sub)
@@ -41,7 +40,21 @@ def chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     return parser
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed version, looked up only when asked (importing
+    `importlib.metadata` costs every other command more than it takes to run some)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        print(f"{parser.prog} {_version()}")  # to stdout, as argparse's own version action
+        parser.exit()
+
+
 def _version() -> str:
+    from importlib import metadata
+
     try:
         return metadata.version("completion-harness")
     except metadata.PackageNotFoundError:  # pragma: no cover - run from a bare checkout

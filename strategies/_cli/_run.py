@@ -28,9 +28,8 @@ from harness import (
     ModelClient,
     RecordingModelClient,
     RunResult,
-    SinkFailed,
 )
-from harness.extend import SystemClock, check_output_file, dump_json, remove_tree
+from harness.extend import SinkFailed, SystemClock, check_output_file, dump_json, remove_tree
 from harness.testing import FastForwardClock
 from termination import TerminationPolicy
 
@@ -330,6 +329,11 @@ def events_dropped() -> Any:
     """A logger for the run that drops the events the progress display shows (all but a
     sink's failure, which the outcome names only at the end) and passes every other warning
     on to stderr."""
+    # The features' events are defined in modules that load on first use, perhaps later in
+    # the run; the transcript reader reads every event, so importing it defines them all.
+    import harness.extend
+
+    harness.extend.TranscriptReader  # noqa: B018
     names = _event_names(Event) - {SinkFailed.name}
 
     def drop(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:

@@ -12,11 +12,11 @@ from harness import (
     IterationStarted,
     RunHalted,
     RunStarted,
-    RunTally,
     ToolCalled,
     TurnFinished,
     TurnStarted,
 )
+from harness.extend import RunTally
 from termination import Budget
 
 

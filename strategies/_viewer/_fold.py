@@ -29,18 +29,16 @@ from harness import (
     IterationStarted,
     RunHalted,
     RunStarted,
-    RunTally,
     SensorRead,
     ToolCall,
     ToolCalled,
-    TranscriptReader,
     TurnFinished,
     TurnStarted,
     Usage,
     VerdictReached,
 )
 from harness.checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
-from harness.extend import BaselineRecorded, ProtectedPathsChanged
+from harness.extend import BaselineRecorded, ProtectedPathsChanged, RunTally, TranscriptReader
 
 from ._records import (
     CallView,

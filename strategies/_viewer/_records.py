@@ -11,7 +11,8 @@ from typing import IO, Any, Literal
 
 from attrs import field, frozen
 
-from harness import RunTally, Usage
+from harness import Usage
+from harness.extend import RunTally
 
 Tone = Literal["good", "bad", "warn", "info"]
 

@@ -39,11 +39,9 @@ from harness import (
     EventSink,
     IterationStarted,
     JsonlTranscript,
-    RunPaused,
-    RunResumed,
     VerdictReached,
 )
-from harness.extend import EventStream, LibraryLogger, stream_events
+from harness.extend import EventStream, LibraryLogger, RunPaused, RunResumed, stream_events
 
 from ._attempt import AttemptOutcome, AttemptSpec, AttemptWatcher
 from ._board_config import (

@@ -27,12 +27,10 @@ from harness import (
     FixtureError,
     IterationStarted,
     RunHalted,
-    RunResumed,
-    RunTally,
-    TranscriptReader,
     TurnFinished,
 )
 from harness.checkpoints import CheckpointSaved, improves_on
+from harness.extend import RunResumed, RunTally, TranscriptReader
 
 
 @frozen

@@ -1,0 +1,172 @@
+"""What a fresh process loads: importing the packages and running a plain one-turn session
+must not pull in the features it does not use, nor the heavy standard-library modules they
+need (a fresh process that runs one turn is a bench target: bench/run.py, W3).
+
+A correctness test about laziness, read from `sys.modules` in a fresh interpreter; it
+measures no time.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+# The harness's feature modules, loaded where a run is configured with the feature (or a
+# spec, a transcript reader, a provider... is first used), never by a plain run.
+FEATURES = (
+    "harness._agent_clients",
+    "harness._builtin_tools",
+    "harness._checkpoints",
+    "harness._cli_agent",
+    "harness._compaction",
+    "harness._edit_tools",
+    "harness._fake_clock",
+    "harness._git_checkpoints",
+    "harness._limit_messages",
+    "harness._notify",
+    "harness._otel",
+    "harness._path_guard",
+    "harness._pause_events",
+    "harness._pause_table",
+    "harness._plan",
+    "harness._process",
+    "harness._providers",
+    "harness._reaper",
+    "harness._recording",
+    "harness._reference",
+    "harness._schema",
+    "harness._shell",
+    "harness._snapshot_checkpoints",
+    "harness._threads",
+    "harness._transcript",
+    "harness._verification",
+    "checks._check_config",
+    "checks._sandbox",
+    "checks._sql",
+    "checks._test_suite",
+    "termination._feedback",
+    "termination._feedback_runner",
+    "termination._fingerprint",
+    "termination._keys",
+    "termination._monitor",
+    "termination._sensor_config",
+    "strategies._cli",
+    "strategies._ralph",
+    "strategies._spec",
+    "strategies.board",
+)
+
+# Standard-library modules only features need. One that the dependencies (asyncio, anyio and
+# its event loop backend, attrs, structlog) load by themselves is not counted against us.
+HEAVY_STDLIB = (
+    "csv",
+    "decimal",
+    "difflib",
+    "email",
+    "http",
+    "http.client",
+    "queue",
+    "random",
+    "shutil",
+    "sqlite3",
+    "tempfile",
+    "tomllib",
+    "urllib.request",
+    "zoneinfo",
+)
+
+PLAIN_RUN = """
+import anyio
+import checks, harness, strategies, termination
+
+async def add(a: int, b: int) -> int:
+    return a + b
+
+model = harness.ScriptedModelClient.from_responses(
+    [{"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]}, {"text": "done"}]
+)
+policy = termination.TerminationPolicy(
+    budget=termination.Budget(max_turns=5),
+    sensors=[termination.RepeatedToolCallSensor(), termination.ConsecutiveToolErrorsSensor()],
+    completion_check=checks.AlwaysComplete(),
+)
+h = harness.Harness(model=model, policy=policy, tools=[add], strategy=strategies.Loop())
+result = anyio.run(h.run, "Add, then say done.")
+assert result.verified, result
+"""
+
+
+def loaded_by(code: str) -> set[str]:
+    """The modules in `sys.modules` after `code` runs in a fresh interpreter."""
+    script = code + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))\n"
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    return set(json.loads(out.splitlines()[-1]))
+
+
+@pytest.fixture(scope="module")
+def by_dependencies() -> set[str]:
+    return loaded_by(
+        "import asyncio, anyio, attrs, structlog\n"
+        "async def nothing() -> None: ...\n"
+        "anyio.run(nothing)\n"
+    )
+
+
+def unwanted(loaded: set[str], by_dependencies: set[str]) -> list[str]:
+    features = [m for m in loaded if m.startswith(FEATURES)]
+    stdlib = [m for m in HEAVY_STDLIB if m in loaded and m not in by_dependencies]
+    return sorted(features + stdlib)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import harness",
+        "import harness.extend, harness.checkpoints",
+        "import checks, harness, strategies, termination",
+        PLAIN_RUN,
+    ],
+    ids=["harness", "audience modules", "four packages", "plain run"],
+)
+def test_a_plain_run_loads_no_feature_it_does_not_use(code: str, by_dependencies: set[str]) -> None:
+    """Importing the packages, and a one-turn run with a tool, load none of the feature
+    modules and none of the heavy standard-library modules only features need."""
+    assert unwanted(loaded_by(code), by_dependencies) == []
+
+
+def test_structlog_loads_only_when_a_line_is_printed() -> None:
+    """A run in a host that configured no logging drops every line before rendering it, so
+    structlog is never imported; once `logging` prints, the lines are structlog's logfmt."""
+    assert "structlog" not in loaded_by(PLAIN_RUN)
+    assert "structlog" in loaded_by(
+        "import logging\nlogging.basicConfig(level=logging.INFO)\n" + PLAIN_RUN
+    )
+
+
+def test_a_configured_feature_loads_its_module(by_dependencies: set[str]) -> None:
+    """The guard can fail: configuring a feature loads the modules it is looking for."""
+    loaded = loaded_by(
+        "import harness, termination\n"
+        "harness.Harness(model=harness.ScriptedModelClient.from_responses([]),"
+        " policy=termination.TerminationPolicy(), checkpoints=True,"
+        " compaction='drop_tool_outputs', context_window=1000)\n"
+    )
+    assert {"harness._checkpoints", "harness._compaction"} <= set(unwanted(loaded, by_dependencies))
+
+
+def test_the_pytest_plugin_imports_nothing_of_the_packages() -> None:
+    """pytest imports the plugin in every process of a user who installed the package: it
+    loads none of the four packages (nor their dependencies) until a test uses a fixture."""
+    loaded = loaded_by("import pytest_completion_harness")
+    ours = ("harness", "checks", "termination", "strategies", "anyio", "attr", "structlog")
+    assert sorted(m for m in loaded if m.split(".")[0] in ours) == []
