@@ -44,7 +44,6 @@ from ._events import (
 )
 from ._harness import Harness
 from ._lazy import lazy_exports as _lazy_exports
-from ._mcp import MCPServer
 from ._messages import FEEDBACK_TAG, Message, Role, ToolCall, Usage
 from ._model import ModelClient
 from ._pause import PauseSettings
@@ -78,6 +77,7 @@ if typing.TYPE_CHECKING:
     from ._cli_agent import CliAgentClient
     from ._compaction import Compaction
     from ._edit_tools import edit_file, search_files
+    from ._mcp import MCPServer
     from ._notify import Notifier
     from ._otel import OtelSink
     from ._plan import Plan, PlanStep, update_plan
@@ -101,6 +101,7 @@ _LAZY = {
     "write_file": "._builtin_tools",
     "CliAgentClient": "._cli_agent",
     "Compaction": "._compaction",
+    "MCPServer": "._mcp",
     "edit_file": "._edit_tools",
     "search_files": "._edit_tools",
     "CursorAgentClient": "._agent_clients",

@@ -16,8 +16,6 @@ from ._clock import Clock, SystemClock
 from ._errors import ConfigurationError, FixtureError
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
 from ._jsonl import check_output_file
-from ._mcp import MCPServer, check_servers
-from ._mcp_tools import check_sdk_or_replay, open_tool_servers
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._pause import PauseSettings
 from ._policy import Policy, ProtectsPaths, ScopesRun
@@ -40,6 +38,7 @@ from ._validate import check_positive, check_type, got
 if TYPE_CHECKING:
     from ._checkpoints import Checkpointing
     from ._compaction import Compaction
+    from ._mcp import MCPServer
 
 
 # The features below load only when a harness is configured with them: a fresh process that
@@ -126,8 +125,13 @@ class Harness:
                 "'compaction' needs the model's context window: set context_window too"
             )
         self._tools = as_tools(self.tools)
-        self.mcp_servers = check_servers(self.mcp_servers)
-        check_sdk_or_replay(self.mcp_servers, self.model)
+        if self.mcp_servers != ():
+            # MCP's modules load with the first harness that has servers, not with the package.
+            from ._mcp import check_servers
+            from ._mcp_tools import check_sdk_or_replay
+
+            self.mcp_servers = check_servers(self.mcp_servers)
+            check_sdk_or_replay(self.mcp_servers, self.model)
         # Protocols asked once, not per run: on Python 3.11 each question costs ~10 µs.
         self._scoped = isinstance(self.policy, ScopesRun)
         self._script = (self.model,) if isinstance(self.model, ChecksConsumed) else ()
@@ -273,6 +277,8 @@ class Harness:
     async def _begin_and_run(self, run: Run) -> HaltReason:
         if not self.mcp_servers:
             return await self._begin_and_run_strategy(run)
+        from ._mcp_tools import open_tool_servers
+
         # Started first: a server that cannot start ends the run before anything costly (a
         # baseline's test suite, a model call) has run; closed last, however the run ends.
         async with open_tool_servers(self.mcp_servers, run) as started:

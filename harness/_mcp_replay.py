@@ -25,19 +25,14 @@ from attrs import define, field, frozen
 
 from ._errors import FixtureAssertionError, FixtureError, FixtureUnconsumed
 from ._messages import ToolCall
+from ._scripted import CALL_KEY, SERVER_KEY
 from ._tools import ToolResult
 
-SERVER_KEY = "mcp_server"
-CALL_KEY = "mcp_call"
 _SERVER_KEYS = frozenset({SERVER_KEY, "tools", "comment"})
 _TOOL_KEYS = frozenset({"name", "tool", "description", "input_schema", "read_only"})
 _CALL_LINE_KEYS = frozenset({CALL_KEY, "result", "comment"})
 _CALL_KEYS = frozenset({"server", "tool", "agent", "id", "name", "arguments"})
 _RESULT_KEYS = frozenset({"content", "is_error"})
-
-
-def is_mcp_line(row: Mapping[str, Any]) -> bool:
-    return SERVER_KEY in row or CALL_KEY in row
 
 
 @frozen
@@ -105,8 +100,8 @@ class ToolServerScript:
     _used: list[bool] = field(factory=list)
 
     def add(self, row: Mapping[str, Any], lineno: int) -> None:
-        """Parse one MCP line (`is_mcp_line`); a malformed one is a `FixtureError` naming the
-        file, the line and the field."""
+        """Parse one MCP line (one with a `mcp_server` or `mcp_call` key); a malformed one is a
+        `FixtureError` naming the file, the line and the field."""
 
         def fail(key: str, message: str) -> FixtureError:
             return FixtureError(message, path=self.path, line=lineno, field=key)

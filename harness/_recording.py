@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -30,9 +30,11 @@ from ._errors import ModelError
 from ._jsonl import LineFile
 from ._limits import UsageLimit, UsageLimitError
 from ._log import LibraryLogger
-from ._mcp_replay import ToolServerScript
 from ._messages import ModelRequest, ModelResponse
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
+
+if TYPE_CHECKING:
+    from ._mcp_replay import ToolServerScript
 
 _log = LibraryLogger("harness.recording")
 
@@ -68,6 +70,8 @@ class RecordingModelClient:
     def tool_server_script(self) -> ToolServerScript | None:
         """The inner client's recorded MCP lines, when it replays a fixture that has them:
         the servers are then served from there (and recorded again here)."""
+        from ._mcp_replay import ToolServerScript
+
         script = getattr(self.inner, "tool_server_script", None)
         return script if isinstance(script, ToolServerScript) else None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
@@ -32,10 +32,17 @@ from ._events import (
 )
 from ._jsonl import dump_line, json_rows, read_lines
 from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
-from ._mcp_replay import RecordedTool, ToolServerScript, call_line, is_mcp_line, server_line
 from ._messages import ModelRequest, ModelResponse, ToolCall, Usage
 from ._result import ModelFailed, UsageLimitReached
 from ._tools import ToolResult
+
+if TYPE_CHECKING:
+    from ._mcp_replay import RecordedTool, ToolServerScript
+
+# A fixture's MCP lines (a server's listing, a call and its result) are told apart by these keys;
+# `_mcp_replay` reads them.
+SERVER_KEY = "mcp_server"
+CALL_KEY = "mcp_call"
 
 _LINE_KEYS = frozenset(
     {
@@ -211,8 +218,10 @@ def parse_fixture(
     script: list[ScriptLine] = []
     servers: ToolServerScript | None = None
     for n, row in json_rows(lines, path, comments=True):
-        if isinstance(row, dict) and is_mcp_line(row):
+        if isinstance(row, dict) and (SERVER_KEY in row or CALL_KEY in row):
             if servers is None:
+                from ._mcp_replay import ToolServerScript  # with the first MCP line
+
                 servers = ToolServerScript(path)
             servers.add(row, n)
         else:
@@ -435,6 +444,7 @@ def fixture_from_transcript(path: str | Path, *, agent: str | None = None) -> li
     and calls become MCP lines (``docs/mcp.md``), so the replay needs none of its servers.
     The transcript is read one event at a time: only the fixture lines are kept.
     """
+    from ._mcp_replay import call_line, server_line
     from ._transcript import TranscriptReader
 
     lines: list[dict[str, Any]] = []
@@ -468,6 +478,8 @@ def fixture_from_transcript(path: str | Path, *, agent: str | None = None) -> li
 
 
 def _recorded_tools(event: ToolServerStarted) -> tuple[RecordedTool, ...]:
+    from ._mcp_replay import RecordedTool
+
     return tuple(
         RecordedTool(
             str(t.get("name", "")),
