@@ -58,7 +58,6 @@ from ._hook_args import (
     EXIT_OK,
     register,
 )
-from ._hook_install import install_hook
 from ._signals import SignalCancel
 from ._stop_core import (
     HookPayloadError,
@@ -242,6 +241,8 @@ def handle_stop(args: argparse.Namespace) -> int:
 
 
 def handle_install(args: argparse.Namespace) -> int:
+    from ._hook_install import install_hook  # not needed at each stop
+
     try:
         load_spec(args.spec, purpose="checks")  # a hook on a broken spec would only warn later
         done = install_hook(
