@@ -2,7 +2,7 @@
 
     python bench/board.py                     # 10,000 tasks, 100 agents, asyncio and trio
     python bench/board.py --tasks 1000 --agents 50 --backend trio --delay 0.01
-    python bench/board.py --ray-tasks 500     # and the Ray engine on a local cluster
+    python bench/board.py --ray-only --ray-tasks 10,30 --agents 10   # the Ray engine only
 
 Each task is a task file (a plain loop, a files check, a budget) whose scripted agent
 (`ScriptedModelClient`) writes the task's file and claims done: two model calls, one tool
@@ -23,10 +23,15 @@ Then `harness board status` on the finished board (all tasks complete): the comm
 time, in this process (target: at most 50 ms), and a fresh `harness board status` process
 for information (Python's start-up included).
 
-With `--ray-tasks N`: N tasks on a board whose engine is Ray (`--engine ray`, a local
-cluster started here), against the same N tasks through plain runs, and Ray's own cost of a
-task (N empty remote tasks, as many at a time as the board has agents): the board's
-overhead per attempt on Ray set beside Ray's per-task overhead.
+With `--ray-tasks N1,N2,...`: at each count, on a fresh local Ray instance each time, a board
+whose engine is Ray (`--engine ray`), Ray's own tasks (an empty remote function, and one
+that imports the harness as an attempt's worker must), and plain runs of the same tasks
+without Ray, `--agents` at a time. A line fitted through each side's medians splits its
+wall and CPU time (this process and the Ray instance's) into a cost per task, the slope,
+and a fixed cost, the intercept: Ray starting worker processes and the code they import.
+The board's overhead per attempt is its slope less plain runs' slope, set beside Ray's own
+per task; its fixed cost beside that of Ray tasks importing the harness. Times include
+writing the task files on the board's and plain side alike.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import argparse
 import contextlib
 import io
 import logging
+import os
 import shutil
 import statistics
 import subprocess
@@ -209,62 +215,159 @@ def status_times(folder: Path, repeat: int = 5) -> tuple[float, float]:
     return statistics.median(inside), statistics.median(process)
 
 
-def ray_figures(count: int, agents: int, delay: float) -> None:
-    """The board on Ray against plain runs of the same tasks, and Ray's own cost of a task."""
+def _cluster_cpu() -> float:
+    """CPU seconds (user + system) used so far by this process's descendants: the local Ray
+    instance's GCS, raylet and workers. Read from /proc (Linux); NaN elsewhere."""
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    parent: dict[int, int] = {}
+    used: dict[int, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # the process ended meanwhile
+            continue
+        fields = text[text.rindex(")") + 2 :].split()  # the name may hold spaces
+        pid = int(stat.parent.name)
+        parent[pid] = int(fields[1])
+        used[pid] = (int(fields[11]) + int(fields[12])) / ticks
+    if not used:
+        return float("nan")
+    me, total = os.getpid(), 0.0
+    for pid, cpu in used.items():
+        up = parent.get(pid)
+        while up is not None and up > 1 and up != me:
+            up = parent.get(up)
+        if up == me:
+            total += cpu
+    return total
+
+
+def _fit(points: dict[int, float]) -> tuple[float, float]:
+    """Least-squares line through (count, seconds): (seconds per task, fixed seconds)."""
+    xs, ys = list(points), list(points.values())
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mx) ** 2 for x in xs
+    )
+    return slope, my - slope * mx
+
+
+def ray_figures(counts: list[int], agents: int, delay: float, repeat: int, cpus: float) -> None:
+    """The board on Ray, plain runs and Ray's own tasks at several task counts: a line fitted
+    through each side's medians splits its time into a cost per task (the slope) and a fixed
+    cost (the intercept: starting worker processes, importing code in them)."""
     try:
         import ray
     except ImportError:
         print("Ray: not installed (pip install 'completion-harness[ray]'); skipped")
         return
-    started = time.perf_counter()
-    try:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    except Exception as exc:
-        print(f"Ray: a local cluster could not start here ({type(exc).__name__}: {exc})")
-        return
-    try:
-        print(f"Ray: local cluster started in {time.perf_counter() - started:.1f} s")
 
-        @ray.remote(num_cpus=0)
-        def empty() -> None:
-            return None
+    def empty() -> None:
+        return None
 
-        ray.get([empty.remote() for _ in range(50)])  # warm the workers
+    def importing() -> None:
+        import strategies.board  # noqa: F401  (what a board attempt's worker imports)
 
-        def ray_tasks() -> float:
-            start = time.perf_counter()
+    async def on_ray(folder: Path, tasks: tuple[BoardTask, ...], agents: int, delay: float) -> int:
+        return await run_board(folder, tasks, agents, delay, RayEngine(num_cpus=cpus))
+
+    def ray_tasks(function: Callable[[], None]) -> Callable[[int], None]:
+        def run(count: int) -> None:
+            remote = ray.remote(num_cpus=cpus)(function)
             pending: list[Any] = []
             for _ in range(count):
                 if len(pending) >= agents:
                     _, pending = ray.wait(pending, num_returns=1)
-                pending.append(empty.remote())
+                pending.append(remote.remote())
             ray.get(pending)
-            return (time.perf_counter() - start) / count
 
-        async def on_ray(
-            folder: Path, tasks: tuple[BoardTask, ...], agents: int, delay: float
-        ) -> int:
-            return await run_board(folder, tasks, agents, delay, RayEngine(num_cpus=0))
+        return run
 
-        per_ray_task = ray_tasks()
-        board_wall, _ = measure(on_ray, count, agents, delay, "asyncio")
-        plain_wall, _ = measure(run_plain_with_transcripts, count, agents, delay, "asyncio")
-        overhead = (board_wall - plain_wall) / count
+    def board(count: int) -> None:
+        measure(on_ray, count, agents, delay, "asyncio")
+
+    def plain(count: int) -> None:
+        measure(run_plain_with_transcripts, count, agents, delay, "asyncio")
+
+    sides: dict[str, tuple[Callable[[int], None], bool]] = {
+        "plain+t (no Ray)": (plain, False),
+        "Ray: empty task": (ray_tasks(empty), True),
+        "Ray: task importing the harness": (ray_tasks(importing), True),
+        "board on Ray": (board, True),
+    }
+    # Each sample on Ray gets a fresh local instance, so every side starts from the same
+    # state: Ray's pre-started workers, nothing of ours imported in them yet.
+    starts: list[float] = []
+    wall: dict[str, dict[int, list[float]]] = {n: {c: [] for c in counts} for n in sides}
+    cpu: dict[str, dict[int, list[float]]] = {n: {c: [] for c in counts} for n in sides}
+    for _ in range(repeat):  # interleaved, so a busy moment hits every side
+        for count in counts:
+            for name, (side, on_a_cluster) in sides.items():
+                if on_a_cluster:
+                    started = time.perf_counter()
+                    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+                    starts.append(time.perf_counter() - started)
+                try:
+                    before = (time.perf_counter(), time.process_time() + _cluster_cpu())
+                    side(count)
+                    wall[name][count].append(time.perf_counter() - before[0])
+                    cpu[name][count].append(time.process_time() + _cluster_cpu() - before[1])
+                finally:
+                    if on_a_cluster:
+                        ray.shutdown()
+    print(
+        f"Ray: a local 2-CPU instance per sample (started in {statistics.median(starts):.1f} s, "
+        f"not counted); attempts and Ray tasks ask for {cpus:g} CPU, {agents} at a time; "
+        f"median of {repeat}; CPU is this process and the Ray instance's processes"
+    )
+    head = "".join(f"{f'{c} tasks':>16}" for c in counts)
+    print(f"{'side':<32}{head}   wall per task, fixed  | CPU per task, fixed")
+    fits: dict[str, tuple[float, float, float, float]] = {}
+    for name in sides:
+        walls = {c: statistics.median(v) for c, v in wall[name].items()}
+        cpus_ = {c: statistics.median(v) for c, v in cpu[name].items()}
+        fits[name] = (*_fit(walls), *_fit(cpus_))
+        cells = "".join(f"{walls[c]:>7.2f}s {cpus_[c]:>6.2f}s" for c in counts)
+        w, wf, c, cf = fits[name]
         print(
-            f"Ray, {count} tasks, {agents} at a time (asyncio): board {board_wall:.2f} s, "
-            f"plain+t {plain_wall:.2f} s; the board's overhead per attempt on Ray "
-            f"{overhead * 1e3:.2f} ms, Ray's own per task {per_ray_task * 1e3:.2f} ms "
-            f"({overhead / per_ray_task:.1f}x Ray's)"
+            f"{name:<32}{cells}   {w * 1e3:>6.1f} ms {wf:>6.2f} s | {c * 1e3:>6.1f} ms {cf:>6.2f} s"
         )
-    finally:
-        ray.shutdown()
+    board_w, board_wf, board_c, board_cf = fits["board on Ray"]
+    plain_w, _, plain_c, _ = fits["plain+t (no Ray)"]
+    empty_w, _, empty_c, _ = fits["Ray: empty task"]
+    _, import_wf, _, import_cf = fits["Ray: task importing the harness"]
+    print(
+        f"the board's overhead per attempt on Ray (slope over plain+t's): "
+        f"{(board_w - plain_w) * 1e3:.1f} ms wall, {(board_c - plain_c) * 1e3:.1f} ms CPU; "
+        f"Ray's own per task: {empty_w * 1e3:.1f} ms wall, {empty_c * 1e3:.1f} ms CPU"
+    )
+    print(
+        f"fixed cost of a board on Ray: {board_wf:.2f} s wall, {board_cf:.2f} s CPU; of Ray "
+        f"tasks importing the harness: {import_wf:.2f} s wall, {import_cf:.2f} s CPU"
+    )
+
+
+def _counts(text: str) -> list[int]:
+    counts = sorted({int(word) for word in text.split(",") if word.strip()})
+    if len(counts) < 2 or counts[0] < 1:
+        raise argparse.ArgumentTypeError(
+            f"give at least two different positive task counts, e.g. 10,30 (got {text!r})"
+        )
+    return counts
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=10_000)
     parser.add_argument("--agents", type=int, default=100)
-    parser.add_argument("--ray-tasks", type=int, default=0, help="tasks on Ray (0: skip)")
+    parser.add_argument(
+        "--ray-tasks",
+        type=_counts,
+        default=[],
+        help="task counts on Ray, e.g. 10,30 (at least two: a line is fitted; none: skip)",
+    )
+    parser.add_argument("--ray-cpus", type=float, default=0.0, help="CPUs per Ray attempt")
+    parser.add_argument("--ray-only", action="store_true", help="only the Ray figures")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds per model call")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--backend", choices=["asyncio", "trio", "both"], default="both")
@@ -273,8 +376,18 @@ def main() -> int:
         wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
         cache_logger_on_first_use=True,
     )
-    backends = ["asyncio", "trio"] if args.backend == "both" else [args.backend]
     started = time.perf_counter()
+    failed = False if args.ray_only else local_figures(args)
+    if args.ray_tasks:
+        ray_figures(args.ray_tasks, args.agents, args.delay, args.repeat, args.ray_cpus)
+    print(f"(bench took {time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def local_figures(args: argparse.Namespace) -> bool:
+    """The board against plain runs on asyncio and trio, and `board status`: whether a
+    target was missed."""
+    backends = ["asyncio", "trio"] if args.backend == "both" else [args.backend]
     folder = Path(tempfile.mkdtemp(prefix="board-bench-load-"))
     write_board(folder, args.tasks)
     load = time.perf_counter()
@@ -329,10 +442,7 @@ def main() -> int:
         f"(target <= {STATUS_TARGET_MS:g} ms): {'PASS' if met else 'FAIL'}; "
         f"{process * 1e3:.0f} ms as a fresh process (info)"
     )
-    if args.ray_tasks:
-        ray_figures(args.ray_tasks, args.agents, args.delay)
-    print(f"(bench took {time.perf_counter() - started:.0f} s)", file=sys.stderr)
-    return 1 if failed else 0
+    return failed
 
 
 if __name__ == "__main__":

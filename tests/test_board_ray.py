@@ -13,7 +13,17 @@ from typing import Any
 import pytest
 from _board_support import make_board, task_toml, writes
 
-from strategies.board import Board, BoardEvent, RayEngine, open_store
+from harness import ModelClient
+from strategies.board import (
+    Agent,
+    AttemptInfo,
+    Board,
+    BoardEvent,
+    BoardSettings,
+    RayEngine,
+    load_tasks,
+    open_store,
+)
 
 ray = pytest.importorskip("ray")
 
@@ -127,3 +137,31 @@ def test_the_command_line_joins_a_running_cluster(tmp_path: Path, local_ray: Non
     assert done.stdout.splitlines()[-1] == "1 complete"
     with open_store(tmp_path / ".board") as store:
         assert [a.engine for a in store.attempts()] == ["ray"]
+
+
+@pytest.mark.anyio
+async def test_an_attempt_that_raises_on_a_worker_is_retried_with_its_own_error(
+    tmp_path: Path, local_ray: None
+) -> None:
+    """An exception out of an attempt on a worker ends it as a transient failure whose
+    message is that exception's type and words, as plain text: Ray's own text for it (the
+    worker's name in terminal colours) never reaches the board."""
+
+    def no_model(info: AttemptInfo) -> ModelClient:
+        raise RuntimeError(f"no model for {info.task}")
+
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "a.toml").write_text(task_toml("a"))
+    board = Board(
+        tasks=load_tasks(tmp_path / "tasks"),
+        agents=[Agent(role="w", model=no_model)],
+        state=tmp_path / "state",
+        settings=BoardSettings(workspace=tmp_path, max_attempts=2),
+        engine=RayEngine(),
+    )
+    events = await _run(board)
+    retried = [e.message for e in events if e.kind == "task.retried"]
+    assert retried == [
+        "transient failure, will try again: the Ray worker failed: RuntimeError: no model for a"
+    ]
+    assert [e.kind for e in events][-2:] == ["task.failed", "board.finished"]

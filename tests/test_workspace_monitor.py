@@ -148,7 +148,9 @@ async def test_a_subprocess_write_just_before_the_turn_ends_is_progress(tmp_path
     monitor: WorkspaceMonitor = SEEN["monitor"]
     assert monitor.mode == "watch"
     assert [path for _, path in monitor.since(0)] == ["a.txt", "deep/er/b.txt"]
-    assert monitor.statistics().settles >= 3
+    # The still turn settles before it halts; a writing turn settles only when its events had
+    # not arrived by the turn's end, which depends on how busy the machine is.
+    assert monitor.statistics().settles >= 1
 
 
 async def test_a_glob_trigger_fires_on_the_turn_a_subprocess_wrote_the_file(

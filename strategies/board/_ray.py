@@ -112,10 +112,7 @@ class RayEngine:
                     )
                 except ray.exceptions.RayError as exc:
                     settled = True
-                    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                    return AttemptOutcome(
-                        "retry", f"the Ray worker failed: {type(exc).__name__}: {first}"
-                    )
+                    return AttemptOutcome("retry", f"the Ray worker failed: {_describe(exc)}")
                 if item is None:
                     settled = True
                     return AttemptOutcome("retry", "the Ray worker ended without an outcome")
@@ -129,6 +126,17 @@ class RayEngine:
         finally:
             if not settled:  # cancelled from outside: stop the worker too
                 ray.cancel(generator, force=True)
+
+
+def _describe(exc: BaseException) -> str:
+    """One line of plain text for what failed on a worker. For an exception the attempt
+    raised, Ray's own text is the worker's name in terminal colours and its pid: the
+    exception itself (`cause`) says what happened."""
+    cause = getattr(exc, "cause", None)
+    error = cause if isinstance(cause, BaseException) else exc
+    lines = str(error).strip().splitlines()
+    text = f"{type(error).__name__}: {lines[0] if lines else ''}"
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def _next(generator: Any) -> Any:
