@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-from typing import Any
 
 from checks.extend import CHECKS, SANDBOXES
 from harness.extend import MODELS, NOTIFY, PAUSE, PRICE, RETRY, render_schema, render_variants
@@ -133,15 +131,6 @@ def render() -> str:
         render_schema(NOTIFY),
     ]
     return "\n".join(s.rstrip() + "\n" for s in sections)
-
-
-def register(sub: Any) -> None:
-    parser = sub.add_parser(
-        "spec-reference",
-        help="print the reference of every spec key (docs/spec-reference.md)",
-    )
-    parser.add_argument("-o", "--output", type=Path, help="write the page here instead")
-    parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
