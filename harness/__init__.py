@@ -36,6 +36,7 @@ from ._events import (
     SensorRead,
     StructlogSink,
     ToolCalled,
+    ToolServerStarted,
     TurnFinished,
     TurnStarted,
     VerdictReached,
@@ -56,6 +57,7 @@ from ._result import (
     RunResult,
     SensorTripped,
     SessionTranscript,
+    ToolServerFailed,
     UsageLimitReached,
 )
 from ._run import DEFAULT_SYSTEM_PROMPT
@@ -75,6 +77,7 @@ if typing.TYPE_CHECKING:
     from ._cli_agent import CliAgentClient
     from ._compaction import Compaction
     from ._edit_tools import edit_file, search_files
+    from ._mcp import MCPServer
     from ._notify import Notifier
     from ._otel import OtelSink
     from ._plan import Plan, PlanStep, update_plan
@@ -98,6 +101,7 @@ _LAZY = {
     "write_file": "._builtin_tools",
     "CliAgentClient": "._cli_agent",
     "Compaction": "._compaction",
+    "MCPServer": "._mcp",
     "edit_file": "._edit_tools",
     "search_files": "._edit_tools",
     "CursorAgentClient": "._agent_clients",
@@ -202,6 +206,7 @@ __all__ = [
     "HarnessError",
     "IterationStarted",
     "JsonlTranscript",
+    "MCPServer",
     "Message",
     "ModelClient",
     "ModelError",
@@ -234,6 +239,8 @@ __all__ = [
     "ToolCalled",
     "ToolContext",
     "ToolResult",
+    "ToolServerFailed",
+    "ToolServerStarted",
     "TurnFinished",
     "TurnStarted",
     "Usage",

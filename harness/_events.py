@@ -135,6 +135,18 @@ class ToolCalled(Event):
 
 
 @frozen
+class ToolServerStarted(Event):
+    """An MCP server started (or, in a replay, its recording was loaded): its transport and
+    the tools the model is offered, each as ``{"name", "tool", "description",
+    "input_schema"}`` (``name`` as the model sees it, ``tool`` as the server does)."""
+
+    name: ClassVar[str] = "mcp.started"
+    server: str
+    transport: str
+    tools: tuple[Mapping[str, Any], ...]
+
+
+@frozen
 class SensorRead(Event):
     """A sensor reported something other than "ok" (a warning or a halt)."""
 

@@ -20,7 +20,15 @@ from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._pause import PauseSettings
 from ._policy import Policy, ProtectsPaths, ScopesRun
 from ._protocols import implements
-from ._result import BudgetExceeded, Cancelled, Completed, HaltReason, ModelFailed, RunResult
+from ._result import (
+    BudgetExceeded,
+    Cancelled,
+    Completed,
+    HaltReason,
+    ModelFailed,
+    RunResult,
+    ToolServerFailed,
+)
 from ._run import CheckpointsTheStart, Run, SingleSession, Strategy
 from ._run_state import RunConfig
 from ._state import SessionStateSnapshot
@@ -31,6 +39,7 @@ from ._validate import check_positive, check_type, got
 if TYPE_CHECKING:
     from ._checkpoints import Checkpointing
     from ._compaction import Compaction
+    from ._mcp import MCPServer
 
 
 # The features below load only when a harness is configured with them: a fresh process that
@@ -63,7 +72,9 @@ class Harness:
     or a `Checkpointing`) checkpoints the workspace when the run starts and at every rejected
     claim (and a Ralph strategy at the end of every iteration): see `harness.checkpoints`.
     `compaction` (``"drop_tool_outputs"``, ``"summarize"`` or a `Compaction`) keeps a long
-    session inside `context_window` (see `Compaction`).
+    session inside `context_window` (see `Compaction`). `mcp_servers` (`MCPServer`s) are
+    started once per run, before the first model call, and their tools offered to every
+    session of the run (see ``docs/mcp.md``).
     """
 
     model: ModelClient
@@ -82,6 +93,7 @@ class Harness:
     compaction: Compaction | None = field(default=None, converter=_compaction)
     logger: Any = None
     checkpoints: Checkpointing | None = field(default=None, converter=_checkpointing)
+    mcp_servers: Sequence[MCPServer] = ()
     _tools: dict[str, Tool] = field(init=False)
     _workspace: Path | None = field(init=False)
     _scoped: bool = field(init=False)
@@ -119,6 +131,13 @@ class Harness:
                 "'compaction' needs the model's context window: set context_window too"
             )
         self._tools = as_tools(self.tools)
+        if self.mcp_servers != ():
+            # MCP's modules load with the first harness that has servers, not with the package.
+            from ._mcp import check_servers
+            from ._mcp_tools import check_sdk_or_replay
+
+            self.mcp_servers = check_servers(self.mcp_servers)
+            check_sdk_or_replay(self.mcp_servers, self.model)
         # The optional hooks, asked once here rather than at every run.
         self._scoped = implements(self.policy, ScopesRun)
         self._protects = implements(self.policy, ProtectsPaths)
@@ -182,7 +201,10 @@ class Harness:
             # A cancelled run stopped where it was, and work found done before the first turn
             # needed none: the lines such a run did not reach are not a fault (a retried or
             # resumed attempt replays its agent's whole script, and finds the work done).
-            reached = not isinstance(reason, Cancelled) and reason != Completed(early=True)
+            # A server that could not start stopped the run before its first model call too.
+            reached = not isinstance(reason, Cancelled | ToolServerFailed) and reason != Completed(
+                early=True
+            )
             scripts = self._scripts(run) if reached else ()
             for model in scripts:
                 try:
@@ -261,9 +283,22 @@ class Harness:
         return BudgetExceeded("max_wall_time", run.elapsed() - run.paused, limit)
 
     async def _begin_and_run(self, run: Run) -> HaltReason:
-        # The run before its first turn, for the policy's start; no await since the run read
-        # the clock as it started, so that reading is still the time.
-        before = run.snapshot(now=run.started_at)
+        if not self.mcp_servers:
+            # No await since the run read the clock as it started: that reading is still the
+            # time, for the state before the first turn.
+            return await self._begin_and_run_strategy(run, now=run.started_at)
+        from ._mcp_tools import open_tool_servers
+
+        # Started first: a server that cannot start ends the run before anything costly (a
+        # baseline's test suite, a model call) has run; closed last, however the run ends.
+        async with open_tool_servers(self.mcp_servers, run) as started:
+            if isinstance(started, HaltReason):
+                return started
+            run.config = evolve(run.config, tools={**run.config.tools, **started.tools})
+            return await self._begin_and_run_strategy(run)
+
+    async def _begin_and_run_strategy(self, run: Run, now: float | None = None) -> HaltReason:
+        before = run.snapshot(now=now)  # the run before its first turn, for the policy's start
         early = await self._begin(run, before)
         if early is not None:
             return early

@@ -19,11 +19,13 @@ def lazy_exports(
     names: Mapping[str, str],
     *,
     moved: Mapping[str, str] | None = None,
+    stacklevel: int = 2,
 ) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
     """`__getattr__` and `__dir__` for `package`, loading each of `names` from its module.
 
     `moved` maps an old name to its new home, ``"module.NewName"``: the old name still gives
-    that object, with a DeprecationWarning, and is left out of `__dir__`.
+    that object, with a DeprecationWarning, and is left out of `__dir__`. `stacklevel` is
+    the warning's, for a package whose own `__getattr__` calls this one's.
     """
     moved = moved or {}
 
@@ -34,7 +36,7 @@ def lazy_exports(
                 f"'{package}.{name}' has moved to '{target}'; import it from there "
                 "(the old name will be removed in the next release)",
                 DeprecationWarning,
-                stacklevel=2,
+                stacklevel=stacklevel,
             )
             home, _, new = target.rpartition(".")
             return getattr(importlib.import_module(home), new)

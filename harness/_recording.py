@@ -18,9 +18,10 @@ same way without reaching the model.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -31,6 +32,9 @@ from ._limits import UsageLimit, UsageLimitError
 from ._log import LibraryLogger
 from ._messages import ModelRequest, ModelResponse
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
+
+if TYPE_CHECKING:
+    from ._mcp_replay import ToolServerScript
 
 _log = LibraryLogger("harness.recording")
 
@@ -61,6 +65,23 @@ class RecordingModelClient:
         self._clock = clock
         if isinstance(self.inner, ReadsClock):
             self.inner.bind_clock(clock)
+
+    @property
+    def tool_server_script(self) -> ToolServerScript | None:
+        """The inner client's recorded MCP lines, when it replays a fixture that has them:
+        the servers are then served from there (and recorded again here)."""
+        from ._mcp_replay import ToolServerScript
+
+        script = getattr(self.inner, "tool_server_script", None)
+        return script if isinstance(script, ToolServerScript) else None
+
+    def record_tool_server(self, line: Mapping[str, Any]) -> None:
+        """Append an MCP line (a server's listing, or a call and its result). A line that
+        cannot be written fails the recording: the next model call halts the run."""
+        if self._failed is not None:
+            return
+        with suppress(ModelError):
+            self._write(dict(line))
 
     def verify_consumed(self) -> None:
         """Pass the check on to the inner client (a scripted one verifies its script), unless

@@ -123,6 +123,18 @@ class UsageLimitReached(HaltReason):
 
 
 @frozen
+class ToolServerFailed(HaltReason):
+    """An MCP server of the run could not be started, initialised or listed (or offered a
+    tool whose name is taken): the run stopped before its first model call."""
+
+    server: str
+    message: str
+
+    def describe(self) -> str:
+        return f"MCP server {self.server!r} failed: {self.message}"
+
+
+@frozen
 class Cancelled(HaltReason):
     """The run was asked to stop from outside (a `CancelToken`; SIGTERM or SIGINT to the
     command line) and stopped where it was, as at a deadline; the work was not verified."""

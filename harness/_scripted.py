@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
@@ -22,11 +22,27 @@ from ._errors import (
     FixtureUnconsumed,
     ModelError,
 )
-from ._events import Event, RunHalted, TurnFinished, TurnStarted
+from ._events import (
+    Event,
+    RunHalted,
+    ToolCalled,
+    ToolServerStarted,
+    TurnFinished,
+    TurnStarted,
+)
 from ._jsonl import dump_line, json_rows, read_lines
 from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
 from ._messages import ModelRequest, ModelResponse, ToolCall, Usage
 from ._result import ModelFailed, UsageLimitReached
+from ._tools import ToolResult
+
+if TYPE_CHECKING:
+    from ._mcp_replay import RecordedTool, ToolServerScript
+
+# A fixture's MCP lines (a server's listing, a call and its result) are told apart by these keys;
+# `_mcp_replay` reads them.
+SERVER_KEY = "mcp_server"
+CALL_KEY = "mcp_call"
 
 _LINE_KEYS = frozenset(
     {
@@ -92,9 +108,15 @@ class ScriptedModelClient:
     """A model client that answers from a script, in order, and fails closed."""
 
     def __init__(
-        self, lines: Sequence[ScriptLine], *, clock: Clock | None = None, name: str = ""
+        self,
+        lines: Sequence[ScriptLine],
+        *,
+        clock: Clock | None = None,
+        name: str = "",
+        tool_servers: ToolServerScript | None = None,
     ) -> None:
         self._lines = list(lines)
+        self._tool_servers = tool_servers
         self._next = 0
         self._clock = clock
         self.name = name
@@ -105,7 +127,8 @@ class ScriptedModelClient:
         """Load a fixture file; every malformed line is reported with its number and field."""
         file = Path(path)
         lines = read_lines(file, what="fixture")
-        return cls(parse_script(lines, str(file)), clock=clock, name=str(file))
+        script, servers = parse_fixture(lines, str(file))
+        return cls(script, clock=clock, name=str(file), tool_servers=servers)
 
     @classmethod
     def from_responses(
@@ -117,7 +140,14 @@ class ScriptedModelClient:
     ) -> ScriptedModelClient:
         """Build a script from already-parsed line objects (handy in tests)."""
         lines = [json.dumps(dict(row)) for row in rows]
-        return cls(parse_script(lines, name), clock=clock, name=name)
+        script, servers = parse_fixture(lines, name)
+        return cls(script, clock=clock, name=name, tool_servers=servers)
+
+    @property
+    def tool_server_script(self) -> ToolServerScript | None:
+        """The fixture's MCP lines (see ``docs/mcp.md``), which a replay serves instead of
+        starting the servers; None when it has none."""
+        return self._tool_servers
 
     @property
     def prices_known(self) -> bool:
@@ -156,7 +186,10 @@ class ScriptedModelClient:
         return line.response
 
     def verify_consumed(self) -> None:
-        """Raise `FixtureUnconsumed` naming the first line no call used."""
+        """Raise `FixtureUnconsumed` naming the first line no call used (or the first
+        recorded MCP call no tool call used)."""
+        if self._tool_servers is not None and self._next >= len(self._lines):
+            self._tool_servers.verify_consumed()
         if self._next < len(self._lines):
             line = self._lines[self._next]
             raise FixtureUnconsumed(
@@ -175,7 +208,25 @@ class ScriptedModelClient:
 
 def parse_script(lines: Iterable[str], path: str) -> list[ScriptLine]:
     """Parse fixture lines; blank lines and lines starting with ``#`` are skipped."""
-    return [_parse_line(row, path, n) for n, row in json_rows(lines, path, comments=True)]
+    return parse_fixture(lines, path)[0]
+
+
+def parse_fixture(
+    lines: Iterable[str], path: str
+) -> tuple[list[ScriptLine], ToolServerScript | None]:
+    """The model's lines of a fixture, and its MCP lines (None when it has none)."""
+    script: list[ScriptLine] = []
+    servers: ToolServerScript | None = None
+    for n, row in json_rows(lines, path, comments=True):
+        if isinstance(row, dict) and (SERVER_KEY in row or CALL_KEY in row):
+            if servers is None:
+                from ._mcp_replay import ToolServerScript  # with the first MCP line
+
+                servers = ToolServerScript(path)
+            servers.add(row, n)
+        else:
+            script.append(_parse_line(row, path, n))
+    return script, servers
 
 
 def _parse_line(row: object, path: str, lineno: int) -> ScriptLine:
@@ -389,14 +440,25 @@ def fixture_from_transcript(path: str | Path, *, agent: str | None = None) -> li
     becomes an ``error`` line: the provider's error if that is what halted the run, otherwise
     a line cut off after the time the call ran (a deadline stopped it), so the replay is cut
     off at the same point. Replaying the lines with the same tools, checks, workspace and a
-    `FakeClock` reproduces the run's events, their times included. The transcript is read
-    one event at a time: only the fixture lines are kept.
+    `FakeClock` reproduces the run's events, their times included. The run's MCP servers
+    and calls become MCP lines (``docs/mcp.md``), so the replay needs none of its servers.
+    The transcript is read one event at a time: only the fixture lines are kept.
     """
+    from ._mcp_replay import call_line, server_line
     from ._transcript import TranscriptReader
 
     lines: list[dict[str, Any]] = []
     pending: TurnStarted | None = None  # a turn whose call has not returned yet
+    mcp_tools: dict[str, tuple[str, str]] = {}  # as the model calls it -> (server, tool)
     for _, event in TranscriptReader(path):
+        if isinstance(event, ToolServerStarted):
+            listed = _recorded_tools(event)
+            mcp_tools.update({t.name: (event.server, t.tool) for t in listed})
+            lines.append(server_line(event.server, listed))
+        elif isinstance(event, ToolCalled) and event.call.name in mcp_tools:
+            server, remote = mcp_tools[event.call.name]
+            result = ToolResult(event.content, event.is_error)
+            lines.append(call_line(server, remote, event.agent, event.call, result))
         if pending is not None:
             # Nothing else happens in a run while a model call is in flight: the next event
             # either is the call's turn.finished or comes after the call was stopped.
@@ -413,6 +475,21 @@ def fixture_from_transcript(path: str | Path, *, agent: str | None = None) -> li
         if isinstance(event, TurnStarted) and (agent is None or event.agent == agent):
             pending = event
     return lines
+
+
+def _recorded_tools(event: ToolServerStarted) -> tuple[RecordedTool, ...]:
+    from ._mcp_replay import RecordedTool
+
+    return tuple(
+        RecordedTool(
+            str(t.get("name", "")),
+            str(t.get("tool", "")),
+            str(t.get("description", "")),
+            dict(t.get("input_schema") or {}),
+            bool(t.get("read_only", False)),
+        )
+        for t in event.tools
+    )
 
 
 def _line_from_response(response: ModelResponse) -> dict[str, Any]:

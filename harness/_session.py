@@ -14,7 +14,7 @@ import anyio
 from attrs import evolve, frozen
 
 from ._clock import postpone
-from ._errors import ConfigurationError, ModelError
+from ._errors import ConfigurationError, FixtureError, ModelError
 from ._events import (
     FeedbackInjected,
     SensorRead,
@@ -432,9 +432,14 @@ class Session:
         async def call_into(index: int, call: ToolCall) -> None:
             results[index] = await self._call_tool(call)
 
-        async with anyio.create_task_group() as group:
-            for index, call in enumerate(calls):
-                group.start_soon(call_into, index, call)
+        try:
+            async with anyio.create_task_group() as group:
+                for index, call in enumerate(calls):
+                    group.start_soon(call_into, index, call)
+        except* FixtureError as group:
+            # A replayed tool (an MCP server's recording) that diverged stops the run as a
+            # diverging model does: with the fixture's own error, not a group of them.
+            raise group.exceptions[0] from None
         return results
 
     async def _call_tool(self, call: ToolCall) -> ToolResult:

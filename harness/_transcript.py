@@ -40,6 +40,7 @@ from ._events import (
     SensorRead,
     SinkFailed,
     ToolCalled,
+    ToolServerStarted,
     TurnFinished,
     TurnStarted,
     VerdictReached,
@@ -293,6 +294,12 @@ _PARSERS: dict[str, Callable[[_Fields, float], Event]] = {
         _call(_nested(f, "call")),
         f.text("content"),
         f.flag("is_error", False),
+    ),
+    ToolServerStarted.name: lambda f, at: ToolServerStarted(
+        at,
+        f.text("server"),
+        f.text("transport"),
+        tuple(dict(t.data) for t in f.objects("tools")),
     ),
     SensorRead.name: lambda f, at: SensorRead(
         at,

@@ -2,21 +2,23 @@
 
 import typing
 
-from harness.extend import lazy_exports as _lazy_exports
-
-from ._loop import Loop
-from ._reasons import RalphCompletionUnmet, SelfVerifyExhausted
-
 if typing.TYPE_CHECKING:
     from checks import ModelVerdict, parse_verdict
 
+    from ._loop import Loop
     from ._ralph import Ralph
+    from ._reasons import RalphCompletionUnmet, SelfVerifyExhausted
     from ._self_verifying import EVALUATOR_PROMPT, SelfVerifying
     from ._spec import Spec, SpecError, load_spec, spec_from_table
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
+# `Loop` too: every `harness` command imports this package first (`strategies._cli`), and
+# `harness board status` or `harness --help` need nothing of the loop.
 _LAZY = {
+    "Loop": "._loop",
+    "RalphCompletionUnmet": "._reasons",
+    "SelfVerifyExhausted": "._reasons",
     "Ralph": "._ralph",
     "EVALUATOR_PROMPT": "._self_verifying",
     "SelfVerifying": "._self_verifying",
@@ -32,9 +34,19 @@ _LAZY = {
 
 
 # Renamed, importable from the old name for one release with a DeprecationWarning.
-__getattr__, __dir__ = _lazy_exports(
-    __name__, globals(), _LAZY, moved={"Verdict": "checks.ModelVerdict"}
-)
+_MOVED = {"Verdict": "checks.ModelVerdict"}
+
+
+def __getattr__(name: str) -> object:
+    # The helper lives in `harness`: imported at the top, it would load all of `harness` for
+    # every `harness` command, `--help` and `board status` included.
+    from harness.extend import lazy_exports
+
+    return lazy_exports(__name__, globals(), _LAZY, moved=_MOVED, stacklevel=3)[0](name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
 
 
 __all__ = [

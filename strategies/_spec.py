@@ -36,6 +36,7 @@ from harness import (
     ConfigurationError,
     EventSink,
     Harness,
+    MCPServer,
     ModelClient,
     Notifier,
     PauseSettings,
@@ -66,7 +67,7 @@ from termination import Budget, TerminationPolicy, feedback_from_config, sensor_
 from termination.extend import BUDGET, FEEDBACK, POLICY, SENSORS
 
 from ._strategy_config import STRATEGIES, check_strategy_table, strategy_from_config
-from ._tools_config import TOOLS, shell_tool, tool_names
+from ._tools_config import MCP, TOOLS, mcp_servers, shell_tool, tool_names
 
 BUILTIN_TOOLS: dict[str, Tool] = {
     t.name: t for t in (read_file, list_files, search_files, write_file, edit_file, update_plan)
@@ -104,6 +105,13 @@ SPEC = Schema(
             "the shell (`run_command`).",
             default=("read_file", "list_files", "write_file"),
             see=TOOLS,
+        ),
+        Key(
+            "mcp",
+            "array of tables",
+            "MCP servers whose tools the agent gets (stdio commands or streamable HTTP URLs).",
+            default=(),
+            see=MCP,
         ),
         Key(
             "done_tool",
@@ -251,6 +259,8 @@ class Spec:
     """The ``[pause]`` table: how a usage limit is waited out."""
     notify: tuple[Notifier, ...] = ()
     """The ``[[notify]]`` notifiers; `Spec.harness` adds them to the run's sinks."""
+    mcp: tuple[MCPServer, ...] = ()
+    """The ``[[mcp]]`` servers whose tools the agent gets."""
 
     def harness(
         self,
@@ -290,6 +300,7 @@ class Spec:
             clock=clock if clock is not None else SystemClock(),
             logger=logger,
             pause=pause if pause is not None else self.pause,
+            mcp_servers=self.mcp,
         )
 
     def build_model(
@@ -438,6 +449,7 @@ def _spec(
         purpose=purpose,
         checkpoints=_checkpointing(data, base, where),
         pause=pause,
+        mcp=mcp_servers(data["mcp"], base, f"{where}: mcp") if "mcp" in data else (),
         notify=notifiers_from_config(data["notify"], f"{where}: notify")
         if "notify" in data
         else (),

@@ -9,17 +9,20 @@
     timeout = 60
 
 The shell is off unless ``shell = true``; its settings are `run_command_tool`'s.
+
+MCP servers are an array of tables beside it, ``[[mcp]]``, each an `MCPServer`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from checks import sandbox_by_name
 from checks.extend import SANDBOXES
-from harness import ConfigurationError, Tool, run_command_tool
-from harness.extend import CommandSandbox, Key, Schema
+from harness import ConfigurationError, MCPServer, Tool, run_command_tool
+from harness.extend import REQUIRED, CommandSandbox, Key, Schema
 
 WORKSPACE_TOOL_NAMES = ("read_file", "list_files", "search_files", "write_file", "edit_file")
 _SHELL_KEYS = ("sandbox", "timeout", "max_timeout", "max_output", "pass_env")
@@ -109,3 +112,129 @@ def _sandbox(value: object, where: str) -> CommandSandbox:
     table = {**value, "type": "bubblewrap"} if value.get("type") == "bwrap" else value
     name, options = SANDBOXES.validate(table, where)
     return sandbox_by_name(name, **options)
+
+
+MCP = Schema(
+    "an MCP server",
+    [
+        Key(
+            "name",
+            "string",
+            "The server's name; its tools are offered as `<name>__<tool>` (letters, digits, "
+            "`_` and `-`).",
+            default=REQUIRED,
+        ),
+        Key(
+            "command",
+            ("string", "array of strings"),
+            "A stdio server: the program (or its argv) the run starts. Give `command` or `url`.",
+        ),
+        Key("args", "array of strings", "Arguments after `command`.", default=()),
+        Key(
+            "env",
+            "table",
+            "Variables set for a stdio server, on top of PATH, HOME and LANG (nothing else of "
+            "the harness's environment reaches it unless listed here or in `pass_env`).",
+            default_text="none",
+        ),
+        Key(
+            "pass_env",
+            "array of strings",
+            "Variables copied from the harness's environment into a stdio server's (a token "
+            "the server needs, say).",
+            default=(),
+        ),
+        Key(
+            "cwd",
+            "string",
+            "A stdio server's working folder (relative to the spec file).",
+            default_text="the workspace",
+        ),
+        Key("url", "string", "A streamable HTTP server's endpoint. Give `command` or `url`."),
+        Key("headers", "table", "HTTP headers sent to an HTTP server.", default_text="none"),
+        Key(
+            "tools",
+            "array of strings",
+            "Only these of the server's tools (as the server names them) are offered.",
+            default_text="all",
+        ),
+        Key(
+            "prefix",
+            "string",
+            "Put in front of the server's tool names instead of `<name>__`.",
+            default_text="`<name>__`",
+        ),
+        Key("timeout", "number", "Seconds one call may take.", default=60.0),
+        Key(
+            "startup_timeout",
+            "number",
+            "Seconds the server has to start and list its tools.",
+            default=30.0,
+        ),
+        Key(
+            "max_output",
+            "integer",
+            "Characters of a result the agent sees (half from its start, half from its end).",
+            default=16000,
+        ),
+    ],
+    heading="[[mcp]]",
+    help="An MCP server whose tools the agent gets (needs the `mcp` extra). The run starts it "
+    "before the first model call and stops it when the run ends; see docs/mcp.md.",
+)
+_STDIO_ONLY = ("args", "env", "pass_env", "cwd")
+
+
+def mcp_servers(tables: object, base: Path, where: str) -> tuple[MCPServer, ...]:
+    """The servers of a spec's ``[[mcp]]`` array; an error names `where`, the table's index
+    and the key (``spec.toml: mcp[1].url``)."""
+    if not isinstance(tables, list):
+        raise ConfigurationError(f"{where} must be an array of tables ([[mcp]])")
+    servers = tuple(_mcp_server(t, base, f"{where}[{i}]") for i, t in enumerate(tables))
+    for index, server in enumerate(servers):
+        if any(other.name == server.name for other in servers[:index]):
+            raise ConfigurationError(
+                f"{where}[{index}].name: two MCP servers are named {server.name!r}"
+            )
+    return servers
+
+
+def _mcp_server(table: object, base: Path, where: str) -> MCPServer:
+    if not isinstance(table, dict):
+        raise ConfigurationError(f"{where} must be a table (got {table!r})")
+    settings = MCP.validate(table, where)
+    if ("command" in settings) == ("url" in settings):
+        raise ConfigurationError(f"{where}: give exactly one of 'command' and 'url'")
+    for key in ("env", "headers"):
+        bad = [k for k, v in settings.get(key, {}).items() if not isinstance(v, str)]
+        if bad:
+            raise ConfigurationError(f"{where}.{key}.{bad[0]} must be a string")
+    if "url" in settings:
+        given = [k for k in _STDIO_ONLY if k in settings]
+        if given:
+            raise ConfigurationError(f"{where}.{given[0]}: only a stdio server (command) takes it")
+    elif "headers" in settings:
+        raise ConfigurationError(f"{where}.headers: only an HTTP server (url) takes headers")
+    common = {
+        k: settings[k]
+        for k in ("tools", "prefix", "timeout", "startup_timeout", "max_output")
+        if k in settings
+    }
+    try:
+        if "url" in settings:
+            return MCPServer.http(
+                settings["name"], settings["url"], headers=settings.get("headers"), **common
+            )
+        cwd = settings.get("cwd")
+        return MCPServer.stdio(
+            settings["name"],
+            settings["command"],
+            args=settings.get("args", ()),
+            env=settings.get("env"),
+            pass_env=settings.get("pass_env", ()),
+            cwd=None if cwd is None else (base / cwd).resolve(),
+            **common,
+        )
+    except ConfigurationError as exc:
+        # MCPServer names itself ("MCP server 'x': ..."); the spec names the table too.
+        raise ConfigurationError(f"{where}: {exc}") from None

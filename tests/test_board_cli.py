@@ -75,10 +75,10 @@ def test_status_shows_the_first_tasks_of_each_status_and_counts_the_rest(
 ) -> None:
     """Each status that is not complete lists its first tasks (by priority, then id) and says
     how many more there are; blocked tasks say what they wait for; `--json` has every task."""
-    from strategies._cli import _board
+    from strategies._cli import _board_status
     from strategies.board import BoardStore, load_tasks
 
-    monkeypatch.setattr(_board, "PER_STATUS", 2)
+    monkeypatch.setattr(_board_status, "PER_STATUS", 2)
     tasks = {f"p{i}": task_toml(f"p{i}", priority=i) for i in range(5)}
     tasks |= {f"b{i}": task_toml(f"b{i}", depends_on=["p0"]) for i in range(3)}
     make_board(tmp_path, tasks, {})

@@ -208,10 +208,13 @@ def test_the_pool_takes_the_agents_in_turn() -> None:
 
 
 def test_board_all_is_sorted_and_complete() -> None:
-    """`strategies.board.__all__` is sorted and lists every public name it has."""
+    """`strategies.board.__all__` is sorted, each of its names loads (they are lazy), and it
+    lists every public name the package has."""
     module = importlib.import_module("strategies.board")
     exported = list(module.__all__)
     assert exported == sorted(exported)
+    for name in exported:
+        assert hasattr(module, name), f"strategies.board.__all__ names missing {name!r}"
     public = {
         name
         for name, value in vars(module).items()

@@ -12,8 +12,11 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
+
+from strategies.board import BoardStore
 
 # The harness's feature modules, loaded where a run is configured with the feature (or a
 # spec, a transcript reader, a provider... is first used), never by a plain run.
@@ -27,6 +30,10 @@ FEATURES = (
     "harness._fake_clock",
     "harness._git_checkpoints",
     "harness._limit_messages",
+    "harness._mcp",
+    "harness._mcp_connection",
+    "harness._mcp_replay",
+    "harness._mcp_tools",
     "harness._notify",
     "harness._otel",
     "harness._path_guard",
@@ -170,3 +177,93 @@ def test_the_pytest_plugin_imports_nothing_of_the_packages() -> None:
     loaded = loaded_by("import pytest_completion_harness")
     ours = ("harness", "checks", "termination", "strategies", "anyio", "attr", "structlog")
     assert sorted(m for m in loaded if m.split(".")[0] in ours) == []
+
+
+# A command's handler modules: building the parser (every command, `--help` included) loads
+# none of them; each loads when its command runs.
+HANDLERS = (
+    "strategies._cli._board",
+    "strategies._cli._board_status",
+    "strategies._cli._check",
+    "strategies._cli._checkpoints",
+    "strategies._cli._hook",
+    "strategies._cli._hook_start",
+    "strategies._cli._reference",
+    "strategies._cli._run",
+    "strategies._cli._view",
+)
+# What the library's run needs and a look at a board does not.
+LIBRARY = ("harness", "checks", "termination", "anyio", "structlog", "strategies._spec")
+
+
+def command(*argv: str, stdin: str | None = None) -> str:
+    """Code that runs the `harness` command line on `argv` as a fresh process would."""
+    feed = f"import io, sys\nsys.stdin = io.StringIO({stdin!r})\n" if stdin is not None else ""
+    return (
+        feed + "import contextlib, io\nfrom strategies._cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        f"    main({list(argv)!r})\n"
+    )
+
+
+def ours(loaded: set[str], prefixes: tuple[str, ...]) -> list[str]:
+    return sorted(
+        m for m in loaded if m in prefixes or m.startswith(tuple(p + "." for p in prefixes))
+    )
+
+
+def test_help_imports_no_subcommand_handler() -> None:
+    """`harness --help` builds the whole parser from the commands' grammar alone: no handler
+    module, none of the library, no event loop."""
+    loaded = loaded_by(command("--help"))
+    assert "strategies._cli._run_args" in loaded  # the guard sees the parser's modules
+    assert ours(loaded, HANDLERS + LIBRARY + ("strategies.board._board",)) == []
+
+
+def test_board_status_reads_the_database_without_the_library(tmp_path: Path) -> None:
+    """`harness board status` imports sqlite3 and the board's reader, and not `harness`, anyio
+    or the board's engine: the command is a look at a database, as a fresh process."""
+    state = tmp_path / ".board"
+    with BoardStore(state / "board.db") as store:  # creates the schema
+        store._db.execute(
+            "INSERT INTO tasks (id, title, role, priority, file, digest, present, status, "
+            "reason, updated_at) VALUES ('t', 'T', 'dev', 0, 't.toml', '', 1, 'failed', "
+            "'tests red', 0)"
+        )
+    loaded = loaded_by(command("board", "status", str(tmp_path), "--events", "3"))
+    assert {"sqlite3", "strategies._cli._board_status", "strategies.board._state"} <= loaded
+    engine = ("strategies.board._board", "strategies.board._store", "strategies.board._attempt")
+    assert ours(loaded, LIBRARY + engine + ("strategies._cli._board",)) == []
+
+
+def test_a_broken_board_is_still_reported_with_its_file(tmp_path: Path) -> None:
+    """The error classes load where they are raised: a board that never ran is still a
+    refusal naming its database (and that path loads `harness` for the error)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "strategies", "board", "status", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert str(tmp_path / ".board" / "board.db") in done.stderr
+
+
+def test_the_stop_hook_loads_no_other_command() -> None:
+    """`harness hook claude-stop`, run at every stop of a coding agent, loads its own handler
+    and none of the other commands' (the run's progress display, the board)."""
+    loaded = loaded_by(command("hook", "claude-stop", "--spec", "missing.toml", stdin="{}"))
+    assert "strategies._cli._hook" in loaded
+    others = tuple(h for h in HANDLERS if h != "strategies._cli._hook")
+    extra = ("strategies.board", "strategies._cli._progress", "strategies._cli._hook_install")
+    assert ours(loaded, others + extra) == []
+
+
+def test_the_hook_parser_names_each_adapters_subcommand() -> None:
+    """The parser lists the stop hooks without importing the adapters: its table and the
+    adapters agree."""
+    from strategies._cli._hook_agents import ADAPTERS
+    from strategies._cli._hook_args import STOP_COMMANDS
+
+    assert {agent: a.subcommand for agent, a in ADAPTERS.items()} == STOP_COMMANDS

@@ -1,6 +1,10 @@
 """The `harness` command line: `run`, `check`, `view`, the agent hook bridge, and the task board.
 
-This is the one place that wires all four packages together.
+This is the one place that wires all four packages together. Building the parser imports
+only each command's grammar (the ``_*_args`` modules); a command's handler, and what it
+needs, is imported when that command runs (`_handlers.Handler`): `harness hook` runs at every
+stop of a coding agent, and `harness board status` should cost little more than Python's
+start-up.
 """
 
 from __future__ import annotations
@@ -11,11 +15,27 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import _board, _check, _checkpoints, _hook, _reference, _run, _view
-from ._signals import exit_code_for, signal_handlers_kept
+from . import (
+    _board_args,
+    _check_args,
+    _checkpoints_args,
+    _hook_args,
+    _reference_args,
+    _run_args,
+    _view_args,
+)
+from ._exits import exit_code_for, signal_handlers_kept
 from ._streams import safe_std_streams
 
-SUBCOMMANDS = [_run, _check, _view, _hook, _board, _checkpoints, _reference]
+SUBCOMMANDS = [
+    _run_args,
+    _check_args,
+    _view_args,
+    _hook_args,
+    _board_args,
+    _checkpoints_args,
+    _reference_args,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,10 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if unknown:  # the usage of the command that was given them, not the top level's
             chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exc:
-        if exc.code == _hook.EXIT_ARGPARSE and argv[:1] == ["hook"]:
+        if exc.code == _hook_args.EXIT_ARGPARSE and argv[:1] == ["hook"]:
             # To the agent, exit 2 from a Stop hook blocks the stop: a typo in the hook's
             # command line would send the agent back to work at every stop, for ever.
-            return _hook.EXIT_BROKEN
+            return _hook_args.EXIT_BROKEN
         raise
     # A reader that goes away (`| head -1`) never ends the command; a signal's stop ignores
     # further signals until the command returns, and the handlers are back after it.

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -18,16 +16,6 @@ from .._spec import load_spec
 from ._checking import Checked, run_checks
 from ._signals import SignalCancel
 from ._terminal import for_terminal
-
-
-def register(sub: Any) -> None:
-    parser = sub.add_parser("check", help="run the spec's completion checks against a workspace")
-    parser.add_argument("spec", type=Path, help="the run spec (TOML)")
-    parser.add_argument("--workspace", type=Path, help="check this folder instead of the spec's")
-    parser.add_argument(
-        "--answer", help="the agent's final answer, for checks that read it (signal, judge)"
-    )
-    parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -41,7 +41,7 @@ import select
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import anyio
 
@@ -50,12 +50,16 @@ from harness.extend import Clock
 
 from .._spec import Spec, load_spec
 from ._hook_agents import ADAPTERS, ClaudeStop, StopAdapter
-from ._hook_install import AGENTS, install_hook
-from ._hook_start import register as register_start
-from ._signals import SignalCancel
-from ._stop_core import (
+from ._hook_args import (
     DEFAULT_MAX_BLOCKS,
     DEFAULT_TIME_LIMIT,
+    EXIT_ARGPARSE,
+    EXIT_BROKEN,
+    EXIT_OK,
+    register,
+)
+from ._signals import SignalCancel
+from ._stop_core import (
     HookPayloadError,
     Reentry,
     StopDecision,
@@ -80,15 +84,6 @@ __all__ = [
     "register",
 ]
 
-EXIT_OK = 0
-EXIT_BROKEN = 1  # a non-blocking error for every agent: it may stop
-EXIT_ARGPARSE = 2  # argparse's exit code for a bad command line, which would block the stop
-HELP = {
-    "claude": "Claude Code's Stop/SubagentStop hook",
-    "codex": "Codex's Stop hook",
-    "gemini": "Gemini CLI's AfterAgent hook",
-    "cursor": "Cursor's stop hook",
-}
 # A payload is a few hundred bytes; more than this on stdin is not one.
 MAX_PAYLOAD_BYTES = 1024 * 1024
 # The agent writes the payload and closes stdin at once; a stdin still open after this is not
@@ -161,86 +156,6 @@ def _adapter(agent: str | StopAdapter) -> StopAdapter:
         raise ConfigurationError(
             f"'agent' must be one of {tuple(ADAPTERS)} (got {agent!r})"
         ) from None
-
-
-def register(sub: Any) -> None:
-    hook = sub.add_parser("hook", help="bridges for coding agents' hooks")
-    kinds = hook.add_subparsers(dest="hook", required=True, metavar="HOOK")
-    for agent, adapter in ADAPTERS.items():
-        stop = kinds.add_parser(
-            adapter.subcommand,
-            help=f"{HELP[agent]}: send the agent back to work until the spec's checks pass",
-            description=(
-                f"Reads {HELP[agent]}'s payload on stdin; prints its answer "
-                "(a block with the reason, or letting it stop)."
-            ),
-        )
-        _stop_options(stop)
-        stop.set_defaults(handler=handle_stop, agent=agent)
-    install = kinds.add_parser(
-        "install",
-        help="write an agent's stop-hook configuration (merged with what is there)",
-        description=(
-            "Adds the stop hook for AGENT to its configuration file in the project (or the "
-            "user's), keeping everything else; a second install changes nothing."
-        ),
-    )
-    install.add_argument("--agent", required=True, choices=AGENTS)
-    install.add_argument("--spec", type=Path, required=True, help="the spec whose checks to run")
-    install.add_argument(
-        "--scope",
-        choices=["project", "user"],
-        default="project",
-        help="the project's configuration (default) or the user's",
-    )
-    install.add_argument(
-        "--project", type=Path, help="the project folder (default: the current folder)"
-    )
-    install.add_argument(
-        "--executable",
-        default="harness",
-        help="how the agent starts harness (default: harness, found on the agent's PATH)",
-    )
-    install.add_argument("--max-blocks", type=int, default=DEFAULT_MAX_BLOCKS)
-    install.add_argument("--timeout", type=float, default=DEFAULT_TIME_LIMIT)
-    install.add_argument(
-        "--dry-run", action="store_true", help="print the merged file instead of writing it"
-    )
-    install.set_defaults(handler=handle_install)
-    register_start(kinds, DEFAULT_TIME_LIMIT)
-
-
-def _stop_options(stop: argparse.ArgumentParser) -> None:
-    stop.add_argument(
-        "--spec", type=Path, required=True, metavar="SPEC.toml", help="the spec whose checks to run"
-    )
-    stop.add_argument(
-        "--workspace", type=Path, metavar="DIR", help="check this folder (default: payload's)"
-    )
-    stop.add_argument(
-        "--max-blocks",
-        type=int,
-        metavar="N",
-        default=DEFAULT_MAX_BLOCKS,
-        help=f"blocks in a row before a stop is allowed anyway (default {DEFAULT_MAX_BLOCKS})",
-    )
-    stop.add_argument(
-        "--reentry",
-        choices=["check", "allow"],
-        default="check",
-        help="when the agent re-enters after a block: check again (default) or always allow",
-    )
-    stop.add_argument(
-        "--timeout",
-        type=float,
-        metavar="SECONDS",
-        default=DEFAULT_TIME_LIMIT,
-        help=(
-            f"seconds all checks may take together (default {DEFAULT_TIME_LIMIT:g}); keep it below "
-            "the hook's \"timeout\" in the agent's settings"
-        ),
-    )
-    stop.add_argument("--state-dir", type=Path, metavar="DIR", help="where block counts are kept")
 
 
 def read_payload(
@@ -326,6 +241,8 @@ def handle_stop(args: argparse.Namespace) -> int:
 
 
 def handle_install(args: argparse.Namespace) -> int:
+    from ._hook_install import install_hook  # not needed at each stop
+
     try:
         load_spec(args.spec, purpose="checks")  # a hook on a broken spec would only warn later
         done = install_hook(

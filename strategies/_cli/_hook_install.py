@@ -31,10 +31,9 @@ from attrs import frozen
 
 from harness import ConfigurationError
 
-from ._stop_core import DEFAULT_MAX_BLOCKS, DEFAULT_TIME_LIMIT
+from ._hook_args import AGENTS, DEFAULT_MAX_BLOCKS, DEFAULT_TIME_LIMIT
 
 Scope = Literal["project", "user"]
-AGENTS = ("claude", "codex", "gemini", "cursor")
 # The hook's "timeout" written out: the hook's own --timeout plus a margin for starting and
 # answering, so the agent never kills a hook that is about to answer.
 MARGIN = 10.0

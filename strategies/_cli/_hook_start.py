@@ -18,7 +18,6 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -83,25 +82,6 @@ def _workspace(cwd: object, workspace: Path | None, spec: Spec) -> Path:
 
 def _recorded(record: SessionRecord) -> bool:
     return record.folder.is_dir()
-
-
-def register(kinds: Any, default_time_limit: float) -> None:
-    """Add ``claude-start`` to the ``harness hook`` subcommands."""
-    start = kinds.add_parser(
-        "claude-start",
-        help="a SessionStart hook: record the protected paths and baselines for the stop hook",
-        description="Reads a SessionStart payload on stdin; prints nothing on stdout.",
-    )
-    start.add_argument("--spec", type=Path, required=True, help="the spec the stop hook uses")
-    start.add_argument("--workspace", type=Path, help="record this folder (default: payload cwd)")
-    start.add_argument(
-        "--timeout",
-        type=float,
-        default=default_time_limit,
-        help=f"seconds recording may take (default {default_time_limit:g})",
-    )
-    start.add_argument("--state-dir", type=Path, help="the stop hook's --state-dir")
-    start.set_defaults(handler=handle_claude_start)
 
 
 def handle_claude_start(args: argparse.Namespace) -> int:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-from typing import Any
 
 from checks.extend import CHECKS, SANDBOXES
 from harness.extend import MODELS, NOTIFY, PAUSE, PRICE, RETRY, render_schema, render_variants
@@ -18,7 +16,7 @@ from termination.extend import BUDGET, FEEDBACK, POLICY, SENSORS, TRIGGER
 
 from .._spec import SPEC
 from .._strategy_config import STRATEGIES
-from .._tools_config import TOOLS
+from .._tools_config import MCP, TOOLS
 
 COMMAND = "harness spec-reference > docs/spec-reference.md"
 
@@ -116,6 +114,7 @@ def render() -> str:
         _INTRO,
         render_schema(SPEC),
         render_schema(TOOLS, level=2),
+        render_schema(MCP, level=2),
         render_variants(MODELS, title="[model]"),
         render_schema(PRICE, level=3),
         render_schema(RETRY, level=3),
@@ -132,15 +131,6 @@ def render() -> str:
         render_schema(NOTIFY),
     ]
     return "\n".join(s.rstrip() + "\n" for s in sections)
-
-
-def register(sub: Any) -> None:
-    parser = sub.add_parser(
-        "spec-reference",
-        help="print the reference of every spec key (docs/spec-reference.md)",
-    )
-    parser.add_argument("-o", "--output", type=Path, help="write the page here instead")
-    parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import signal
 import sys
-import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import TypeVar
 
 import anyio
@@ -27,30 +26,16 @@ from attrs import define, field
 
 from harness import CancelToken
 
+from ._exits import CANCEL_SIGNALS, exit_code_for, ignore, signal_handlers_kept
+
+__all__ = [
+    "CANCEL_SIGNALS",
+    "SignalCancel",
+    "exit_code_for",
+    "signal_handlers_kept",
+]
+
 T = TypeVar("T")
-
-CANCEL_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-
-def exit_code_for(signum: int) -> int:
-    """The exit code of a command that a signal stopped: 128 + its number."""
-    return 128 + signum
-
-
-@contextmanager
-def signal_handlers_kept() -> Iterator[None]:
-    """The handlers of `CANCEL_SIGNALS` as they were before the block, put back after it: a
-    `SignalCancel` that received a signal leaves the others ignored until the command ends."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # only the main thread handles signals; nothing here changes them
-        return
-    saved = {signum: signal.getsignal(signum) for signum in CANCEL_SIGNALS}
-    try:
-        yield
-    finally:
-        for signum, handler in saved.items():
-            if handler is not None:  # None: a handler not set from Python, left as it is
-                signal.signal(signum, handler)
 
 
 @define
@@ -82,7 +67,7 @@ class SignalCancel:
                     group.cancel_scope.cancel()
         finally:
             if self.received is not None:
-                _ignore(CANCEL_SIGNALS)
+                ignore(CANCEL_SIGNALS)
         if failure is not None:
             raise failure
 
@@ -110,10 +95,3 @@ class SignalCancel:
                 if self.received is None:
                     self.received = signal.Signals(signum)
                     self.token.cancel(self.received.name)
-
-
-def _ignore(signums: tuple[signal.Signals, ...]) -> None:
-    """Ignore `signums` from now on (in the main thread, the only one that may set handlers)."""
-    if threading.current_thread() is threading.main_thread():
-        for signum in signums:
-            signal.signal(signum, signal.SIG_IGN)

@@ -35,14 +35,10 @@ from harness.extend import Clock, check_positive
 from .._spec import Spec
 from ._checking import run_checks
 from ._claude_transcript import TranscriptError, last_answer
+from ._hook_args import DEFAULT_MAX_BLOCKS, DEFAULT_TIME_LIMIT
 from ._hook_record import SessionRecord
 
 Reentry = Literal["check", "allow"]
-DEFAULT_MAX_BLOCKS = 5
-# The hook's own deadline for all its checks: below the 60 s that Claude Code and Gemini CLI
-# give a command hook by default (Claude Code has since raised its default to 600 s), with a
-# margin for starting Python and answering. `harness hook install` writes 60 s out.
-DEFAULT_TIME_LIMIT = 50.0
 
 
 class HookPayloadError(ValueError):

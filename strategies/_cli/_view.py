@@ -6,32 +6,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from harness import FixtureError, HarnessError
 
 EXIT_OK = 0
 EXIT_ERROR = 2
-
-
-def register(sub: Any) -> None:
-    parser = sub.add_parser(
-        "view",
-        help="write a run's transcript (or a board's attempts) as self-contained HTML pages",
-    )
-    parser.add_argument(
-        "transcript",
-        type=Path,
-        help="the JSONL transcript of a run, or a board's folder (with its .board state)",
-    )
-    parser.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        help="where to write the page (default: beside it, .html); for a board, the folder for "
-        "its pages (default: view/ in its state folder)",
-    )
-    parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:

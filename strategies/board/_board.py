@@ -45,8 +45,6 @@ from harness.extend import EventStream, LibraryLogger, RunPaused, RunResumed, st
 
 from ._attempt import AttemptOutcome, AttemptSpec, AttemptWatcher
 from ._board_config import (
-    BOARD_FILE,
-    TASKS_FOLDER,
     Agent,
     AttemptInfo,
     BoardSettings,
@@ -55,19 +53,24 @@ from ._board_config import (
     pool,
 )
 from ._engine import Engine, LocalEngine
+from ._errors import STATE_ERRNOS as _STATE_ERRNOS
+from ._errors import BoardConfigError, state_error
 from ._events import BoardEvent, BoardSink, StructlogBoardSink
 from ._lock import BoardLock
 from ._records import TaskState
-from ._schema import STATE_ERRNOS as _STATE_ERRNOS
-from ._schema import state_error
+from ._state import (
+    DATABASE,
+    STATE_FOLDER,
+    TASKS_FOLDER,
+    existing_database,
+    one_line,
+)
 from ._store import FINISHED, BoardStore, Claim
-from ._tasks import BoardConfigError, BoardTask, check_graph, load_tasks
+from ._tasks import BoardTask, check_graph, load_tasks
 from ._worktree import GitError, Worktree, Worktrees, repository_of
 from ._writer import Writer
 
-STATE_FOLDER = ".board"
 _log = LibraryLogger("harness.board")
-DATABASE = "board.db"
 
 
 @frozen
@@ -541,14 +544,6 @@ class _Recorder:
         self._writer.post(self._store.note, self._owner, self._claim, "task.rejected", message)
 
 
-def one_line(text: object, width: int = 200) -> str:
-    """`text` on one line of at most `width` characters: its first and last lines, which
-    for a check's reason are the headline and the end of the output."""
-    lines = [" ".join(line.split()) for line in str(text or "").splitlines() if line.strip()]
-    line = lines[0] if len(lines) < 2 else f"{lines[0]} … {lines[-1]}"
-    return line if len(line) <= width else line[: width - 1] + "…"
-
-
 def _materialize(template: Path, target: Path) -> Path:
     """`target`, a copy of `template` made once (copied aside, then renamed into place, so a
     crash never leaves half a copy there)."""
@@ -566,18 +561,7 @@ def _materialize(template: Path, target: Path) -> Path:
     return target
 
 
-def board_state(folder: str | Path, state: str | Path | None = None) -> Path:
-    """Where the board in `folder` keeps its state: `state`, or ``folder/.board``."""
-    return Path(state) if state is not None else Path(folder) / STATE_FOLDER
-
-
 def open_store(state: Path, *, read_only: bool = False) -> BoardStore:
-    """The database of an existing board (for status and retry); `read_only` to look at it
-    only (it may then be in a read-only folder)."""
-    path = state / DATABASE
-    if not path.is_file():
-        raise BoardConfigError(
-            f"{path}: no board database (has the board run yet? `harness board run` makes it; "
-            f"the folder needs a {BOARD_FILE} and a {TASKS_FOLDER}/ folder)"
-        )
-    return BoardStore(path, read_only=read_only)
+    """The database of an existing board (for retry); `read_only` to look at it only (it may
+    then be in a read-only folder). `harness board status` reads through a `BoardView`."""
+    return BoardStore(existing_database(state), read_only=read_only)

@@ -46,10 +46,10 @@ from attrs import field, frozen
 from harness import ConfigurationError, ModelClient, Notifier
 from harness.extend import check_positive, notifiers_from_config
 
-from ._tasks import BoardConfigError, parse_toml, read_board_file
+from ._errors import BoardConfigError
+from ._state import BOARD_FILE
+from ._tasks import parse_toml, read_board_file
 
-BOARD_FILE = "board.toml"
-TASKS_FOLDER = "tasks"
 _SECTIONS = {"board", "agents", "ray", "notify"}
 _BOARD_KEYS = {
     "workspace",

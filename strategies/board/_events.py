@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_chec
 
 from attrs import asdict, frozen
 
-from harness.extend import LibraryLogger
-
 if TYPE_CHECKING:
     pass
 
@@ -67,7 +65,12 @@ class StructlogBoardSink:
     """Logs each event under its kind: warnings for review and failed, info otherwise."""
 
     def __init__(self, logger: Any = None) -> None:
-        self._log = logger if logger is not None else LibraryLogger("harness.board")
+        if logger is None:
+            # Here, not at the top: `harness board status --events` reads events, logs none.
+            from harness.extend import LibraryLogger
+
+            logger = LibraryLogger("harness.board")
+        self._log = logger
 
     def emit(self, event: BoardEvent) -> None:
         data = event.to_dict()

@@ -15,13 +15,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from harness import HarnessError
-
 LOCK_FILE = "board.lock"
-
-
-class BoardBusy(HarnessError):
-    """Another board process is running on this state folder."""
 
 
 class BoardLock:
@@ -40,6 +34,8 @@ class BoardLock:
             handle.seek(0)
             holder = handle.read().strip() or "another process"
             handle.close()
+            from ._errors import BoardBusy  # here: `holder` (board status) needs no harness
+
             raise BoardBusy(
                 f"a board is already running on {self.path.parent} ({holder}); two boards on "
                 "one state folder could run a task twice, so this one does not start"

@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from attrs import frozen
 
-from ._events import BoardEvent
-from ._progress import AttemptProgress
+if TYPE_CHECKING:
+    # Loaded by the methods that build them: both import `harness`, which listing the tasks
+    # and counting them (`harness board status`) does not need.
+    from ._events import BoardEvent
+    from ._progress import AttemptProgress
 
 Status = Literal["pending", "blocked", "in_progress", "complete", "review", "failed"]
 STATUSES: tuple[Status, ...] = (
@@ -123,6 +126,7 @@ class AttemptState:
 class BoardReader:
     """Reads the tasks, attempts, runs and events of a board's database."""
 
+    path: Path
     _db: sqlite3.Connection
 
     def tasks(self, *, status: str | None = None, limit: int | None = None) -> list[TaskState]:
@@ -182,6 +186,8 @@ class BoardReader:
         return states
 
     def attempts(self, task: str | None = None) -> list[AttemptState]:
+        from ._progress import AttemptProgress
+
         query = "SELECT * FROM attempts"
         args: tuple[str, ...] = ()
         if task is not None:
@@ -209,6 +215,8 @@ class BoardReader:
 
     def events(self, *, after: int = 0, limit: int | None = None) -> list[BoardEvent]:
         """The event log after `seq` `after`, oldest first; with `limit`, only the newest."""
+        from ._events import BoardEvent
+
         if limit is not None:
             rows = self._db.execute(
                 "SELECT * FROM (SELECT * FROM events WHERE seq > ? ORDER BY seq DESC LIMIT ?) "
@@ -232,6 +240,10 @@ class BoardReader:
         return [
             AccountState(r["name"], r["paused_until"], r["reason"], r["updated_at"]) for r in rows
         ]
+
+    def paused_accounts(self) -> list[AccountState]:
+        """The accounts paused now."""
+        return [a for a in self.accounts() if a.paused_until is not None]
 
     def last_run(self) -> dict[str, Any] | None:
         row = self._db.execute("SELECT * FROM runs ORDER BY started_at DESC LIMIT 1").fetchone()

@@ -1,65 +1,15 @@
-"""The board's SQLite schema, opening a board database (WAL mode, or read-only for a look),
-and `BoardStateError`: what goes wrong with the state folder at run time."""
+"""The board's SQLite schema, and opening a board database (WAL mode, or read-only for a look).
+
+What goes wrong (`BoardStateError`, `BoardConfigError`) is in `_errors`, loaded when it does:
+`harness board status` reads a database without importing `harness`."""
 
 from __future__ import annotations
 
-import errno
 import sqlite3
 from contextlib import suppress
 from pathlib import Path
 
-from harness import HarnessError
-
 from ._records import STATUSES
-from ._tasks import BoardConfigError
-
-
-class BoardStateError(HarnessError):
-    """The board's state folder cannot be used: its database is damaged (corrupt, truncated),
-    it is read-only, or its disk is full. The message names the file and what to do; `path`
-    is the file. Nothing was half-written: each change is one transaction."""
-
-    def __init__(self, message: str, path: Path) -> None:
-        super().__init__(message)
-        self.path = path
-
-
-_FULL = (errno.ENOSPC, errno.EDQUOT)
-_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
-# Errors of the state folder itself (not of a task): they stop the board.
-STATE_ERRNOS = frozenset((*_FULL, errno.EROFS))
-
-
-def state_error(exc: BaseException, path: Path) -> BoardStateError:
-    """`exc` (an `OSError` or a `sqlite3.Error` on `path`) as a `BoardStateError` that says
-    what to do."""
-    detail = str(exc) if isinstance(exc, sqlite3.Error) else (exc.strerror or str(exc))  # type: ignore[attr-defined]
-    code = getattr(exc, "errno", None)
-    name = getattr(exc, "sqlite_errorname", "")
-    lowered = detail.lower()
-    if code in _FULL or name == "SQLITE_FULL" or "disk is full" in lowered:
-        advice = (
-            "the disk is full: free some space and run again (what was recorded before is kept)"
-        )
-    elif code in _READ_ONLY or name.startswith("SQLITE_READONLY") or "readonly" in lowered:
-        advice = (
-            "the board's state is read-only: make the state folder writable, or run the board "
-            "with --state on a writable folder (`harness board status` reads it as it is)"
-        )
-    elif isinstance(exc, sqlite3.DatabaseError) and (
-        name in ("SQLITE_CORRUPT", "SQLITE_NOTADB")
-        or "malformed" in lowered
-        or "not a database" in lowered
-    ):
-        advice = (
-            "the board's database is damaged (corrupt or truncated): move it aside (with its "
-            "-wal and -shm files) and run the board again to start its record afresh; the "
-            "transcripts and the workspace in the state folder are kept"
-        )
-    else:
-        advice = "the board's state cannot be used"
-    return BoardStateError(f"{path}: {advice} ({detail})", path)
-
 
 SCHEMA_VERSION = "2"
 # Each step brings a database from the version before it: (from, statements).
@@ -161,6 +111,8 @@ def connect(
             return _open_read_only(path)
         return _open(path, synchronous)
     except (sqlite3.Error, OSError) as exc:
+        from ._errors import state_error
+
         raise state_error(exc, path) from None
 
 
@@ -183,6 +135,8 @@ def _open_read_only(path: Path) -> sqlite3.Connection:
             raise
         if row is None or row["value"] != SCHEMA_VERSION:
             db.close()
+            from ._errors import BoardConfigError
+
             raise BoardConfigError(
                 f"{path}: the board database has schema {row and row['value']}, this version "
                 f"reads {SCHEMA_VERSION}"
@@ -229,6 +183,8 @@ def _create(db: sqlite3.Connection, path: Path) -> None:
         version = str(int(version) + 1)
         db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (version,))
     if version != SCHEMA_VERSION:
+        from ._errors import BoardConfigError
+
         raise BoardConfigError(
             f"{path}: the board database has schema {version}, this version reads {SCHEMA_VERSION}"
         )

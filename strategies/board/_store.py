@@ -26,11 +26,12 @@ from pathlib import Path
 from harness import HaltReason
 
 from ._attempt import AttemptOutcome, classify
+from ._errors import BoardConfigError, state_error
 from ._events import BoardEvent, Kind
 from ._progress import AttemptProgress, read_attempt
-from ._records import FINISHED, AccountState, BoardReader, Claim, OpenAttempt, Status
-from ._schema import connect, state_error
-from ._tasks import BoardConfigError, BoardTask
+from ._records import FINISHED, BoardReader, Claim, OpenAttempt, Status
+from ._schema import connect
+from ._tasks import BoardTask
 
 __all__ = ["FINISHED", "BoardStore", "Claim"]
 
@@ -483,10 +484,6 @@ class BoardStore(BoardReader):
             if cursor.rowcount:
                 message = f"{account} works again: {why}"
                 self._event("account.resumed", message, agent=account, owner=owner, now=now)
-
-    def paused_accounts(self) -> list[AccountState]:
-        """The accounts paused now."""
-        return [a for a in self.accounts() if a.paused_until is not None]
 
     def end(self, owner: str) -> dict[str, int]:
         """Record the end of the run; returns the count of tasks per status."""

@@ -31,6 +31,7 @@ from harness import ConfigurationError
 from harness.extend import FileRefused, read_regular_file
 
 from .._spec import SPEC, Spec, spec_from_table
+from ._errors import BoardConfigError
 
 # The largest task file (or board.toml) read: far above any real one.
 MAX_TASK_BYTES = 1024 * 1024
@@ -43,11 +44,6 @@ REFUSED_KEYS = {
 }
 SPEC_KEYS = tuple(sorted(set(SPEC.names) - set(REFUSED_KEYS)))
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-
-
-class BoardConfigError(ConfigurationError):
-    """A task file or the board's configuration is malformed; the message names the file and
-    key (one line per problem when there are several)."""
 
 
 @frozen

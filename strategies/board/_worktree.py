@@ -26,7 +26,7 @@ from attrs import evolve, frozen
 from harness.extend import SystemClock, run_process
 
 from ._attempt import AttemptOutcome
-from ._tasks import BoardConfigError
+from ._errors import BoardConfigError
 
 BRANCH_PREFIX = "harness/"
 IDENTITY = {

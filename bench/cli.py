@@ -1,0 +1,237 @@
+"""Benchmark the `harness` command line's start-up: each command as a fresh process.
+
+    python bench/cli.py                 # 15 interleaved rounds, a 10,000-task board
+    python bench/cli.py --rounds 5 --tasks 1000
+
+Fresh processes, run interleaved (one of each, then again) so that the machine's load falls on
+every row alike; the table shows the median wall time and the median CPU time (user + system,
+from the child's resource usage) of each, against two floors:
+
+- ``python -c pass``: the interpreter's own start-up;
+- ``python -c "import sqlite3, json, argparse"``: what reading a board's database and printing
+  it cannot avoid (the floor of ``board status``).
+
+The commands: ``harness --help``; ``harness board status`` on a board of --tasks tasks (most
+complete, some failed, in review and pending: the default table, counts and what needs a
+look); ``harness hook claude-stop`` on a Stop payload whose checks pass (what a coding agent
+runs at every stop); ``harness check`` on the same spec; ``harness run`` of the scripted demo.
+Then ``board status``'s own time in this process (target: at most 50 ms), the issue's figure.
+
+Wall time on a shared machine moves with the load; CPU time less. For a load-independent
+figure, count instructions: ``valgrind --tool=callgrind python -m strategies board status DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STATUS_TARGET_MS = 50.0
+
+HOOK_SPEC = """\
+prompt = "Write report.md, then end your answer with a line DONE."
+
+[model]
+type = "fixture"
+path = "unused.jsonl"
+
+[[checks]]
+type = "files"
+paths = ["report.md"]
+"""
+
+TASK = """id = "t{i:05d}"
+title = "Task {i}"
+role = "worker"
+body = "Write t{i:05d}.txt."
+
+[[checks]]
+type = "files"
+paths = ["t{i:05d}.txt"]
+"""
+
+
+def make_board(root: Path, count: int) -> Path:
+    """A board of `count` tasks that has run: most complete, some failed, in review, pending."""
+    from strategies.board import BoardStore, load_tasks
+
+    folder = root / "board"
+    (folder / "tasks").mkdir(parents=True)
+    for i in range(count):
+        (folder / "tasks" / f"t{i:05d}.toml").write_text(TASK.format(i=i))
+    state = folder / ".board"
+    state.mkdir()
+    with BoardStore(state / "board.db") as store:
+        store.start(
+            load_tasks(folder / "tasks"),
+            owner="bench",
+            pid=os.getpid(),
+            host="bench",
+            engine="local",
+            agents=1,
+            roles={"worker"},
+            max_attempts=3,
+        )
+        store.end("bench")
+    db = sqlite3.connect(state / "board.db")
+    with db:
+        db.execute("UPDATE tasks SET status = 'complete'")
+        db.execute("UPDATE tasks SET status = 'failed', reason = 'tests red' WHERE rowid % 97 = 0")
+        db.execute("UPDATE tasks SET status = 'review', reason = 'a look' WHERE rowid % 211 = 0")
+        db.execute("UPDATE tasks SET status = 'pending' WHERE rowid % 53 = 0")
+    db.close()
+    return folder
+
+
+def make_hook(root: Path) -> tuple[Path, bytes]:
+    """A spec whose check passes, and a Claude Code Stop payload for its workspace."""
+    hook = root / "hook"
+    (hook / "workspace").mkdir(parents=True)
+    (hook / "workspace" / "report.md").write_text("# Report\n")
+    (hook / "spec.toml").write_text(HOOK_SPEC)
+    shutil.copy(ROOT / "fixtures" / "hooks" / "transcript.jsonl", hook / "transcript.jsonl")
+    payload = json.loads((ROOT / "fixtures" / "hooks" / "stop.json").read_text())
+    payload["cwd"] = str(hook / "workspace")
+    payload["transcript_path"] = str(hook / "transcript.jsonl")
+    return hook, json.dumps(payload).encode()
+
+
+def harness_argv() -> list[str]:
+    """How a user starts the command: the installed ``harness`` script next to this Python."""
+    script = Path(sys.executable).parent / "harness"
+    if script.is_file():
+        return [sys.executable, str(script)]
+    return [sys.executable, "-m", "strategies"]  # pragma: no cover - a bare checkout
+
+
+def timed(argv: list[str], stdin: bytes, expect: int) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system, the child's own resource usage) of one process."""
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    assert process.stdin is not None
+    assert process.stderr is not None
+    process.stdin.write(stdin)  # a payload of a few hundred bytes: fits the pipe's buffer
+    process.stdin.close()
+    err = process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    process.stderr.close()
+    if process.returncode != expect:
+        raise AssertionError(f"{argv} exited {process.returncode}: {err.decode()[-500:]}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def in_process_status(folder: Path, repeat: int) -> float:
+    """Median seconds of ``board status`` run in this process (start-up excluded)."""
+    from strategies._cli import main
+
+    times = []
+    for _ in range(repeat):
+        out = io.StringIO()
+        start = time.perf_counter()
+        with contextlib.redirect_stdout(out):
+            code = main(["board", "status", str(folder)])
+        times.append(time.perf_counter() - start)
+        if code != 0 or "complete" not in out.getvalue():
+            raise AssertionError(f"board status failed ({code}): {out.getvalue()[-500:]}")
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds (15)")
+    parser.add_argument("--tasks", type=int, default=10_000, help="the board's tasks (10,000)")
+    args = parser.parse_args()
+    harness = harness_argv()
+    with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
+        root = Path(tmp)
+        board = make_board(root, args.tasks)
+        hook, payload = make_hook(root)
+        demo = ROOT / "fixtures" / "demo" / "ralph.toml"
+        rows: list[tuple[str, list[str], bytes, int]] = [
+            ("python -c pass", [sys.executable, "-c", "pass"], b"", 0),
+            (
+                "python: import sqlite3, json, argparse",
+                [sys.executable, "-c", "import sqlite3, json, argparse"],
+                b"",
+                0,
+            ),
+            ("harness --help", [*harness, "--help"], b"", 0),
+            (
+                f"harness board status ({args.tasks:,})",
+                [*harness, "board", "status", str(board)],
+                b"",
+                0,
+            ),
+            (
+                "harness hook claude-stop",
+                [
+                    *harness,
+                    "hook",
+                    "claude-stop",
+                    "--spec",
+                    str(hook / "spec.toml"),
+                    "--state-dir",
+                    str(root / "hook-state"),
+                ],
+                payload,
+                0,
+            ),
+            (
+                "harness check",
+                [
+                    *harness,
+                    "check",
+                    str(hook / "spec.toml"),
+                    "--workspace",
+                    str(hook / "workspace"),
+                ],
+                b"",
+                0,
+            ),
+            (
+                "harness run fixtures/demo/ralph.toml",
+                [*harness, "run", "-q", str(demo), "--transcript", str(root / "demo.jsonl")],
+                b"",
+                0,
+            ),
+        ]
+        walls: dict[str, list[float]] = {name: [] for name, *_ in rows}
+        cpus: dict[str, list[float]] = {name: [] for name, *_ in rows}
+        for _ in range(args.rounds):
+            for name, argv, stdin, expect in rows:
+                wall, cpu = timed(argv, stdin, expect)
+                walls[name].append(wall)
+                cpus[name].append(cpu)
+        inside = in_process_status(board, max(args.rounds // 3, 3))
+    floor = statistics.median(walls[rows[1][0]])
+    print(f"fresh processes, median of {args.rounds} interleaved rounds ({sys.version.split()[0]})")
+    print(f"{'command':<42} {'wall ms':>8} {'cpu ms':>8} {'wall - floor':>13}")
+    for name, *_ in rows:
+        wall = statistics.median(walls[name])
+        cpu = statistics.median(cpus[name])
+        print(f"{name:<42} {wall * 1e3:8.1f} {cpu * 1e3:8.1f} {(wall - floor) * 1e3:+12.1f}")
+    verdict = "met" if inside * 1e3 <= STATUS_TARGET_MS else "MISSED"
+    print(
+        f"board status in-process, {args.tasks:,} tasks: {inside * 1e3:.1f} ms "
+        f"(target {STATUS_TARGET_MS:.0f} ms: {verdict})"
+    )
+
+
+if __name__ == "__main__":
+    main()
