@@ -2,6 +2,7 @@
 
     python bench/cli.py                 # 15 interleaved rounds, a 10,000-task board
     python bench/cli.py --rounds 5 --tasks 1000
+    git worktree add /tmp/before main && python bench/cli.py --before /tmp/before --instructions
 
 Fresh processes, run interleaved (one of each, then again) so that the machine's load falls on
 every row alike; the table shows the median wall time and the median CPU time (user + system,
@@ -17,8 +18,10 @@ look); ``harness hook claude-stop`` on a Stop payload whose checks pass (what a 
 runs at every stop); ``harness check`` on the same spec; ``harness run`` of the scripted demo.
 Then ``board status``'s own time in this process (target: at most 50 ms), the issue's figure.
 
-Wall time on a shared machine moves with the load; CPU time less. For a load-independent
-figure, count instructions: ``valgrind --tool=callgrind python -m strategies board status DIR``.
+``--before DIR`` adds the stop hook run from another checkout (say, of main before a change)
+and from this one, both started the same way, for a before/after pair. Wall time on a shared
+machine moves with the load; CPU time less. ``--instructions`` also counts the instructions of
+one run of the hook (and of the floors) under callgrind, a figure the load does not move.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import shutil
 import sqlite3
 import statistics
@@ -116,6 +120,39 @@ def harness_argv() -> list[str]:
     return [sys.executable, "-m", "strategies"]  # pragma: no cover - a bare checkout
 
 
+# Runs the command line from the checkout given as its first argument. The editable install's
+# finder maps the packages to this checkout whatever sys.path says, so it is taken out.
+FROM_TREE = """\
+import sys
+root = sys.argv.pop(1)
+sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
+sys.path.insert(0, root)
+from strategies._cli import main
+raise SystemExit(main(sys.argv[1:]))
+"""
+
+
+def from_tree(root: Path) -> list[str]:
+    """How to run the command line of the checkout at `root` (this one's or another's)."""
+    return [sys.executable, "-c", FROM_TREE, str(root)]
+
+
+def instructions(argv: list[str], stdin: bytes, expect: int) -> int:
+    """Instructions one run of `argv` executes, counted by callgrind."""
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+        input=stdin,
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != expect:
+        raise AssertionError(f"{argv} exited {done.returncode}: {done.stderr.decode()[-500:]}")
+    found = re.search(rb"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise AssertionError(f"callgrind printed no count: {done.stderr.decode()[-500:]}")
+    return int(found[1])
+
+
 def timed(argv: list[str], stdin: bytes, expect: int) -> tuple[float, float]:
     """Wall and CPU seconds (user + system, the child's own resource usage) of one process."""
     start = time.perf_counter()
@@ -156,6 +193,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds (15)")
     parser.add_argument("--tasks", type=int, default=10_000, help="the board's tasks (10,000)")
+    parser.add_argument(
+        "--before", type=Path, help="another checkout: run its stop hook too, for a before/after"
+    )
+    parser.add_argument(
+        "--instructions", action="store_true", help="count the hook's instructions (callgrind)"
+    )
     args = parser.parse_args()
     harness = harness_argv()
     with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
@@ -211,6 +254,12 @@ def main() -> None:
                 0,
             ),
         ]
+        hook_args = ["hook", "claude-stop", "--spec", str(hook / "spec.toml")]
+        if args.before is not None:
+            for label, tree in (("before", args.before.resolve()), ("after", ROOT)):
+                state = ["--state-dir", str(root / f"hook-state-{label}")]
+                argv = [*from_tree(tree), *hook_args, *state]
+                rows.append((f"harness hook claude-stop ({label})", argv, payload, 0))
         walls: dict[str, list[float]] = {name: [] for name, *_ in rows}
         cpus: dict[str, list[float]] = {name: [] for name, *_ in rows}
         for _ in range(args.rounds):
@@ -219,6 +268,11 @@ def main() -> None:
                 walls[name].append(wall)
                 cpus[name].append(cpu)
         inside = in_process_status(board, max(args.rounds // 3, 3))
+        counted = {
+            name: instructions(argv, stdin, expect)
+            for name, argv, stdin, expect in rows
+            if args.instructions and (name.startswith("python") or "hook" in name)
+        }
     floor = statistics.median(walls[rows[1][0]])
     print(f"fresh processes, median of {args.rounds} interleaved rounds ({sys.version.split()[0]})")
     print(f"{'command':<42} {'wall ms':>8} {'cpu ms':>8} {'wall - floor':>13}")
@@ -231,6 +285,10 @@ def main() -> None:
         f"board status in-process, {args.tasks:,} tasks: {inside * 1e3:.1f} ms "
         f"(target {STATUS_TARGET_MS:.0f} ms: {verdict})"
     )
+    if counted:
+        print("instructions of one run (valgrind --tool=callgrind)")
+        for name, count in counted.items():
+            print(f"{name:<42} {count / 1e6:>10,.0f}M")
 
 
 if __name__ == "__main__":

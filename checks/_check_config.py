@@ -11,23 +11,38 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import ConfigurationError, ModelClient
-from harness.extend import MODELS, REQUIRED, Key, Schema, Variants
+from harness.extend import REQUIRED, Key, Schema, Variants
 
-from ._always import AlwaysComplete
-from ._command import CommandCheck
 from ._compose import AllOf, AnyOf
-from ._feature_list import FeatureListCheck
-from ._files import FilesCheck
-from ._judge import QuestionAnsweredCheck
-from ._plan_check import PlanCheck
 from ._protocol import CompletionCheck
-from ._sandbox import SandboxProvider, sandbox_by_name
-from ._signal import SignalCheck
-from ._sql import SqlResultCheck
-from ._test_suite import TestSuiteCheck
+
+if TYPE_CHECKING:
+    from ._sandbox import SandboxProvider
+
+# Each check's module loads when a table names its type, not with this registry: the stop
+# hook builds its checks at every stop of an agent, and a spec with a files check must not
+# pay for the test suite's parsers, sqlite3 or the sandboxes.
+_CLASSES: dict[str, tuple[str, str]] = {
+    "always_complete": ("._always", "AlwaysComplete"),
+    "feature_list": ("._feature_list", "FeatureListCheck"),
+    "test_suite": ("._test_suite", "TestSuiteCheck"),
+    "command": ("._command", "CommandCheck"),
+    "files": ("._files", "FilesCheck"),
+    "signal": ("._signal", "SignalCheck"),
+    "plan": ("._plan_check", "PlanCheck"),
+    "sql_result": ("._sql", "SqlResultCheck"),
+}
+
+
+def _model_tables() -> Variants:
+    """The judge's table schema, `MODELS`, loaded only when the reference links to it."""
+    from harness.extend import MODELS
+
+    return MODELS
+
 
 ModelFactory = Callable[[Mapping[str, Any], str], ModelClient]
 
@@ -203,7 +218,13 @@ CHECKS = Variants(
             "a question_answered check",
             [
                 Key("question", "string", "The question the answer must answer.", default=REQUIRED),
-                Key("judge", "table", "The judge's model table.", default=REQUIRED, see=MODELS),
+                Key(
+                    "judge",
+                    "table",
+                    "The judge's model table.",
+                    default=REQUIRED,
+                    see=_model_tables,
+                ),
                 Key("rubric", "string", "What a good answer has, for the judge."),
             ],
             help="`QuestionAnsweredCheck`: an LLM judge gives exactly one `VERDICT: PASS`; "
@@ -273,6 +294,8 @@ def check_from_config(
 
 
 def _sandbox(value: object, where: str) -> SandboxProvider:
+    from ._sandbox import sandbox_by_name  # only a check that runs a command needs it
+
     if isinstance(value, str):
         return sandbox_by_name(value)
     assert isinstance(value, dict)
@@ -288,18 +311,12 @@ def _build(
         options["sandbox"] = _sandbox(options["sandbox"], f"{where}.sandbox")
     if "command" in options and isinstance(options["command"], list):
         options["command"] = tuple(options["command"])
-    simple: dict[str, Callable[..., CompletionCheck]] = {
-        "always_complete": AlwaysComplete,
-        "feature_list": FeatureListCheck,
-        "test_suite": TestSuiteCheck,
-        "command": CommandCheck,
-        "files": FilesCheck,
-        "signal": SignalCheck,
-        "plan": PlanCheck,
-        "sql_result": SqlResultCheck,
-    }
-    if kind in simple:
-        return simple[kind](**options)
+    if kind in _CLASSES:
+        module, name = _CLASSES[kind]
+        made: Callable[..., CompletionCheck] = getattr(
+            importlib.import_module(module, __package__), name
+        )
+        return made(**options)
     if kind == "python":
         return _python_check(options, where)
     if kind in ("all_of", "any_of"):
@@ -314,6 +331,8 @@ def _build(
             f"{where}: a question_answered check needs a judge model, but no model factory "
             "was given to build one"
         )
+    from ._judge import QuestionAnsweredCheck  # the judge's prompts load with a judge
+
     judge = model_factory(options["judge"], f"{where}.judge")
     return QuestionAnsweredCheck(judge, options["question"], options.get("rubric"))
 

@@ -29,15 +29,10 @@ from typing import Any
 
 from attrs import evolve, frozen
 
+from ._agent_defaults import CURSOR_ARGV, GEMINI_ARGV, JSON_MAX_OUTPUT, OPENCODE_ARGV
 from ._cli_agent import CliAgentClient
 from ._errors import ModelError
 from ._messages import ModelRequest, ModelResponse, Usage
-
-GEMINI_ARGV = ("gemini", "--output-format", "json")
-CURSOR_ARGV = ("cursor-agent", "-p", "--output-format", "json")
-OPENCODE_ARGV = ("opencode", "run", "--format", "json")
-JSON_MAX_OUTPUT = 4 * 1024 * 1024
-"""Bytes of output kept by default: a whole pretty-printed object must fit, not just its tail."""
 
 
 @frozen

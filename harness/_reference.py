@@ -62,9 +62,10 @@ def _row(key: Key) -> str:
     text = key.help
     if key.choices:
         text += " One of " + ", ".join(f"`{_toml(c)}`" for c in key.choices) + "."
-    if key.see is not None:
-        label = key.see.name if isinstance(key.see, Variants) else key.see.heading
-        text += f" See [{label}](#{anchor(key.see)})."
+    linked = key.linked
+    if linked is not None:
+        label = linked.name if isinstance(linked, Variants) else linked.heading
+        text += f" See [{label}](#{anchor(linked)})."
     kinds = " or ".join(key.kind)
     return f"| `{key.name}` | {kinds} | {_default(key)} | {_cell(text)} |"
 

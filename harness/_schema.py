@@ -62,7 +62,9 @@ class Key:
 
     `default` is what the key means when it is left out (`REQUIRED` when it must be given,
     None when leaving it out means "not set"); `default_text` replaces it in the reference
-    where the default is not a plain value. `see` names the schema a table value follows.
+    where the default is not a plain value. `see` names the schema a table value follows,
+    or a function that returns it: a link in the reference must not import, at every load
+    of a spec, the module that describes the linked table (`linked` resolves it).
     """
 
     name: str
@@ -71,7 +73,14 @@ class Key:
     default: Any = None
     choices: tuple[Any, ...] = field(default=(), converter=_choices)
     default_text: str | None = None
-    see: Schema | Variants | None = None
+    see: Schema | Variants | Callable[[], Schema | Variants] | None = None
+
+    @property
+    def linked(self) -> Schema | Variants | None:
+        """The schema `see` names, called up if it is given as a function."""
+        if self.see is None or isinstance(self.see, Schema | Variants):
+            return self.see
+        return self.see()
 
     @property
     def required(self) -> bool:

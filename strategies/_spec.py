@@ -19,60 +19,88 @@ file's folder.
 from __future__ import annotations
 
 import importlib
-import shutil
-import tempfile
 import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from attrs import evolve, frozen
 
 from checks import AllOf, CompletionCheck, check_from_config
-from checks.extend import CHECKS
-from harness import (
-    Compaction,
-    ConfigurationError,
-    EventSink,
-    Harness,
-    MCPServer,
-    ModelClient,
-    Notifier,
-    PauseSettings,
-    Tool,
-    edit_file,
-    list_files,
-    model_from_config,
-    read_file,
-    search_files,
-    update_plan,
-    write_file,
-)
-from harness.checkpoints import Checkpointing
+from harness import ConfigurationError, EventSink, Harness, ModelClient, PauseSettings, Tool
 from harness.extend import (
-    MODELS,
-    NOTIFY,
-    PAUSE,
     REQUIRED,
     Clock,
     Key,
     Schema,
     Strategy,
     SystemClock,
+    Variants,
     check_positive,
-    notifiers_from_config,
 )
-from termination import Budget, TerminationPolicy, feedback_from_config, sensor_from_config
-from termination.extend import BUDGET, FEEDBACK, POLICY, SENSORS
+from termination import Budget, TerminationPolicy
+from termination.extend import BUDGET, POLICY
 
-from ._strategy_config import STRATEGIES, check_strategy_table, strategy_from_config
-from ._tools_config import MCP, TOOLS, mcp_servers, shell_tool, tool_names
+from ._strategy_config import STRATEGIES, check_strategy_table, model_tables
+from ._tools_config import MCP, TOOLS, shell_tool, tool_names
 
-BUILTIN_TOOLS: dict[str, Tool] = {
-    t.name: t for t in (read_file, list_files, search_files, write_file, edit_file, update_plan)
-}
-BUILTIN_TOOL_NAMES = tuple(BUILTIN_TOOLS)
+if TYPE_CHECKING:
+    from harness import Compaction, MCPServer, Notifier
+    from harness.checkpoints import Checkpointing
+
+# What a spec does beyond its checks (the model clients, the tools, MCP, notifications, the
+# sensors and feedback, checkpoints) is imported where the spec's table asks for it, not with
+# this module: the stop hook loads a spec at every stop of an agent, for its checks alone.
+
+BUILTIN_TOOL_NAMES = (
+    "read_file",
+    "list_files",
+    "search_files",
+    "write_file",
+    "edit_file",
+    "update_plan",
+)
+
+
+def builtin_tools() -> dict[str, Tool]:
+    """The built-in tools by name (their modules load with the first spec that lists one)."""
+    from harness import edit_file, list_files, read_file, search_files, update_plan, write_file
+
+    tools = (read_file, list_files, search_files, write_file, edit_file, update_plan)
+    return {t.name: t for t in tools}
+
+
+# The tables a key of the spec links to in the reference, each loaded when it is rendered.
+def _checks_tables() -> Variants:
+    from checks.extend import CHECKS
+
+    return CHECKS
+
+
+def _sensor_tables() -> Variants:
+    from termination.extend import SENSORS
+
+    return SENSORS
+
+
+def _feedback_tables() -> Variants:
+    from termination.extend import FEEDBACK
+
+    return FEEDBACK
+
+
+def _pause_table() -> Schema:
+    from harness.extend import PAUSE
+
+    return PAUSE
+
+
+def _notify_table() -> Schema:
+    from harness.extend import NOTIFY
+
+    return NOTIFY
+
 
 SPEC = Schema(
     "a run spec",
@@ -156,7 +184,7 @@ SPEC = Schema(
             "table",
             "The builder's model; `harness run` needs it, `harness check` and the hook do not.",
             default_text="none",
-            see=MODELS,
+            see=model_tables,
         ),
         Key("budget", "table", "The run's hard limits.", default_text="unlimited", see=BUDGET),
         Key("strategy", "table", "How sessions are driven.", default_text="`loop`", see=STRATEGIES),
@@ -165,17 +193,21 @@ SPEC = Schema(
             "array of tables",
             "The completion check(s); several are combined with `AllOf`.",
             default=REQUIRED,
-            see=CHECKS,
+            see=_checks_tables,
         ),
         Key(
-            "sensors", "array of tables", "Sensors read after every turn.", default=(), see=SENSORS
+            "sensors",
+            "array of tables",
+            "Sensors read after every turn.",
+            default=(),
+            see=_sensor_tables,
         ),
         Key(
             "feedback",
             "array of tables",
             "Feedback providers and their triggers.",
             default=(),
-            see=FEEDBACK,
+            see=_feedback_tables,
         ),
         Key("policy", "table", "How the completion check is treated.", see=POLICY),
         Key(
@@ -183,7 +215,7 @@ SPEC = Schema(
             "table",
             "How a usage limit is waited out.",
             default_text="pause up to 6 hours",
-            see=PAUSE,
+            see=_pause_table,
         ),
         Key(
             "notify",
@@ -191,7 +223,7 @@ SPEC = Schema(
             "Webhooks or commands told when the run ends (and, with `on`, when it pauses or "
             "resumes).",
             default=(),
-            see=NOTIFY,
+            see=_notify_table,
         ),
     ],
     heading="The spec file",
@@ -211,6 +243,8 @@ def _checkpointing(data: Mapping[str, Any], base: Path, where: str) -> Checkpoin
         if folder is not None:
             raise SpecError(f"{where}: checkpoint_dir is set but checkpoints is not true")
         return None
+    from harness.checkpoints import Checkpointing  # loads only for a spec that keeps checkpoints
+
     if folder is None:
         return Checkpointing()
     return Checkpointing(state_dir=(base / _string(folder, f"{where}: checkpoint_dir")).resolve())
@@ -311,6 +345,8 @@ class Spec:
             if self.model is None:
                 raise SpecError(f'{self.path}: a [model] table is required (type = "...")')
             table = self.model
+        from harness import model_from_config  # the providers load when a client is built
+
         with _named(str(self.path)):
             return model_from_config(
                 dict(table), where=f"{self.path}: {where}", base=self.path.parent
@@ -321,6 +357,9 @@ class Spec:
     ) -> Strategy:
         """A fresh strategy from the spec's; `wrap_model(client, role)` may wrap any extra
         model it uses."""
+        from harness import model_from_config  # the providers load when a client is built
+
+        from ._strategy_config import strategy_from_config
 
         def build_model(table: Mapping[str, Any], where: str) -> ModelClient:
             model = model_from_config(dict(table), where=where, base=self.path.parent)
@@ -336,6 +375,9 @@ class Spec:
         if override is not None:
             return override
         if self.workspace_template is not None:
+            import shutil
+            import tempfile
+
             target = Path(tempfile.mkdtemp(prefix="harness-ws-"))
             shutil.copytree(self.workspace_template, target, dirs_exist_ok=True)
             return target
@@ -400,7 +442,8 @@ def _spec(
     where = str(file)
     SPEC.validate(data, where)
     if "model" in data:
-        MODELS.validate(data["model"], f"{where}: model")
+        # Its schema alone: checking the table needs no client, so no provider module.
+        model_tables().validate(data["model"], f"{where}: model")
     strategy = data.get("strategy", {"type": "loop"})
     check_strategy_table(strategy, where=f"{where}: strategy")
     base = file.parent
@@ -419,7 +462,7 @@ def _spec(
     check_positive("tool_timeout", tool_timeout)  # a value error is named by `_named`
     check_positive("context_window", context_window, integer=True, allow_none=True)
     tools = _tools_setting(data.get("tools", ["read_file", "list_files", "write_file"]), where)
-    compaction = Compaction(data["compaction"]) if "compaction" in data else None
+    compaction = _compaction(data)
     if compaction is not None and context_window is None:
         raise SpecError(f"{where}: 'compaction' needs 'context_window' (the model's, in tokens)")
     _evaluator_has_tools(strategy, tools, f"{where}: strategy")
@@ -449,13 +492,35 @@ def _spec(
         purpose=purpose,
         checkpoints=_checkpointing(data, base, where),
         pause=pause,
-        mcp=mcp_servers(data["mcp"], base, f"{where}: mcp") if "mcp" in data else (),
-        notify=notifiers_from_config(data["notify"], f"{where}: notify")
-        if "notify" in data
-        else (),
+        mcp=_mcp(data, base, where),
+        notify=_notify(data, where),
     )
     _require(spec, purpose)
     return spec
+
+
+def _compaction(data: Mapping[str, Any]) -> Compaction | None:
+    if "compaction" not in data:
+        return None
+    from harness import Compaction  # loads only for a spec that compacts
+
+    return Compaction(data["compaction"])
+
+
+def _mcp(data: Mapping[str, Any], base: Path, where: str) -> tuple[MCPServer, ...]:
+    if "mcp" not in data:
+        return ()
+    from ._tools_config import mcp_servers  # MCP's modules load only for a spec with servers
+
+    return mcp_servers(data["mcp"], base, f"{where}: mcp")
+
+
+def _notify(data: Mapping[str, Any], where: str) -> tuple[Notifier, ...]:
+    if "notify" not in data:
+        return ()
+    from harness.extend import notifiers_from_config  # only a spec that notifies loads them
+
+    return notifiers_from_config(data["notify"], f"{where}: notify")
 
 
 def _evaluator_has_tools(strategy: Mapping[str, Any], tools: Sequence[Tool], where: str) -> None:
@@ -522,9 +587,14 @@ def _policy(
     check_tables = data.get("checks", [])
     if not isinstance(check_tables, list) or not check_tables:
         raise SpecError(f"{where}: at least one [[checks]] table is required (type = ...)")
-    factory = model_factory or (
-        lambda table, where: model_from_config(dict(table), where=where, base=base)
-    )
+
+    def factory(table: Mapping[str, Any], where: str) -> ModelClient:
+        if model_factory is not None:
+            return model_factory(table, where)
+        from harness import model_from_config  # the providers load for a judge's table only
+
+        return model_from_config(dict(table), where=where, base=base)
+
     built: list[CompletionCheck] = [
         check_from_config(
             _table(t, f"{where}: checks[{i}]"), where=f"{where}: checks[{i}]", model_factory=factory
@@ -533,11 +603,11 @@ def _policy(
     ]
     check: CompletionCheck = built[0] if len(built) == 1 else AllOf(tuple(built))
     sensors = [
-        sensor_from_config(_table(t, f"{where}: sensors[{i}]"), where=f"{where}: sensors[{i}]")
+        _sensor(_table(t, f"{where}: sensors[{i}]"), where=f"{where}: sensors[{i}]")
         for i, t in enumerate(_list(data.get("sensors", []), f"{where}: sensors"))
     ]
     feedback = [
-        feedback_from_config(_table(t, f"{where}: feedback[{i}]"), where=f"{where}: feedback[{i}]")
+        _feedback(_table(t, f"{where}: feedback[{i}]"), where=f"{where}: feedback[{i}]")
         for i, t in enumerate(_list(data.get("feedback", []), f"{where}: feedback"))
     ]
     options = POLICY.validate(data.get("policy", {}), f"{where}: policy")
@@ -546,6 +616,18 @@ def _policy(
             budget=budget, sensors=sensors, feedback=feedback, completion_check=check, **options
         )
     return policy, tuple(built)
+
+
+def _sensor(table: dict[str, Any], *, where: str) -> Any:
+    from termination import sensor_from_config  # the sensors load for a spec that has some
+
+    return sensor_from_config(table, where=where)
+
+
+def _feedback(table: dict[str, Any], *, where: str) -> Any:
+    from termination import feedback_from_config  # the providers load for a spec that has some
+
+    return feedback_from_config(table, where=where)
 
 
 def _tools_setting(value: object, where: str) -> tuple[Tool, ...]:
@@ -561,13 +643,14 @@ def _tools_setting(value: object, where: str) -> tuple[Tool, ...]:
 def _tools(names: object, where: str) -> tuple[Tool, ...]:
     items = _list(names, f"{where}: tools")
     tools: list[Tool] = []
+    builtin = builtin_tools() if items else {}
     for i, name in enumerate(items):
         if not isinstance(name, str):
             raise SpecError(
                 f"{where}: tools[{i}] must be a tool name or 'module:function' (got {name!r})"
             )
-        if name in BUILTIN_TOOLS:
-            tools.append(BUILTIN_TOOLS[name])
+        if name in builtin:
+            tools.append(builtin[name])
             continue
         if name == "run_command":
             raise SpecError(
@@ -576,7 +659,7 @@ def _tools(names: object, where: str) -> tuple[Tool, ...]:
             )
         if ":" not in name:
             raise SpecError(
-                f"{where}: tools[{i}] {name!r} is not a built-in tool ({sorted(BUILTIN_TOOLS)}) "
+                f"{where}: tools[{i}] {name!r} is not a built-in tool ({sorted(builtin)}) "
                 "nor a 'module:function' import path"
             )
         module_name, _, attr = name.partition(":")

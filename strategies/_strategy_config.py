@@ -10,11 +10,19 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from harness import ConfigurationError, ModelClient
-from harness.extend import MODELS, REQUIRED, Key, Schema, Strategy, Variants, check_positive
+from harness.extend import REQUIRED, Key, Schema, Strategy, Variants, check_positive
 from termination import Budget
 from termination.extend import BUDGET
 
-from ._loop import Loop
+
+def model_tables() -> Variants:
+    """The model tables' schema, `MODELS`, loaded when a table is checked against it or the
+    reference links to it: loading a spec whose strategy has no evaluator (or a spec for its
+    checks alone) must not import the model configuration."""
+    from harness.extend import MODELS
+
+    return MODELS
+
 
 STRATEGIES = Variants(
     "strategy",
@@ -60,7 +68,7 @@ STRATEGIES = Variants(
                     "table",
                     "The evaluator's model table.",
                     default=REQUIRED,
-                    see=MODELS,
+                    see=model_tables,
                 ),
                 Key(
                     "evaluator_prompt",
@@ -108,6 +116,8 @@ def strategy_from_config(
     """
     kind, settings = _settings(table, where)
     if kind == "loop":
+        from ._loop import Loop  # the other strategies import their own modules too
+
         return Loop()
     if kind == "ralph":
         return _ralph(settings, where)
@@ -132,7 +142,7 @@ def check_strategy_table(table: Mapping[str, Any], *, where: str) -> None:
     if kind == "ralph":
         _ralph(settings, where)
     elif kind == "self_verifying":
-        MODELS.validate(settings["evaluator"], f"{where}.evaluator")
+        model_tables().validate(settings["evaluator"], f"{where}.evaluator")
         try:  # the one value `SelfVerifying` checks beyond the schema's kinds
             check_positive("max_rounds", settings.get("max_rounds", 3), integer=True)
         except ConfigurationError as exc:

@@ -17,12 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from checks import sandbox_by_name
 from checks.extend import SANDBOXES
-from harness import ConfigurationError, MCPServer, Tool, run_command_tool
-from harness.extend import REQUIRED, CommandSandbox, Key, Schema
+from harness import ConfigurationError, Tool
+from harness.extend import REQUIRED, Key, Schema
+
+if TYPE_CHECKING:
+    from harness import MCPServer
+    from harness.extend import CommandSandbox
 
 WORKSPACE_TOOL_NAMES = ("read_file", "list_files", "search_files", "write_file", "edit_file")
 _SHELL_KEYS = ("sandbox", "timeout", "max_timeout", "max_output", "pass_env")
@@ -100,12 +103,16 @@ def shell_tool(table: Mapping[str, Any], where: str) -> Tool | None:
                 f"{where}.{given[0]} is set but the shell is off (set shell = true)"
             )
         return None
+    from harness import run_command_tool  # the shell's module loads only for a spec that has one
+
     options = {k: table[k] for k in _SHELL_KEYS if k in table and k != "sandbox"}
     sandbox = _sandbox(table.get("sandbox", "local"), f"{where}.sandbox")
     return run_command_tool(sandbox, **options)
 
 
 def _sandbox(value: object, where: str) -> CommandSandbox:
+    from checks import sandbox_by_name  # the sandboxes load only for a spec with a shell
+
     if isinstance(value, str):
         return sandbox_by_name(value)
     assert isinstance(value, dict)  # the schema allows a string or a table
@@ -190,6 +197,7 @@ def mcp_servers(tables: object, base: Path, where: str) -> tuple[MCPServer, ...]
     and the key (``spec.toml: mcp[1].url``)."""
     if not isinstance(tables, list):
         raise ConfigurationError(f"{where} must be an array of tables ([[mcp]])")
+
     servers = tuple(_mcp_server(t, base, f"{where}[{i}]") for i, t in enumerate(tables))
     for index, server in enumerate(servers):
         if any(other.name == server.name for other in servers[:index]):
@@ -200,6 +208,8 @@ def mcp_servers(tables: object, base: Path, where: str) -> tuple[MCPServer, ...]
 
 
 def _mcp_server(table: object, base: Path, where: str) -> MCPServer:
+    from harness import MCPServer  # MCP's modules load only for a spec that has servers
+
     if not isinstance(table, dict):
         raise ConfigurationError(f"{where} must be a table (got {table!r})")
     settings = MCP.validate(table, where)

@@ -267,3 +267,69 @@ def test_the_hook_parser_names_each_adapters_subcommand() -> None:
     from strategies._cli._hook_args import STOP_COMMANDS
 
     assert {agent: a.subcommand for agent, a in ADAPTERS.items()} == STOP_COMMANDS
+
+
+# What a spec offers beyond its checks: the model clients, the run's strategies and tools,
+# MCP, notifications, sensors and feedback, checkpoints, the board; and the modules of the
+# checks the spec below does not have.
+BEYOND_CHECKS = (
+    "harness._agent_clients",
+    "harness._cli_agent",
+    "harness._compaction",
+    "harness._checkpoints",
+    "harness._mcp",
+    "harness._notify",
+    "harness._providers._anthropic",
+    "harness._providers._base",
+    "harness._providers._loop_clients",
+    "harness._providers._openai",
+    "checks._judge",
+    "checks._sandbox",
+    "checks._sql",
+    "checks._test_suite",
+    "termination._feedback_runner",
+    "termination._sensor_config",
+    "strategies._loop",
+    "strategies._ralph",
+    "strategies._self_verifying",
+    "strategies.board",
+)
+
+CHECKS_SPEC = """\
+prompt = "Write report.md."
+
+[model]
+type = "fixture"
+path = "unused.jsonl"
+
+[[checks]]
+type = "files"
+paths = ["report.md"]
+"""
+
+
+def test_the_stop_hook_on_a_checks_spec_loads_only_what_its_checks_need(tmp_path: Path) -> None:
+    """`harness hook claude-stop`, at every stop of an agent, loads the spec for its checks:
+    it builds the files check (and checks the [model] table against its schema) without
+    importing the model clients, the strategies, MCP, the other checks, sqlite3 or structlog."""
+    (tmp_path / "workspace").mkdir()
+    (tmp_path / "workspace" / "report.md").write_text("# Report\n")
+    (tmp_path / "spec.toml").write_text(CHECKS_SPEC)
+    payload = {"session_id": "s1", "cwd": str(tmp_path / "workspace"), "stop_hook_active": False}
+    payload["last_assistant_message"] = "Done."
+    argv = ("hook", "claude-stop", "--spec", str(tmp_path / "spec.toml"))
+    state = ("--state-dir", str(tmp_path / "state"))
+    loaded = loaded_by(command(*argv, *state, stdin=json.dumps(payload)))
+    # The guard sees the check and the schema it validated the [model] table with.
+    assert {"checks._files", "harness._providers._model_config"} <= loaded
+    assert ours(loaded, BEYOND_CHECKS) == []
+    assert sorted({"sqlite3", "structlog", "email"} & loaded) == []
+
+
+def test_the_hook_looks_for_baselines_in_the_test_suites_module() -> None:
+    """The hook finds a spec's baseline checks only once their module is loaded: the name it
+    looks for is where `TestSuiteCheck` lives."""
+    from checks import TestSuiteCheck
+    from strategies._cli._hook_record import _SUITE_MODULE
+
+    assert TestSuiteCheck.__module__ == _SUITE_MODULE

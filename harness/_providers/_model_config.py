@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .._agent_clients import CURSOR_ARGV, GEMINI_ARGV, JSON_MAX_OUTPUT, OPENCODE_ARGV
+from .._agent_defaults import CURSOR_ARGV, GEMINI_ARGV, JSON_MAX_OUTPUT, OPENCODE_ARGV
 from .._errors import ConfigurationError, FixtureError
 from .._model import ModelClient
 from .._schema import REQUIRED, Key, Schema, Variants

@@ -14,7 +14,6 @@ the waits instant and exact.
 
 from __future__ import annotations
 
-import email.utils
 import math
 import re
 from collections.abc import Awaitable, Callable, Mapping
@@ -210,6 +209,10 @@ def _http_date(raw: str | None) -> datetime | None:
     """
     if raw is None:
         return None
+    # The email package loads with the first dated Retry-After, not with the `RETRY` schema
+    # that checking a spec's [model] table needs.
+    import email.utils
+
     try:
         parsed = email.utils.parsedate_to_datetime(raw.strip())
     except (TypeError, ValueError, IndexError, OverflowError):

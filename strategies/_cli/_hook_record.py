@@ -13,18 +13,22 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 from attrs import frozen
 
-from checks import CompletionCheck, TestSuiteCheck
-from checks.extend import SuiteBaseline
+from checks import CompletionCheck
 from harness import ConfigurationError, SessionStateSnapshot
 from harness.extend import PathGuard
 
 from .._spec import Spec
+
+if TYPE_CHECKING:
+    from checks import TestSuiteCheck
 
 
 @frozen
@@ -57,6 +61,8 @@ class SessionRecord:
         """Give each baseline check its baseline: the stored one, or one taken now (the first
         invocation) and stored."""
         for index, check in enumerate(_suites(spec.checks)):
+            from checks.extend import SuiteBaseline  # loads only for a baseline check
+
             path = self.folder / f"baseline-{index}.json"
             try:
                 stored = SuiteBaseline.from_json(json.loads(path.read_text(encoding="utf-8")))
@@ -74,8 +80,17 @@ class SessionRecord:
             check.restore_baseline(self.run_id, stored)
 
 
+_SUITE_MODULE = "checks._test_suite"
+
+
 def _suites(checks: tuple[CompletionCheck, ...]) -> Iterator[TestSuiteCheck]:
     """Every `TestSuiteCheck` with a baseline, in order, inside compositions too."""
+    # A check is a TestSuiteCheck only if its module was loaded to build it: a spec without
+    # one must not import the suite's parsers at every stop just to learn that it has none.
+    if _SUITE_MODULE not in sys.modules:
+        return
+    from checks import TestSuiteCheck
+
     for check in checks:
         if isinstance(check, TestSuiteCheck):
             if check.baseline:

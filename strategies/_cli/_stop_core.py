@@ -29,7 +29,6 @@ from attrs import frozen
 
 from checks import CheckVerdict
 from harness import ConfigurationError
-from harness.checkpoints import CheckpointError, WorkProgress, open_checkpoints
 from harness.extend import Clock, check_positive
 
 from .._spec import Spec
@@ -169,6 +168,9 @@ async def _checkpoint(
     claim): a series per agent session. A note for the log; a failure never fails the hook."""
     if spec.checkpoints is None:
         return None
+    # The checkpoint machinery loads for a spec that keeps checkpoints, not at every stop.
+    from harness.checkpoints import CheckpointError, WorkProgress, open_checkpoints
+
     key = stop.session_id if stop.agent == "claude" else f"{stop.agent}-{stop.session_id}"
     series = "hook-" + hashlib.sha256(key.encode()).hexdigest()[:16]
     progress = WorkProgress.sum_of([v.progress for v in verdicts])
