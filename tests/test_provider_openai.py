@@ -319,7 +319,7 @@ async def test_json_of_the_wrong_shape_is_malformed(provider: FakeProvider, body
 async def test_a_hung_response_times_out_and_is_retried(provider: FakeProvider) -> None:
     """A provider that never answers hits the per-attempt timeout; timeouts are retried."""
     provider.script(Reply(hold=True), Reply(openai_body("late but fine")))
-    client = make(provider, timeout=0.2)
+    client = make(provider, timeout=1.0)  # time for a loaded machine to connect
     response = await client.complete(request())
     assert response.text == "late but fine"
     assert len(provider.requests) == 2
@@ -328,7 +328,10 @@ async def test_a_hung_response_times_out_and_is_retried(provider: FakeProvider) 
 async def test_timeouts_that_persist_are_a_timeout_error(provider: FakeProvider) -> None:
     """When every attempt times out the error is kind 'timeout'."""
     provider.script(Reply(hold=True), Reply(hold=True))
-    client = make(provider, timeout=0.2, retry=RetryPolicy(max_attempts=2, jitter=0.0))
+    # Long enough for each request to reach the server on a loaded machine (at 0.2 s an
+    # attempt could time out while its connection was still being made, and the server saw
+    # one request); the replies are held, so every attempt still times out.
+    client = make(provider, timeout=1.0, retry=RetryPolicy(max_attempts=2, jitter=0.0))
     with pytest.raises(ModelError) as caught:
         await client.complete(request())
     assert caught.value.kind == "timeout"
