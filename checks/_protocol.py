@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from harness import SessionStateSnapshot
+
+if TYPE_CHECKING:
+    from ._baseline import SuiteBaseline
 
 
 @runtime_checkable
@@ -31,3 +34,19 @@ class PreparesForRun(Protocol):
     """
 
     async def prepare(self, state: SessionStateSnapshot) -> object: ...
+
+
+@runtime_checkable
+class KeepsBaseline(Protocol):
+    """A check whose baseline can outlive the process that took it (`TestSuiteCheck` with
+    ``baseline = true``): the stop hook, a fresh process at every stop, takes it at the first
+    stop with `prepare`, stores `baseline_for(run_id)`, and hands it back to later stops'
+    checks with `restore_baseline`. `baseline` says whether this check takes one at all."""
+
+    baseline: bool
+
+    async def prepare(self, state: SessionStateSnapshot) -> object: ...
+
+    def baseline_for(self, run_id: str) -> SuiteBaseline | None: ...
+
+    def restore_baseline(self, run_id: str, baseline: SuiteBaseline) -> None: ...

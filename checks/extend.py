@@ -10,7 +10,7 @@ import typing
 
 from harness.extend import lazy_exports as _lazy_exports
 
-from ._protocol import CompletionCheck, PreparesForRun
+from ._protocol import CompletionCheck, KeepsBaseline, PreparesForRun
 
 if typing.TYPE_CHECKING:
     from ._baseline import SuiteBaseline
@@ -31,6 +31,7 @@ __getattr__, __dir__ = _lazy_exports(
 __all__ = [
     "CHECKS",
     "CompletionCheck",
+    "KeepsBaseline",
     "PreparesForRun",
     "SANDBOXES",
     "SuiteBaseline",

@@ -326,10 +326,13 @@ def test_the_stop_hook_on_a_checks_spec_loads_only_what_its_checks_need(tmp_path
     assert sorted({"sqlite3", "structlog", "email"} & loaded) == []
 
 
-def test_the_hook_looks_for_baselines_in_the_test_suites_module() -> None:
-    """The hook finds a spec's baseline checks only once their module is loaded: the name it
-    looks for is where `TestSuiteCheck` lives."""
-    from checks import TestSuiteCheck
-    from strategies._cli._hook_record import _SUITE_MODULE
+def test_the_hook_finds_baseline_checks_by_protocol_without_importing_them() -> None:
+    """The hook asks a check whether it keeps a baseline (`checks.extend.KeepsBaseline`), so it
+    needs no check class imported; a test suite with a baseline answers yes, a files check no."""
+    from checks import FilesCheck, TestSuiteCheck
+    from checks.extend import KeepsBaseline
 
-    assert TestSuiteCheck.__module__ == _SUITE_MODULE
+    suite = TestSuiteCheck("true", baseline=True)
+    assert isinstance(suite, KeepsBaseline)
+    assert suite.baseline
+    assert not isinstance(FilesCheck(["a.txt"]), KeepsBaseline)

@@ -13,22 +13,18 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
 from attrs import frozen
 
 from checks import CompletionCheck
+from checks.extend import KeepsBaseline
 from harness import ConfigurationError, SessionStateSnapshot
 from harness.extend import PathGuard
 
 from .._spec import Spec
-
-if TYPE_CHECKING:
-    from checks import TestSuiteCheck
 
 
 @frozen
@@ -80,19 +76,10 @@ class SessionRecord:
             check.restore_baseline(self.run_id, stored)
 
 
-_SUITE_MODULE = "checks._test_suite"
-
-
-def _suites(checks: tuple[CompletionCheck, ...]) -> Iterator[TestSuiteCheck]:
-    """Every `TestSuiteCheck` with a baseline, in order, inside compositions too."""
-    # A check is a TestSuiteCheck only if its module was loaded to build it: a spec without
-    # one must not import the suite's parsers at every stop just to learn that it has none.
-    if _SUITE_MODULE not in sys.modules:
-        return
-    from checks import TestSuiteCheck
-
+def _suites(checks: tuple[CompletionCheck, ...]) -> Iterator[KeepsBaseline]:
+    """Every check that takes a baseline, in order, inside compositions too."""
     for check in checks:
-        if isinstance(check, TestSuiteCheck):
+        if isinstance(check, KeepsBaseline):
             if check.baseline:
                 yield check
         elif isinstance(children := getattr(check, "checks", None), tuple):
