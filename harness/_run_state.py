@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 import anyio
 from attrs import define, evolve, field, frozen
 
-from ._clock import Clock
+from ._clock import Clock, clock_reader
 from ._events import (
     CheckFailed,
     CheckPassed,
@@ -103,9 +103,12 @@ class RunState:
     """The run's wall-time cancel scopes in force, which such a pause postpones."""
     description: str = field(init=False, repr=False)
     """What "done" means (the policy's description), read once for the run."""
+    now: Callable[[], float] = field(init=False, repr=False)
+    """Read the run's clock (`Clock.now`, through `clock_reader`: the event loop is found once)."""
 
     def __attrs_post_init__(self) -> None:
         self.description = self.policy.description()
+        self.now = clock_reader(self.config.clock)
 
     @property
     def model(self) -> ModelClient:
@@ -135,11 +138,8 @@ class RunState:
     def done_tool(self) -> bool:
         return self.config.done_tool
 
-    def now(self) -> float:
-        return self.config.clock.now()
-
     def elapsed(self) -> float:
-        return self.config.clock.now() - self.started_at
+        return self.now() - self.started_at
 
     def emit(self, event: Event) -> None:
         """Hand `event` to every sink, in order. A sink that raises (a full disk, a closed
@@ -325,7 +325,7 @@ class RunState:
         sees before the first turn)."""
         config = self.config
         if now is None:
-            now = config.clock.now()
+            now = self.now()
         return SessionStateSnapshot(
             run_id=self.run_id,
             task=self.task,

@@ -284,3 +284,34 @@ async def test_a_deadline_cuts_only_the_sleeper_it_scopes() -> None:
         group.start_soon(plain)
     assert cut == [15.0]
     assert woke == [20.0]
+
+
+# --- Reading the clock in a run -----------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_run_reads_the_system_clock_through_the_loop_it_runs_in() -> None:
+    """A run finds the event loop's time function once; it reads what `anyio.current_time`
+    reads (trio's MockClock included, which the exact-stamping tests above drive)."""
+    from harness._clock import clock_reader
+
+    read = clock_reader(SystemClock())
+    before = anyio.current_time()
+    reading = read()
+    assert before <= reading <= anyio.current_time()
+
+
+def test_outside_an_event_loop_the_system_clock_is_read_through_its_now() -> None:
+    from harness._clock import clock_reader
+
+    clock = SystemClock()
+    assert clock_reader(clock) == clock.now
+
+
+def test_any_other_clock_is_read_through_its_own_now() -> None:
+    from harness._clock import clock_reader
+
+    clock = FakeClock(start=7.0)
+    read = clock_reader(clock)
+    clock.advance(1.5)
+    assert read() == 8.5
