@@ -64,12 +64,6 @@ from ._run import DEFAULT_SYSTEM_PROMPT
 from ._scripted import ScriptedModelClient
 from ._state import SessionStateSnapshot
 from ._tools import Tool, ToolContext, ToolResult, tool
-from ._workspace import (
-    WorkspaceEscape,
-    WorkspaceTooDeep,
-    open_in_workspace,
-    resolve_in_workspace,
-)
 
 if typing.TYPE_CHECKING:
     from ._agent_clients import CursorAgentClient, GeminiCliClient, OpenCodeClient
@@ -91,10 +85,20 @@ if typing.TYPE_CHECKING:
     )
     from ._recording import RecordingModelClient
     from ._shell import run_command_tool
+    from ._workspace import (
+        WorkspaceEscape,
+        WorkspaceTooDeep,
+        open_in_workspace,
+        resolve_in_workspace,
+    )
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
 _LAZY = {
+    "WorkspaceEscape": "._workspace",
+    "WorkspaceTooDeep": "._workspace",
+    "open_in_workspace": "._workspace",
+    "resolve_in_workspace": "._workspace",
     "list_files": "._builtin_tools",
     "read_file": "._builtin_tools",
     "workspace_tools": "._builtin_tools",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -198,6 +197,8 @@ class ModelRequest:
             "tools": [t.name for t in self.tools],
         }
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        import hashlib  # loaded by the first digest: a run that records or replays
+
         # A lone surrogate (a non-UTF-8 file name in a tool result) hashes as its code point.
         return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 

@@ -42,7 +42,6 @@ from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
 from ._streaming import EventStream, stream_events
 from ._tools import as_tools
 from ._validate import check_positive, check_type, of_type, positive
-from ._workspace import open_in_workspace, remove_tree, resolve_in_workspace
 
 if typing.TYPE_CHECKING:
     from ._cli_agent import render_prompt
@@ -67,12 +66,16 @@ if typing.TYPE_CHECKING:
         ProtectedPathsChanged,
         ProtectedPathsRecorded,
     )
+    from ._workspace import open_in_workspace, remove_tree, resolve_in_workspace
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
     globals(),
     {
         "render_prompt": "harness._cli_agent",
+        "open_in_workspace": "harness._workspace",
+        "remove_tree": "harness._workspace",
+        "resolve_in_workspace": "harness._workspace",
         "ContextCompacted": "harness._compaction",
         "find_usage_limit": "harness._limit_messages",
         "NOTIFY": "harness._notify",
