@@ -52,7 +52,11 @@ def read_regular_file(path: str | os.PathLike[str], *, limit: int, what: str = "
         chunks: list[bytes] = []
         size = 0
         while True:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            # What the file holds plus one byte (which shows that it grew), at least 64 KiB
+            # (a file in /proc says it holds nothing) and at most 1 MiB: os.read allocates
+            # what it is asked for, and most files read here are small.
+            want = max(status.st_size + 1 - size, 1 << 16)
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size, want))
             if not chunk:
                 break
             size += len(chunk)
