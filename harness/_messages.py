@@ -192,13 +192,13 @@ class ModelRequest:
 
     def digest(self) -> str:
         """A stable hash of the request's content: messages and tool names."""
+        import hashlib  # loaded by the first digest: only a recording asks for one
+
         payload = {
             "messages": [m.to_dict() for m in self.messages],
             "tools": [t.name for t in self.tools],
         }
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        import hashlib  # loaded by the first digest: a run that records or replays
-
         # A lone surrogate (a non-UTF-8 file name in a tool result) hashes as its code point.
         return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
