@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from strategies.board import BoardStore, BoardTask
+
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "board"
 
@@ -85,3 +87,19 @@ def make_board(
         board_toml or BOARD_TOML.format(script=script, settings=settings)
     )
     return root
+
+
+def start_run(
+    store: BoardStore, tasks: Sequence[BoardTask], *, owner: str = "o", max_attempts: int = 3
+) -> None:
+    """Record a board run in `store` as one local agent of role ``w`` would start it."""
+    store.start(
+        tasks,
+        owner=owner,
+        pid=1,
+        host="h",
+        engine="local",
+        agents=1,
+        roles={"w"},
+        max_attempts=max_attempts,
+    )

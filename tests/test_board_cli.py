@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _board_support import DEMO, make_board, task_toml, writes
+from _board_support import DEMO, make_board, start_run, task_toml, writes
 
 from strategies._cli import main
 
@@ -84,16 +84,7 @@ def test_status_shows_the_first_tasks_of_each_status_and_counts_the_rest(
     make_board(tmp_path, tasks, {})
     state = tmp_path / ".board"
     with BoardStore(state / "board.db") as store:
-        store.start(
-            load_tasks(tmp_path / "tasks"),
-            owner="o",
-            pid=1,
-            host="h",
-            engine="local",
-            agents=1,
-            roles={"w"},
-            max_attempts=3,
-        )
+        start_run(store, load_tasks(tmp_path / "tasks"))
     assert main(["board", "status", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[:3] for line in lines[1:]] == [

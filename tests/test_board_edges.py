@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from _board_support import make_board, task_toml, writes
+from _board_support import make_board, start_run, task_toml, writes
 
 from strategies.board import Board, BoardConfigError, BoardStore, read_attempt
 from strategies.board._tasks import MAX_TASK_BYTES, load_task
@@ -151,16 +151,7 @@ def _board_with_a_dead_attempt(tmp_path: Path, rows: list[Any]) -> Board:
     make_board(tmp_path, {"t": task_toml("t")}, {"t": writes("t.txt")})
     board = Board.from_folder(tmp_path)
     with BoardStore(tmp_path / ".board" / "board.db") as store:
-        store.start(
-            board.tasks,
-            owner="dead",
-            pid=1,
-            host="h",
-            engine="local",
-            agents=1,
-            roles={"w"},
-            max_attempts=3,
-        )
+        start_run(store, board.tasks, owner="dead")
         claim = store.claim("dead", "w-1", "w", "local")
         assert claim is not None
         assert not isinstance(claim, str)
@@ -340,16 +331,7 @@ def test_a_resumed_attempt_with_nothing_left_to_spend_is_complete_when_the_check
     board = Board.from_folder(tmp_path)
     (tmp_path / "workspace" / "t.txt").write_text("done\n")  # the dead attempt's work
     with BoardStore(tmp_path / ".board" / "board.db") as store:
-        store.start(
-            board.tasks,
-            owner="dead",
-            pid=1,
-            host="h",
-            engine="local",
-            agents=1,
-            roles={"w"},
-            max_attempts=3,
-        )
+        start_run(store, board.tasks, owner="dead")
         claim = store.claim("dead", "w-1", "w", "local")
         assert claim is not None
         assert not isinstance(claim, str)

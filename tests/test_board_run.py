@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _board_support import DEMO, make_board, task_toml, writes
+from _board_support import DEMO, make_board, start_run, task_toml, writes
 from structlog.testing import capture_logs
 
 from strategies.board import (
@@ -267,16 +267,7 @@ async def test_an_outcome_the_board_did_not_record_is_taken_from_the_transcript(
     board = Board.from_folder(tmp_path)
     state = tmp_path / ".board"
     with BoardStore(state / "board.db") as store:
-        store.start(
-            board.tasks,
-            owner="dead",
-            pid=1,
-            host="h",
-            engine="local",
-            agents=1,
-            roles={"w"},
-            max_attempts=3,
-        )
+        start_run(store, board.tasks, owner="dead")
         claim = store.claim("dead", "w-1", "w", "local")
         assert claim is not None
         assert not isinstance(claim, str)

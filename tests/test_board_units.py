@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 import pytest
-from _board_support import task_toml
+from _board_support import start_run, task_toml
 
 from checks import AnyOf, CommandCheck, FilesCheck, TestSuiteCheck
 from strategies._spec import DEFAULT_CAP
@@ -220,16 +220,7 @@ def test_the_database_is_in_wal_mode_and_admits_one_open_attempt_per_task(
     (tmp_path / "t.toml").write_text(task_toml("t"))
     task = load_task(tmp_path / "t.toml")
     with BoardStore(tmp_path / "board.db") as store:
-        store.start(
-            [task],
-            owner="o",
-            pid=1,
-            host="h",
-            engine="local",
-            agents=1,
-            roles={"w"},
-            max_attempts=1,
-        )
+        start_run(store, [task], max_attempts=1)
         assert store.claim("o", "w-1", "w", "local") is not None
     db = sqlite3.connect(tmp_path / "board.db")
     try:
