@@ -160,14 +160,14 @@ def _public_names_block() -> str:
     return "\n".join(lines)
 
 
-def test_readme_lists_the_public_names_of_each_module() -> None:
-    """The README's layout section lists every public name of every audience module, so a name
-    cannot become public (or stop being public) without the README saying so."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_architecture_page_lists_the_public_names_of_each_module() -> None:
+    """docs/architecture.md lists every public name of every audience module, so a name cannot
+    become public (or stop being public) without the docs saying so."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     start, end = "<!-- public-names:start -->\n", "<!-- public-names:end -->"
-    listed = readme[readme.index(start) + len(start) : readme.index(end)].strip()
+    listed = page[page.index(start) + len(start) : page.index(end)].strip()
     expected = _public_names_block()
-    assert listed == expected, f"replace the README's public-names block with:\n{expected}"
+    assert listed == expected, f"replace docs/architecture.md's public names with:\n{expected}"
 
 
 # Inside `strategies` the applications sit on top of the library: loop strategies < the run
