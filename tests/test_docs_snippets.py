@@ -1,4 +1,5 @@
-"""Every fenced snippet in the README and docs/ runs when pasted, so the docs cannot drift.
+"""Every fenced snippet in the README, CONTRIBUTING.md and docs/ (the pages of the docs site,
+at any depth) runs when pasted, so the docs cannot drift.
 
 ```python blocks run with this interpreter (the project's venv), ```bash blocks with bash, each
 document's blocks in order in one fresh folder that holds a copy of `fixtures/` (as a clone's
@@ -27,7 +28,8 @@ from attrs import frozen
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [
     ROOT / "README.md",
-    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "CONTRIBUTING.md",
+    *sorted((ROOT / "docs").rglob("*.md")),
     ROOT / "fixtures" / "README.md",
 ]
 RUN = {"python": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
@@ -158,14 +160,53 @@ def test_the_reader_finds_markers_and_exit_codes(tmp_path: Path) -> None:
     ]
 
 
-def test_ci_runs_exactly_the_readmes_test_command() -> None:
-    """`.ci/run` ends with the README's test command, word for word (with the `ray` extra,
-    which `dev` leaves out)."""
-    command = next(
-        s.code.strip()
+def _readme_test_command() -> Snippet:
+    return next(
+        s
         for s in snippets(ROOT / "README.md")
         if s.lang == "bash" and "ruff format --check" in s.code
     )
-    assert "'.[dev,ray]'" in command
+
+
+def test_ci_runs_exactly_the_readmes_test_command() -> None:
+    """`.ci/run` ends with the README's test command, word for word: the `ray` and `docs`
+    extras, which `dev` leaves out, the pinned coding agents installed before pytest runs, and
+    the docs site built strictly."""
+    command = _readme_test_command().code.strip()
+    assert "'.[dev,ray,docs]'" in command
+    steps = command.split(" && ")
+    npm = "npm ci --prefix tests/agents --no-audit --no-fund"
+    assert npm in steps
+    assert steps.index(npm) < steps.index(".venv/bin/pytest")
+    # Not `-q`: mkdocs 1.6 counts the warnings that fail a strict build only when it logs them.
+    assert ".venv/bin/mkdocs build --strict" in steps
     lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
     assert lines[-1] == command
+
+
+README_LINES_AT_MOST = 250
+FIRST_SCREEN = 45  # lines
+
+
+def test_the_readme_is_a_front_door() -> None:
+    """The README stays short, and both of its commands (the demo, and the test suite as CI
+    runs it) are on its first screen."""
+    readme = ROOT / "README.md"
+    assert len(readme.read_text(encoding="utf-8").splitlines()) <= README_LINES_AT_MOST
+    demo = next(s for s in snippets(readme) if "harness run fixtures/demo" in s.code)
+    assert demo.code.startswith("python3 -m venv .venv && .venv/bin/pip install")
+    assert demo.line < FIRST_SCREEN
+    assert _readme_test_command().line < FIRST_SCREEN
+
+
+def test_no_document_installs_the_package_from_an_index() -> None:
+    """The package is not published: every install the docs show is from a checkout
+    (`pip install -e '.[extra]'`), never `pip install completion-harness[...]`."""
+    pattern = re.compile(r"pip install [^`\n]*[\s'\"]completion-harness\b")  # by name
+    found = [
+        f"{doc.relative_to(ROOT)}:{number}"
+        for doc in DOCS
+        for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert not found, found

@@ -172,7 +172,7 @@ MODELS = Variants(
                 ),
             ),
             help="`OpenAIClient`: OpenAI or any OpenAI-compatible server "
-            "(`pip install 'completion-harness[openai]'`).",
+            "(the `openai` extra: `pip install -e '.[openai]'` in a checkout).",
         ),
         "anthropic": Schema(
             "an anthropic model",
@@ -180,7 +180,8 @@ MODELS = Variants(
                 *_api_keys("ANTHROPIC_API_KEY"),
                 Key("max_tokens", "integer", "The most tokens one answer may have.", default=8192),
             ),
-            help="`AnthropicClient` (`pip install 'completion-harness[anthropic]'`).",
+            help="`AnthropicClient` "
+            "(the `anthropic` extra: `pip install -e '.[anthropic]'` in a checkout).",
         ),
         "cli_agent": Schema(
             "a cli_agent model",

@@ -31,7 +31,7 @@ what a spec may say. An unknown key is an error naming the file and the table, w
 valid key ("did you mean 'limit'?") and the list of valid keys; a value of the wrong type, a
 value that is not one of the allowed ones and a missing required key are errors naming the key.
 
-A small spec (the demo, [fixtures/demo/ralph.toml](../fixtures/demo/ralph.toml)):
+A small spec (the demo, `fixtures/demo/ralph.toml`):
 
 ```toml
 prompt = "Implement every feature in feature_list.json"
