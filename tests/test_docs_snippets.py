@@ -15,12 +15,15 @@ for a usage synopsis, ``toml``, ``json``, ``yaml``, or none for sample output) a
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from attrs import frozen
@@ -182,6 +185,32 @@ def test_ci_runs_exactly_the_readmes_test_command() -> None:
     assert ".venv/bin/mkdocs build --strict" in steps
     lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
     assert lines[-1] == command
+
+
+def _where_npm_looks(folder: str, name: str) -> Iterator[str]:
+    """The lockfile keys npm tries for `name` required from the package at `folder`: its own
+    node_modules, then each node_modules folder above it."""
+    while True:
+        yield f"{folder}/node_modules/{name}" if folder else f"node_modules/{name}"
+        if not folder:
+            return
+        cut = folder.rfind("/node_modules/")
+        folder = folder[:cut] if cut >= 0 else ""
+
+
+def test_npm_ci_accepts_the_coding_agents_lockfile() -> None:
+    """`npm ci` refuses a lockfile in which a package's optional dependency (a platform binary
+    such as `opencode-darwin-arm64`) has no entry of its own, even one this platform skips; so
+    the test command's `npm ci --prefix tests/agents` needs every one listed."""
+    lock = json.loads((ROOT / "tests" / "agents" / "package-lock.json").read_text("utf-8"))
+    packages: dict[str, dict[str, Any]] = lock["packages"]
+    missing = [
+        f"{name} (of {key})"
+        for key, entry in packages.items()
+        for name in entry.get("optionalDependencies", {})
+        if not any(place in packages for place in _where_npm_looks(key, name))
+    ]
+    assert not missing, missing
 
 
 README_LINES_AT_MOST = 250
