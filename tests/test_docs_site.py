@@ -69,3 +69,28 @@ def test_the_site_builds_strictly_and_renders_every_public_name(tmp_path: Path) 
         anchors = set(re.findall(rf'id="{re.escape(module)}\.(\w+)"', page))
         missing = [n for n in importlib.import_module(module).__all__ if n not in anchors]
         assert not missing, f"the reference page of {module} leaves out {missing}"
+
+
+def _anchor(heading: str) -> str:
+    """A heading's anchor as GitHub and MkDocs make it from plain words and code."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+@pytest.mark.parametrize("doc", ["README.md", "CONTRIBUTING.md"])
+def test_links_outside_the_site_resolve(doc: str) -> None:
+    """The README and CONTRIBUTING.md are not pages of the site, so the strict build does not
+    see their links: each relative link names a file of the checkout, and its anchor a heading."""
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    broken = []
+    for link in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", link):
+            continue
+        path, _, anchor = link.partition("#")
+        target = ROOT / path
+        if not target.exists():
+            broken.append(link)
+        elif anchor:
+            headings = re.findall(r"^#+ (.*)$", target.read_text(encoding="utf-8"), re.M)
+            if anchor not in {_anchor(h) for h in headings}:
+                broken.append(link)
+    assert not broken, f"{doc}: {broken}"
