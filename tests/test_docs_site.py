@@ -94,3 +94,32 @@ def test_links_outside_the_site_resolve(doc: str) -> None:
             if anchor not in {_anchor(h) for h in headings}:
                 broken.append(link)
     assert not broken, f"{doc}: {broken}"
+
+
+REPO_PATH = re.compile(
+    r"`((?:harness|checks|termination|strategies|tests|bench|fixtures)/[\w./-]*\w)`"
+    r"|`((?:harness|checks|termination|strategies)(?:\.\w+)*\._\w+)"
+)
+
+
+def test_the_files_and_modules_the_docs_name_exist() -> None:
+    """A path (`harness/_loop/_session.py`) or a private module (`strategies._cli._progress`)
+    named in the README, CONTRIBUTING.md or a page of docs/ exists, so moving code cannot leave
+    the docs pointing at nothing. A path that captions an example (`tests/test_agent.py`: and
+    the block) is the reader's file, not ours."""
+    docs = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    gone = []
+    for doc in docs:
+        text = doc.read_text(encoding="utf-8")
+        for found in REPO_PATH.finditer(text):
+            path, module = found.groups()
+            if text.startswith(":\n", found.end()):
+                continue
+            if path:
+                exists = (ROOT / path).exists()
+            else:
+                where = ROOT / Path(*module.split("."))
+                exists = where.with_suffix(".py").is_file() or (where / "__init__.py").is_file()
+            if not exists:
+                gone.append(f"{doc.relative_to(ROOT)}: {path or module}")
+    assert not gone, gone
