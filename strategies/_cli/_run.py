@@ -44,7 +44,7 @@ EXIT_UNVERIFIED = 1
 EXIT_ERROR = 2
 
 # The budget of a run whose spec sets none, and no --max-turns or --max-wall-time: nobody
-# watches an unattended run, so it never runs without a bound (documented in the README).
+# watches an unattended run, so it never runs without a bound (documented in docs/termination.md).
 
 
 class _Stderr:
@@ -376,7 +376,7 @@ class Outcome:
     workspace_removed: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        """The ``--json`` object (its schema is in the README's command-line section)."""
+        """The ``--json`` object (its schema is in docs/cli.md)."""
         result = self.result
         halt = None
         usage = None

@@ -8,7 +8,7 @@ its completion check passed, with the board's state in SQLite so a killed board 
     result.complete                     # every task verified complete
 
 The task file format, ``board.toml``, the statuses, the database and the engines are
-described in the modules' docstrings and in the README's "Task board" section.
+described in the modules' docstrings and in docs/board.md.
 """
 
 import typing
