@@ -30,9 +30,8 @@ from typing import Literal
 from ._clock import Clock, SystemClock
 from ._errors import ConfigurationError, ModelError
 from ._limits import UsageLimitError
-from ._messages import ModelRequest, ModelResponse, Usage
+from ._messages import NOT_EXECUTED, ModelRequest, ModelResponse, Usage
 from ._process import DEFAULT_MAX_OUTPUT, run_process
-from ._session import NOT_EXECUTED
 from ._validate import check_positive
 
 PromptMode = Literal["stdin", "argument"]

@@ -23,7 +23,7 @@ from ._events import (
     TurnStarted,
 )
 from ._limits import UsageLimit, UsageLimitError
-from ._messages import NO_USAGE, Message, ModelRequest, ModelResponse, ToolCall
+from ._messages import NO_USAGE, NOT_EXECUTED, Message, ModelRequest, ModelResponse, ToolCall
 from ._model import ModelClient
 from ._policy import Decision, Limit, PolicySession
 from ._result import BudgetExceeded, HaltReason, ModelFailed, UsageLimitReached
@@ -60,11 +60,6 @@ DONE = Tool(
 NOT_RUN = ToolResult("not run: the tool-call budget is exhausted", is_error=True)
 
 OnClaim = Literal["check", "return"]
-
-NOT_EXECUTED = "not_executed"
-"""The `ModelResponse.stop_reason` of a turn that did no work (a command-line agent that only
-printed an error, or nothing): it is neither a claim of done nor progress, and the next turn
-is told so."""
 
 
 @frozen

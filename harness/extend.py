@@ -21,7 +21,7 @@ from ._jsonl import check_output_file, dump_json, dump_line
 from ._lazy import lazy_exports
 from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
 from ._log import LibraryLogger, get_logger
-from ._messages import ModelRequest, ModelResponse, ToolSpec
+from ._messages import NOT_EXECUTED, ModelRequest, ModelResponse, ToolSpec
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._policy import (
     CONTINUE,
@@ -37,7 +37,7 @@ from ._policy import (
 from ._protocols import implements
 from ._run import Run, SingleSession, Strategy
 from ._run_state import RunConfig
-from ._session import DONE_TOOL, NOT_EXECUTED, Session, SessionEnd, rejection_feedback
+from ._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
 from ._streaming import EventStream, stream_events
 from ._tools import as_tools
