@@ -24,8 +24,8 @@ from typing import Any
 from attrs import define, field, frozen
 
 from ._errors import FixtureAssertionError, FixtureError, FixtureUnconsumed
+from ._fixture_keys import CALL_KEY, SERVER_KEY
 from ._messages import ToolCall
-from ._scripted import CALL_KEY, SERVER_KEY
 from ._tools import ToolResult
 
 _SERVER_KEYS = frozenset({SERVER_KEY, "tools", "comment"})

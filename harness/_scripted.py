@@ -32,17 +32,13 @@ from ._events import (
 )
 from ._jsonl import dump_line, json_rows, read_lines
 from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
+from ._fixture_keys import CALL_KEY, SERVER_KEY
 from ._messages import ModelRequest, ModelResponse, ToolCall, Usage
 from ._result import ModelFailed, UsageLimitReached
 from ._tools import ToolResult
 
 if TYPE_CHECKING:
     from ._mcp_replay import RecordedTool, ToolServerScript
-
-# A fixture's MCP lines (a server's listing, a call and its result) are told apart by these keys;
-# `_mcp_replay` reads them.
-SERVER_KEY = "mcp_server"
-CALL_KEY = "mcp_call"
 
 _LINE_KEYS = frozenset(
     {
