@@ -30,9 +30,9 @@ from ._events import (
     TurnFinished,
     TurnStarted,
 )
+from ._fixture_keys import CALL_KEY, SERVER_KEY
 from ._jsonl import dump_line, json_rows, read_lines
 from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
-from ._fixture_keys import CALL_KEY, SERVER_KEY
 from ._messages import ModelRequest, ModelResponse, ToolCall, Usage
 from ._result import ModelFailed, UsageLimitReached
 from ._tools import ToolResult
