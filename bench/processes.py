@@ -25,8 +25,8 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
-import harness._process as process_module
-from harness._threads import run_sync_abandonable
+import harness._process._child as process_module
+from harness._process._threads import run_sync_abandonable
 from harness.extend import SystemClock, run_process
 
 Timed = Callable[[], Awaitable[None]]

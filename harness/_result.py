@@ -10,7 +10,7 @@ from attrs import fields, frozen
 from ._messages import Message, Usage
 
 if TYPE_CHECKING:
-    from ._events import SinkFailed
+    from ._events._base import SinkFailed
     from ._protected import Tampering
     from ._verification import Baseline
 
@@ -29,7 +29,7 @@ class HaltReason:
     def from_dict(data: Mapping[str, Any]) -> HaltReason:
         """The reason a transcript's ``reason`` object describes: its class when this process
         knows its ``type`` and its fields fit, else an `UnknownHalt` keeping both."""
-        from ._transcript import halt_from_dict
+        from ._events._reader import halt_from_dict
 
         return halt_from_dict(data)
 

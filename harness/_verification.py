@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from attrs import field, frozen
 
-from ._events import Event
+from ._events._base import Event
 from ._protected import Tampering
 
 

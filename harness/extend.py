@@ -15,12 +15,16 @@ a spec or use those features does not pay to import them.
 import typing
 
 from ._clock import Clock, SystemClock
-from ._events import SinkFailed
-from ._files import FileRefused, read_regular_file
-from ._jsonl import check_output_file, dump_json, dump_line
+from ._events._base import SinkFailed
+from ._events._stream import EventStream, stream_events
+from ._fs._files import FileRefused, read_regular_file
+from ._fs._jsonl import check_output_file, dump_json, dump_line
 from ._lazy import lazy_exports
 from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
 from ._log import LibraryLogger, get_logger
+from ._loop._run import Run, SingleSession, Strategy
+from ._loop._run_state import RunConfig
+from ._loop._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
 from ._messages import NOT_EXECUTED, ModelRequest, ModelResponse, ToolSpec
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._policy import (
@@ -35,73 +39,69 @@ from ._policy import (
     SensorReading,
 )
 from ._protocols import implements
-from ._run import Run, SingleSession, Strategy
-from ._run_state import RunConfig
-from ._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
 from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
-from ._streaming import EventStream, stream_events
-from ._tools import as_tools
+from ._tools._base import as_tools
 from ._validate import check_positive, check_type, of_type, positive
 
 if typing.TYPE_CHECKING:
-    from ._cli_agent import render_prompt
-    from ._compaction import ContextCompacted
-    from ._limit_messages import find_usage_limit
-    from ._notify import NOTIFY, NOTIFY_EVENTS, notifiers_from_config
-    from ._path_guard import PathGuard
-    from ._pause_events import RunPaused, RunResumed
+    from ._events._pause import RunPaused, RunResumed
+    from ._events._reader import RunTally, TranscriptReader, UnknownEvent, UnknownHalt
+    from ._fs._path_guard import PathGuard
+    from ._fs._workspace import open_in_workspace, remove_tree, resolve_in_workspace
+    from ._loop._compaction import ContextCompacted
     from ._pause_table import PAUSE
-    from ._process import ProcessResult, run_process
+    from ._process._child import ProcessResult, run_process
     from ._protected import ProtectedPaths, Tampering
+    from ._providers._cli_agent import render_prompt
+    from ._providers._limit_messages import find_usage_limit
     from ._providers._model_config import MODELS
     from ._providers._pricing import PRICE
     from ._providers._retry import RETRY
     from ._reference import render_schema, render_variants
     from ._schema import REQUIRED, Key, Schema, Variants
-    from ._shell import CommandSandbox, is_secret_name
-    from ._transcript import RunTally, TranscriptReader, UnknownEvent, UnknownHalt
+    from ._sinks._notify import NOTIFY, NOTIFY_EVENTS, notifiers_from_config
+    from ._tools._shell import CommandSandbox, is_secret_name
     from ._verification import (
         Baseline,
         BaselineRecorded,
         ProtectedPathsChanged,
         ProtectedPathsRecorded,
     )
-    from ._workspace import open_in_workspace, remove_tree, resolve_in_workspace
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
     globals(),
     {
-        "render_prompt": "harness._cli_agent",
-        "open_in_workspace": "harness._workspace",
-        "remove_tree": "harness._workspace",
-        "resolve_in_workspace": "harness._workspace",
-        "ContextCompacted": "harness._compaction",
-        "find_usage_limit": "harness._limit_messages",
-        "NOTIFY": "harness._notify",
-        "NOTIFY_EVENTS": "harness._notify",
-        "notifiers_from_config": "harness._notify",
-        "ProcessResult": "harness._process",
-        "run_process": "harness._process",
+        "render_prompt": "harness._providers._cli_agent",
+        "open_in_workspace": "harness._fs._workspace",
+        "remove_tree": "harness._fs._workspace",
+        "resolve_in_workspace": "harness._fs._workspace",
+        "ContextCompacted": "harness._loop._compaction",
+        "find_usage_limit": "harness._providers._limit_messages",
+        "NOTIFY": "harness._sinks._notify",
+        "NOTIFY_EVENTS": "harness._sinks._notify",
+        "notifiers_from_config": "harness._sinks._notify",
+        "ProcessResult": "harness._process._child",
+        "run_process": "harness._process._child",
         "MODELS": "harness._providers._model_config",
         "PRICE": "harness._providers._pricing",
         "RETRY": "harness._providers._retry",
         "render_schema": "harness._reference",
         "render_variants": "harness._reference",
-        "CommandSandbox": "harness._shell",
-        "is_secret_name": "harness._shell",
-        "PathGuard": "harness._path_guard",
+        "CommandSandbox": "harness._tools._shell",
+        "is_secret_name": "harness._tools._shell",
+        "PathGuard": "harness._fs._path_guard",
         "PAUSE": "harness._pause_table",
-        "RunPaused": "harness._pause_events",
-        "RunResumed": "harness._pause_events",
+        "RunPaused": "harness._events._pause",
+        "RunResumed": "harness._events._pause",
         "REQUIRED": "harness._schema",
         "Key": "harness._schema",
         "Schema": "harness._schema",
         "Variants": "harness._schema",
-        "RunTally": "harness._transcript",
-        "TranscriptReader": "harness._transcript",
-        "UnknownEvent": "harness._transcript",
-        "UnknownHalt": "harness._transcript",
+        "RunTally": "harness._events._reader",
+        "TranscriptReader": "harness._events._reader",
+        "UnknownEvent": "harness._events._reader",
+        "UnknownHalt": "harness._events._reader",
         "ProtectedPaths": "harness._protected",
         "Tampering": "harness._protected",
         "Baseline": "harness._verification",

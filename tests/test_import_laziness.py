@@ -21,37 +21,37 @@ from strategies.board import BoardStore
 # The harness's feature modules, loaded where a run is configured with the feature (or a
 # spec, a transcript reader, a provider... is first used), never by a plain run.
 FEATURES = (
-    "harness._agent_clients",
-    "harness._builtin_tools",
-    "harness._checkpoints",
-    "harness._cli_agent",
-    "harness._compaction",
-    "harness._edit_tools",
-    "harness._fake_clock",
-    "harness._git_checkpoints",
-    "harness._limit_messages",
-    "harness._mcp",
-    "harness._mcp_connection",
-    "harness._mcp_replay",
-    "harness._mcp_tools",
-    "harness._notify",
-    "harness._otel",
-    "harness._path_guard",
-    "harness._pause_events",
+    "harness._providers._agent_clients",
+    "harness._tools._builtin",
+    "harness._checkpoints._base",
+    "harness._providers._cli_agent",
+    "harness._loop._compaction",
+    "harness._tools._edit",
+    "harness._fixtures._fake_clock",
+    "harness._checkpoints._git",
+    "harness._providers._limit_messages",
+    "harness._mcp._server",
+    "harness._mcp._connection",
+    "harness._fixtures._mcp_replay",
+    "harness._mcp._tools",
+    "harness._sinks._notify",
+    "harness._sinks._otel",
+    "harness._fs._path_guard",
+    "harness._events._pause",
     "harness._pause_table",
-    "harness._plan",
-    "harness._process",
+    "harness._tools._plan",
+    "harness._process._child",
     "harness._providers",
-    "harness._reaper",
-    "harness._recording",
+    "harness._process._reaper",
+    "harness._fixtures._recording",
     "harness._reference",
     "harness._schema",
-    "harness._shell",
-    "harness._snapshot_checkpoints",
-    "harness._threads",
-    "harness._transcript",
+    "harness._tools._shell",
+    "harness._checkpoints._snapshot",
+    "harness._process._threads",
+    "harness._events._reader",
     "harness._verification",
-    "harness._workspace",
+    "harness._fs._workspace",
     "checks._check_config",
     "checks._sandbox",
     "checks._sql",
@@ -170,7 +170,9 @@ def test_a_configured_feature_loads_its_module(by_dependencies: set[str]) -> Non
         " policy=termination.TerminationPolicy(), checkpoints=True,"
         " compaction='drop_tool_outputs', context_window=1000)\n"
     )
-    assert {"harness._checkpoints", "harness._compaction"} <= set(unwanted(loaded, by_dependencies))
+    assert {"harness._checkpoints._base", "harness._loop._compaction"} <= set(
+        unwanted(loaded, by_dependencies)
+    )
 
 
 def test_the_pytest_plugin_imports_nothing_of_the_packages() -> None:
@@ -275,12 +277,12 @@ def test_the_hook_parser_names_each_adapters_subcommand() -> None:
 # MCP, notifications, sensors and feedback, checkpoints, the board; and the modules of the
 # checks the spec below does not have.
 BEYOND_CHECKS = (
-    "harness._agent_clients",
-    "harness._cli_agent",
-    "harness._compaction",
-    "harness._checkpoints",
-    "harness._mcp",
-    "harness._notify",
+    "harness._providers._agent_clients",
+    "harness._providers._cli_agent",
+    "harness._loop._compaction",
+    "harness._checkpoints._base",
+    "harness._mcp._server",
+    "harness._sinks._notify",
     "harness._providers._anthropic",
     "harness._providers._base",
     "harness._providers._loop_clients",
