@@ -21,25 +21,22 @@ from ._errors import (
     HarnessError,
     ModelError,
 )
-from ._events._base import (
+from ._events._base import Event
+from ._events._run import (
     CheckFailed,
     CheckPassed,
-    Event,
-    EventSink,
     FeedbackInjected,
     IterationStarted,
-    JsonlTranscript,
     RunHalted,
     RunStarted,
     SensorRead,
-    StructlogSink,
     ToolCalled,
     ToolServerStarted,
     TurnFinished,
     TurnStarted,
     VerdictReached,
-    read_transcript,
 )
+from ._events._sinks import EventSink, JsonlTranscript, StructlogSink, read_transcript
 from ._fixtures._scripted import ScriptedModelClient
 from ._lazy import lazy_exports as _lazy_exports
 from ._loop._cancel import CancelToken
@@ -87,9 +84,10 @@ if typing.TYPE_CHECKING:
     from ._providers._cli_agent import CliAgentClient
     from ._sinks._notify import Notifier
     from ._sinks._otel import OtelSink
-    from ._tools._builtin import list_files, read_file, workspace_tools, write_file
+    from ._tools._builtin import list_files, read_file, write_file
     from ._tools._edit import edit_file, search_files
     from ._tools._plan import Plan, PlanStep, update_plan
+    from ._tools._registry import workspace_tools
     from ._tools._shell import run_command_tool
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
@@ -101,7 +99,7 @@ _LAZY = {
     "resolve_in_workspace": "._fs._workspace",
     "list_files": "._tools._builtin",
     "read_file": "._tools._builtin",
-    "workspace_tools": "._tools._builtin",
+    "workspace_tools": "._tools._registry",
     "write_file": "._tools._builtin",
     "CliAgentClient": "._providers._cli_agent",
     "Compaction": "._loop._compaction",

@@ -24,21 +24,19 @@ if typing.TYPE_CHECKING:
         Checkpoint,
         CheckpointDiff,
         CheckpointError,
-        CheckpointFailed,
         Checkpointing,
         CheckpointKind,
-        CheckpointRestored,
-        CheckpointSaved,
         CheckpointStore,
         NoSuchCheckpoint,
         NotAWorkspace,
         best_checkpoint,
         default_state_dir,
         improves_on,
-        open_checkpoints,
     )
     from ._checkpoints._git import REF_PREFIX, GitCheckpoints
+    from ._checkpoints._open import open_checkpoints
     from ._checkpoints._snapshot import EXCLUDED, SnapshotCheckpoints
+    from ._events._checkpoint import CheckpointFailed, CheckpointRestored, CheckpointSaved
     from ._loop._run import CheckpointsTheStart
 
 # The checkpoint machinery loads on first use: `checks` imports `WorkProgress` from here on
@@ -47,10 +45,7 @@ _CHECKPOINTS = [
     "Checkpoint",
     "CheckpointDiff",
     "CheckpointError",
-    "CheckpointFailed",
     "CheckpointKind",
-    "CheckpointRestored",
-    "CheckpointSaved",
     "CheckpointStore",
     "Checkpointing",
     "NoSuchCheckpoint",
@@ -58,11 +53,14 @@ _CHECKPOINTS = [
     "best_checkpoint",
     "default_state_dir",
     "improves_on",
-    "open_checkpoints",
 ]
 _LAZY = {
     **dict.fromkeys(_CHECKPOINTS, "harness._checkpoints._base"),
     "CheckpointsTheStart": "harness._loop._run",
+    "open_checkpoints": "harness._checkpoints._open",
+    "CheckpointFailed": "harness._events._checkpoint",
+    "CheckpointRestored": "harness._events._checkpoint",
+    "CheckpointSaved": "harness._events._checkpoint",
     "REF_PREFIX": "harness._checkpoints._git",
     "GitCheckpoints": "harness._checkpoints._git",
     "EXCLUDED": "harness._checkpoints._snapshot",

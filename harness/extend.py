@@ -15,7 +15,7 @@ a spec or use those features does not pay to import them.
 import typing
 
 from ._clock import Clock, SystemClock
-from ._events._base import SinkFailed
+from ._events._run import SinkFailed
 from ._events._stream import EventStream, stream_events
 from ._fs._files import FileRefused, read_regular_file
 from ._fs._jsonl import check_output_file, dump_json, dump_line
@@ -44,11 +44,13 @@ from ._tools._base import as_tools
 from ._validate import check_positive, check_type, of_type, positive
 
 if typing.TYPE_CHECKING:
+    from ._events._base import UnknownEvent
+    from ._events._context import ContextCompacted
     from ._events._pause import RunPaused, RunResumed
-    from ._events._reader import RunTally, TranscriptReader, UnknownEvent, UnknownHalt
+    from ._events._reader import RunTally, TranscriptReader
+    from ._events._verifier import BaselineRecorded, ProtectedPathsChanged, ProtectedPathsRecorded
     from ._fs._path_guard import PathGuard
     from ._fs._workspace import open_in_workspace, remove_tree, resolve_in_workspace
-    from ._loop._compaction import ContextCompacted
     from ._pause_table import PAUSE
     from ._process._child import ProcessResult, run_process
     from ._protected import ProtectedPaths, Tampering
@@ -58,15 +60,12 @@ if typing.TYPE_CHECKING:
     from ._providers._pricing import PRICE
     from ._providers._retry import RETRY
     from ._reference import render_schema, render_variants
+    from ._result import UnknownHalt
     from ._schema import REQUIRED, Key, Schema, Variants
     from ._sinks._notify import NOTIFY, NOTIFY_EVENTS, notifiers_from_config
+    from ._tools._registry import BUILTIN_TOOL_NAMES, builtin_tools
     from ._tools._shell import CommandSandbox, is_secret_name
-    from ._verification import (
-        Baseline,
-        BaselineRecorded,
-        ProtectedPathsChanged,
-        ProtectedPathsRecorded,
-    )
+    from ._verification import Baseline
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -76,7 +75,7 @@ __getattr__, __dir__ = lazy_exports(
         "open_in_workspace": "harness._fs._workspace",
         "remove_tree": "harness._fs._workspace",
         "resolve_in_workspace": "harness._fs._workspace",
-        "ContextCompacted": "harness._loop._compaction",
+        "ContextCompacted": "harness._events._context",
         "find_usage_limit": "harness._providers._limit_messages",
         "NOTIFY": "harness._sinks._notify",
         "NOTIFY_EVENTS": "harness._sinks._notify",
@@ -88,6 +87,8 @@ __getattr__, __dir__ = lazy_exports(
         "RETRY": "harness._providers._retry",
         "render_schema": "harness._reference",
         "render_variants": "harness._reference",
+        "BUILTIN_TOOL_NAMES": "harness._tools._registry",
+        "builtin_tools": "harness._tools._registry",
         "CommandSandbox": "harness._tools._shell",
         "is_secret_name": "harness._tools._shell",
         "PathGuard": "harness._fs._path_guard",
@@ -100,18 +101,19 @@ __getattr__, __dir__ = lazy_exports(
         "Variants": "harness._schema",
         "RunTally": "harness._events._reader",
         "TranscriptReader": "harness._events._reader",
-        "UnknownEvent": "harness._events._reader",
-        "UnknownHalt": "harness._events._reader",
+        "UnknownEvent": "harness._events._base",
+        "UnknownHalt": "harness._result",
         "ProtectedPaths": "harness._protected",
         "Tampering": "harness._protected",
         "Baseline": "harness._verification",
-        "BaselineRecorded": "harness._verification",
-        "ProtectedPathsChanged": "harness._verification",
-        "ProtectedPathsRecorded": "harness._verification",
+        "BaselineRecorded": "harness._events._verifier",
+        "ProtectedPathsChanged": "harness._events._verifier",
+        "ProtectedPathsRecorded": "harness._events._verifier",
     },
 )
 
 __all__ = [
+    "BUILTIN_TOOL_NAMES",
     "Baseline",
     "BaselineRecorded",
     "CONTINUE",
@@ -176,6 +178,7 @@ __all__ = [
     "UsageLimitError",
     "Variants",
     "as_tools",
+    "builtin_tools",
     "check_output_file",
     "check_positive",
     "check_type",

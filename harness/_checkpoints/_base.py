@@ -24,18 +24,18 @@ The exception tree::
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
-from collections.abc import Sequence
+import stat
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from attrs import frozen
 
-from .._clock import Clock
 from .._errors import ConfigurationError, HarnessError
-from .._events._base import Event
 from .._work_progress import WorkProgress
 
 CheckpointKind = Literal["git", "snapshot"]
@@ -224,41 +224,6 @@ def best_checkpoint(checkpoints: Sequence[_M]) -> _M | None:
     return best
 
 
-async def open_checkpoints(
-    workspace: str | os.PathLike[str],
-    *,
-    series: str,
-    clock: Clock | None = None,
-    backend: Backend = "auto",
-    state_dir: str | os.PathLike[str] | None = None,
-) -> CheckpointStore:
-    """The checkpoint store for `workspace`: git's when it lies in a git work tree (and
-    `backend` is ``"auto"`` or ``"git"``), else a snapshot store in `state_dir` (by default
-    `default_state_dir(workspace)`, outside the workspace).
-
-    Raises `NotAWorkspace` for a missing folder and `CheckpointError` when ``backend="git"``
-    and the folder is not in a git work tree (or git is not installed).
-    """
-    from .._clock import SystemClock
-    from ._git import GitCheckpoints, find_git
-    from ._snapshot import SnapshotCheckpoints
-
-    check_series(series)
-    root = await _workspace(workspace)
-    clock = clock or SystemClock()
-    if backend not in ("auto", "git", "snapshot"):
-        raise CheckpointError(f"'backend' must be auto, git or snapshot (got {backend!r})")
-    if backend != "snapshot":
-        found = await find_git(root, clock)
-        if isinstance(found, str):
-            if backend == "git":
-                raise CheckpointError(f"cannot keep git checkpoints of {str(root)!r}: {found}")
-        else:
-            return GitCheckpoints(root, found, series=series, clock=clock)
-    state = Path(state_dir) if state_dir is not None else default_state_dir(root)
-    return SnapshotCheckpoints(root, state, series=series)
-
-
 def default_state_dir(workspace: str | os.PathLike[str]) -> Path:
     """Where snapshots of `workspace` live by default: under ``$XDG_STATE_HOME`` (else
     ``~/.local/state``), ``completion-harness/checkpoints/<digest of the folder's path>``."""
@@ -301,51 +266,39 @@ def match_id(ident: str, found: Sequence[Checkpoint], where: Path) -> Checkpoint
     return next(iter(matches.values()))
 
 
-async def _workspace(workspace: str | os.PathLike[str]) -> Path:
-    import anyio
-
-    path = anyio.Path(os.fspath(workspace))
-    if not await path.is_dir():
-        what = "does not exist" if not await path.exists() else "is not a folder"
-        raise NotAWorkspace(f"workspace {os.fspath(workspace)!r} {what}")
-    return Path(await path.resolve())
-
-
-@frozen
-class CheckpointSaved(Event):
-    """The workspace was checkpointed (`harness.checkpoints`): at the run's start, at the end
-    of a Ralph iteration, at a rejected claim. `checkpoint` is its id, `tree` its content;
-    `progress` what the completion check measured on it, when it did."""
-
-    name: ClassVar[str] = "checkpoint.saved"
-    level: ClassVar[str] = "debug"
-    label: str
-    checkpoint: str
-    tree: str
-    seq: int
-    kind: str
-    progress: WorkProgress | None = None
+def remove_files(workspace: Path, paths: Iterable[str]) -> None:
+    """Remove each workspace path that is a file or a link (a path that goes through a link
+    is left alone), then every folder this left empty, up to the workspace."""
+    emptied: set[str] = set()
+    for relative in paths:
+        parts = relative.split("/")
+        if not real_folders(workspace, parts[:-1]):
+            continue
+        full = os.path.join(workspace, *parts)
+        try:
+            info = os.lstat(full)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            continue
+        os.unlink(full)
+        for depth in range(len(parts) - 1, 0, -1):
+            emptied.add("/".join(parts[:depth]))
+    for folder in sorted(emptied, key=lambda p: -p.count("/")):
+        with contextlib.suppress(OSError):  # not empty, or gone: leave it
+            os.rmdir(os.path.join(workspace, *folder.split("/")))
 
 
-@frozen
-class CheckpointRestored(Event):
-    """The workspace was put back to checkpoint `checkpoint` (`label` is that checkpoint's);
-    `reason` says why; `added`/`modified`/`deleted` count the files the restore changed."""
-
-    name: ClassVar[str] = "checkpoint.restored"
-    checkpoint: str
-    label: str
-    reason: str
-    added: int
-    modified: int
-    deleted: int
-
-
-@frozen
-class CheckpointFailed(Event):
-    """A checkpoint could not be saved or restored; the run goes on without it."""
-
-    name: ClassVar[str] = "checkpoint.failed"
-    level: ClassVar[str] = "warning"
-    label: str
-    error: str
+def real_folders(workspace: Path, parts: Sequence[str]) -> bool:
+    """True when every folder on the way is a real folder (not a link) inside `workspace`."""
+    here = str(workspace)
+    for part in parts:
+        if part in ("", ".", ".."):
+            return False
+        here = os.path.join(here, part)
+        try:
+            if not stat.S_ISDIR(os.lstat(here).st_mode):
+                return False
+        except FileNotFoundError:
+            return False
+    return True

@@ -47,6 +47,7 @@ from ._base import (
     check_series,
     match_id,
     one_line,
+    remove_files,
 )
 
 REF_PREFIX = "refs/harness/checkpoints/"
@@ -383,6 +384,5 @@ def _one_sha(result: ProcessResult, what: str) -> str:
 
 def _remove(workspace: Path, paths: Sequence[str]) -> None:
     """Remove files (never following a link) and then the folders they leave empty."""
-    from ._snapshot import remove_files
 
     remove_files(workspace, paths)

@@ -23,7 +23,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from ._base import (
     check_series,
     match_id,
     one_line,
+    remove_files,
 )
 
 EXCLUDED = frozenset(
@@ -291,44 +292,6 @@ class SnapshotCheckpoints:
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary)
-
-
-def remove_files(workspace: Path, paths: Iterable[str]) -> None:
-    """Remove each workspace path that is a file or a link (a path that goes through a link
-    is left alone), then every folder this left empty, up to the workspace."""
-    emptied: set[str] = set()
-    for relative in paths:
-        parts = relative.split("/")
-        if not _real_folders(workspace, parts[:-1]):
-            continue
-        full = os.path.join(workspace, *parts)
-        try:
-            info = os.lstat(full)
-        except FileNotFoundError:
-            continue
-        if stat.S_ISDIR(info.st_mode):
-            continue
-        os.unlink(full)
-        for depth in range(len(parts) - 1, 0, -1):
-            emptied.add("/".join(parts[:depth]))
-    for folder in sorted(emptied, key=lambda p: -p.count("/")):
-        with contextlib.suppress(OSError):  # not empty, or gone: leave it
-            os.rmdir(os.path.join(workspace, *folder.split("/")))
-
-
-def _real_folders(workspace: Path, parts: Sequence[str]) -> bool:
-    """True when every folder on the way is a real folder (not a link) inside `workspace`."""
-    here = str(workspace)
-    for part in parts:
-        if part in ("", ".", ".."):
-            return False
-        here = os.path.join(here, part)
-        try:
-            if not stat.S_ISDIR(os.lstat(here).st_mode):
-                return False
-        except FileNotFoundError:
-            return False
-    return True
 
 
 def _make_parents(workspace: Path, relative: str) -> str:

@@ -1,6 +1,6 @@
 """The events of a usage-limit pause (see `PauseSettings`): ``run.paused`` and ``run.resumed``.
 
-Apart from `_events` because only a run that meets a usage limit emits them; the session
+Apart from the run's events because only a run that meets a usage limit emits them; the session
 imports them when it pauses, and the transcript reader when it reads a transcript.
 """
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from attrs import frozen
+from attrs import field, frozen
 
-from ._base import Event
+from ._base import Event, omitted
 
 
 @frozen
@@ -24,12 +24,12 @@ class RunPaused(Event):
     agent: str
     iteration: int
     turn: int
-    source: str
-    message: str
+    source: str = field(metadata=omitted(""))
+    message: str = field(metadata=omitted(""))
     retry_in: float | None
     resets_at: float | None
     wait: float
-    counted: bool
+    counted: bool = field(metadata=omitted(False))
 
 
 @frozen
@@ -41,4 +41,4 @@ class RunResumed(Event):
     iteration: int
     turn: int
     paused_for: float
-    counted: bool
+    counted: bool = field(metadata=omitted(False))

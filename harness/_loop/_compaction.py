@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import ClassVar, Literal, get_args
+from typing import Literal, get_args
 
 from attrs import field, frozen
 
 from .._errors import ConfigurationError
-from .._events._base import Event
-from .._messages import Message, ModelRequest, Usage
+from .._messages import Message, ModelRequest
 from .._validate import check_positive
 
 CompactionMethod = Literal["drop_tool_outputs", "summarize"]
@@ -143,25 +142,3 @@ def summary_message(text: str) -> Message:
         "The earlier turns of this session were removed to save context. Their summary:\n"
         + text.strip(),
     )
-
-
-@frozen
-class ContextCompacted(Event):
-    """The session neared the model's context window and compacted its older turns:
-    `method` is ``drop_tool_outputs`` or ``summarize``, `messages` how many were replaced,
-    `tool_calls` the ids of the calls whose outputs are gone from the conversation,
-    `tokens_before` the size that set it off, `chars_before`/`chars_after` the conversation's
-    characters either side. `summary` is the model's summary and `usage` what its call cost
-    (accounted to the run like any call); both are empty for dropped outputs."""
-
-    name: ClassVar[str] = "context.compacted"
-    agent: str
-    turn: int
-    method: str
-    messages: int
-    tool_calls: tuple[str, ...]
-    tokens_before: int
-    chars_before: int
-    chars_after: int
-    summary: str | None
-    usage: Usage

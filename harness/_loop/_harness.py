@@ -13,7 +13,9 @@ from attrs import define, evolve, field
 
 from .._clock import Clock, SystemClock
 from .._errors import ConfigurationError, FixtureError
-from .._events._base import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
+from .._events._base import Event
+from .._events._run import RunHalted, RunStarted
+from .._events._sinks import EventSink, JsonlTranscript, StructlogSink
 from .._events._stream import EventStream, stream_events
 from .._fs._jsonl import check_output_file
 from .._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
@@ -291,7 +293,14 @@ class Harness:
 
         # Started first: a server that cannot start ends the run before anything costly (a
         # baseline's test suite, a model call) has run; closed last, however the run ends.
-        async with open_tool_servers(self.mcp_servers, run) as started:
+        async with open_tool_servers(
+            self.mcp_servers,
+            model=run.model,
+            workspace=run.workspace,
+            taken=run.tools,
+            emit=run.emit,
+            elapsed=run.elapsed,
+        ) as started:
             if isinstance(started, HaltReason):
                 return started
             run.config = evolve(run.config, tools={**run.config.tools, **started.tools})
@@ -341,8 +350,8 @@ class Harness:
         policy = self.policy
         protected = policy.protected if self._protects else None  # type: ignore[attr-defined]
         if protected and run.workspace is not None:
+            from .._events._verifier import ProtectedPathsRecorded
             from .._fs._path_guard import PathGuard
-            from .._verification import ProtectedPathsRecorded
 
             run.protected = protected
             run.guard = await anyio.to_thread.run_sync(PathGuard.record, run.workspace, protected)
@@ -350,7 +359,7 @@ class Harness:
         baselines = await policy.start_run(before)
         if not baselines:
             return
-        from .._verification import BaselineRecorded
+        from .._events._verifier import BaselineRecorded
 
         for baseline in baselines:
             run.baselines.append(baseline)

@@ -7,7 +7,7 @@ from typing import Protocol, runtime_checkable
 
 from attrs import define, field
 
-from .._events._base import IterationStarted
+from .._events._run import IterationStarted
 from .._messages import Message
 from .._model import ModelClient, ReadsClock
 from .._policy import Limit, PolicySession

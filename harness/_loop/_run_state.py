@@ -14,13 +14,9 @@ import anyio
 from attrs import define, evolve, field, frozen
 
 from .._clock import Clock, clock_reader
-from .._events._base import (
-    CheckFailed,
-    CheckPassed,
-    Event,
-    EventSink,
-    SinkFailed,
-)
+from .._events._base import Event
+from .._events._run import CheckFailed, CheckPassed, SinkFailed
+from .._events._sinks import EventSink
 from .._messages import NO_USAGE, Message, Usage
 from .._model import ModelClient
 from .._pause import PauseSettings
@@ -183,12 +179,9 @@ class RunState:
             return True
         if self.workspace is None:
             return False
-        from .._checkpoints._base import (
-            CheckpointError,
-            CheckpointFailed,
-            Checkpointing,
-            open_checkpoints,
-        )
+        from .._checkpoints._base import CheckpointError, Checkpointing
+        from .._checkpoints._open import open_checkpoints
+        from .._events._checkpoint import CheckpointFailed
 
         settings = settings or Checkpointing()
         try:
@@ -212,7 +205,8 @@ class RunState:
         store = self.checkpoints
         if store is None:
             return None
-        from .._checkpoints._base import CheckpointError, CheckpointFailed, CheckpointSaved
+        from .._checkpoints._base import CheckpointError
+        from .._events._checkpoint import CheckpointFailed, CheckpointSaved
 
         at = self.elapsed()
         try:
@@ -234,7 +228,8 @@ class RunState:
         store = self.checkpoints
         if store is None:
             return None
-        from .._checkpoints._base import CheckpointError, CheckpointFailed, CheckpointRestored
+        from .._checkpoints._base import CheckpointError
+        from .._events._checkpoint import CheckpointFailed, CheckpointRestored
 
         try:
             # A restore cut off half way would leave a mix of two states: it runs to its end
@@ -276,7 +271,7 @@ class RunState:
         changes = await anyio.to_thread.run_sync(guard.changes, workspace)
         if not changes:
             return await judge(snapshot)
-        from .._verification import ProtectedPathsChanged
+        from .._events._verifier import ProtectedPathsChanged
 
         self.tampering.extend(changes)
         self.tampered_claims += 1

@@ -15,13 +15,7 @@ from attrs import evolve, frozen
 
 from .._clock import postpone
 from .._errors import ConfigurationError, FixtureError, ModelError
-from .._events._base import (
-    FeedbackInjected,
-    SensorRead,
-    ToolCalled,
-    TurnFinished,
-    TurnStarted,
-)
+from .._events._run import FeedbackInjected, SensorRead, ToolCalled, TurnFinished, TurnStarted
 from .._limits import UsageLimit, UsageLimitError
 from .._messages import NO_USAGE, NOT_EXECUTED, Message, ModelRequest, ModelResponse, ToolCall
 from .._model import ModelClient
@@ -326,12 +320,8 @@ class Session:
         assert window is not None, "a session compacts only with a context window"
         messages = self._messages
         # Loaded only by a run that compacts (a Harness given `compaction`).
-        from ._compaction import (
-            ContextCompacted,
-            drop_tool_outputs,
-            summary_message,
-            summary_request,
-        )
+        from .._events._context import ContextCompacted
+        from ._compaction import drop_tool_outputs, summary_message, summary_request
 
         if not compaction.due(messages, self._latest_input, window):
             return None

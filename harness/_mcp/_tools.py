@@ -17,14 +17,16 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from attrs import define, field, frozen
 
-from .._events._base import ToolServerStarted
+from .._events._base import Event
+from .._events._run import ToolServerStarted
 from .._fixtures._mcp_replay import RecordedTool, ToolServerScript, call_line, server_line
-from .._loop._run_state import RunState
 from .._messages import ToolSpec
+from .._model import ModelClient
 from .._result import ToolServerFailed
 from .._tools._base import Tool, ToolContext, ToolResult
 from ._server import MCPServer
@@ -164,12 +166,19 @@ def _from_recording(server: MCPServer, script: ToolServerScript) -> tuple[Record
 
 @asynccontextmanager
 async def open_tool_servers(
-    servers: Sequence[MCPServer], run: RunState
+    servers: Sequence[MCPServer],
+    *,
+    model: ModelClient,
+    workspace: Path | None,
+    taken: Mapping[str, Tool],
+    emit: Callable[[Event], None],
+    elapsed: Callable[[], float],
 ) -> AsyncIterator[ToolServers | ToolServerFailed]:
-    """Start `servers` (or load their recording, when the run's model replays one) and yield
-    their tools, or the `ToolServerFailed` of the first that could not start. Leaving the
-    block closes every started server, each within `CLOSE_LIMIT`, even when cancelled."""
-    model, workspace, taken = run.model, run.workspace, run.tools
+    """Start `servers` (or load their recording, when `model` replays one) and yield their
+    tools, or the `ToolServerFailed` of the first that could not start; tool names in `taken`
+    are the run's own. Each server started is an event sent to `emit`, stamped `elapsed()`.
+    Leaving the block closes every started server, each within `CLOSE_LIMIT`, even when
+    cancelled."""
     script = model.tool_server_script if isinstance(model, ReplaysToolServers) else None
     recorder = model if isinstance(model, RecordsToolServers) else None
     started = ToolServers(recorder, script)
@@ -200,7 +209,7 @@ async def open_tool_servers(
                 break
             assert not isinstance(listed, str)
             tools = tuple(t.to_dict() for t in listed)
-            run.emit(ToolServerStarted(run.elapsed(), server.name, server.transport, tools))
+            emit(ToolServerStarted(elapsed(), server.name, server.transport, tools))
             if recorder is not None:
                 recorder.record_tool_server(server_line(server.name, listed))
         yield failure if failure is not None else started

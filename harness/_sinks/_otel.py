@@ -28,10 +28,10 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigurationError
-from .._events._base import (
+from .._events._base import Event
+from .._events._run import (
     CheckFailed,
     CheckPassed,
-    Event,
     FeedbackInjected,
     IterationStarted,
     RunHalted,

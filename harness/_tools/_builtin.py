@@ -10,14 +10,13 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .._errors import ConfigurationError
 from .._fs._workspace import open_in_workspace
 from ._base import Tool, ToolContext, tool
 
 if TYPE_CHECKING:
-    from ._shell import CommandSandbox
+    pass
 
 MAX_READ = 200_000  # bytes `read_file` returns at most in one call
 MAX_LIST = 200_000  # characters of paths `list_files` returns at most
@@ -149,7 +148,7 @@ def _write_file(path: str, content: str, ctx: ToolContext) -> str:
         content: the whole new content of the file
     """
     data = content.encode("utf-8")
-    _refuse_protected(ctx, path)
+    refuse_protected(ctx, path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NONBLOCK
     fd, _ = open_in_workspace(_root(ctx), path, flags, make_parents=True)
     try:
@@ -162,7 +161,7 @@ def _write_file(path: str, content: str, ctx: ToolContext) -> str:
     return f"wrote {len(data)} bytes to {path}"
 
 
-def _refuse_protected(ctx: ToolContext, path: str) -> None:
+def refuse_protected(ctx: ToolContext, path: str) -> None:
     """Refuse a write to a protected path, by the name given or where its links lead.
 
     A first line of defence, for the agent's benefit: the record taken when the run started
@@ -193,21 +192,3 @@ def _inside(root: Path, path: Path) -> Path | None:
 read_file: Tool = tool(name="read_file", read_only=True)(_read_file)
 list_files: Tool = tool(name="list_files", read_only=True)(_list_files)
 write_file: Tool = tool(name="write_file")(_write_file)
-
-
-def workspace_tools(
-    *, shell: bool = False, sandbox: CommandSandbox | None = None, **shell_options: Any
-) -> list[Tool]:
-    """The standard workspace tools: `read_file`, `list_files`, `search_files` (read-only),
-    `write_file` and `edit_file`; with `shell`, `run_command` too, run under `sandbox` (local
-    without one) with `shell_options` (see `run_command_tool`)."""
-    from ._edit import edit_file, search_files
-
-    tools = [read_file, list_files, search_files, write_file, edit_file]
-    if shell:
-        from ._shell import run_command_tool
-
-        tools.append(run_command_tool(sandbox, **shell_options))
-    elif sandbox is not None or shell_options:
-        raise ConfigurationError("a sandbox or shell options were given but shell=False")
-    return tools

@@ -16,7 +16,7 @@ import stat
 
 from .._fs._workspace import open_in_workspace
 from ._base import Tool, ToolContext, tool
-from ._builtin import _refuse_protected as refuse_protected
+from ._builtin import refuse_protected
 
 MAX_EDIT = 4_000_000  # bytes: a larger file is refused by edit_file
 MAX_SEARCH_READ = 1_000_000  # bytes of each file search_files reads at most
