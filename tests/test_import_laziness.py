@@ -189,12 +189,12 @@ def test_the_pytest_plugin_imports_nothing_of_the_packages() -> None:
 # A command's handler modules: building the parser (every command, `--help` included) loads
 # none of them; each loads when its command runs.
 HANDLERS = (
-    "strategies._cli._board",
+    "strategies._cli._board_run",
     "strategies._cli._board_status",
     "strategies._cli._check",
     "strategies._cli._checkpoints",
-    "strategies._cli._hook",
-    "strategies._cli._hook_start",
+    "strategies._cli._hooks._stop",
+    "strategies._cli._hooks._start",
     "strategies._cli._reference",
     "strategies._cli._run",
     "strategies._cli._view",
@@ -240,7 +240,7 @@ def test_board_status_reads_the_database_without_the_library(tmp_path: Path) -> 
     loaded = loaded_by(command("board", "status", str(tmp_path), "--events", "3"))
     assert {"sqlite3", "strategies._cli._board_status", "strategies.board._state"} <= loaded
     engine = ("strategies.board._board", "strategies.board._store", "strategies.board._attempt")
-    assert ours(loaded, LIBRARY + engine + ("strategies._cli._board",)) == []
+    assert ours(loaded, LIBRARY + engine + ("strategies._cli._board_run",)) == []
 
 
 def test_a_broken_board_is_still_reported_with_its_file(tmp_path: Path) -> None:
@@ -261,17 +261,21 @@ def test_the_stop_hook_loads_no_other_command() -> None:
     """`harness hook claude-stop`, run at every stop of a coding agent, loads its own handler
     and none of the other commands' (the run's progress display, the board)."""
     loaded = loaded_by(command("hook", "claude-stop", "--spec", "missing.toml", stdin="{}"))
-    assert "strategies._cli._hook" in loaded
-    others = tuple(h for h in HANDLERS if h != "strategies._cli._hook")
-    extra = ("strategies.board", "strategies._cli._progress", "strategies._cli._hook_install")
+    assert "strategies._cli._hooks._stop" in loaded
+    others = tuple(h for h in HANDLERS if h != "strategies._cli._hooks._stop")
+    extra = (
+        "strategies.board",
+        "strategies._cli._progress._display",
+        "strategies._cli._hooks._install",
+    )
     assert ours(loaded, others + extra) == []
 
 
 def test_the_hook_parser_names_each_adapters_subcommand() -> None:
     """The parser lists the stop hooks without importing the adapters: its table and the
     adapters agree."""
-    from strategies._cli._hook_agents import ADAPTERS
-    from strategies._cli._hook_args import STOP_COMMANDS
+    from strategies._cli._hooks._agents import ADAPTERS
+    from strategies._cli._hooks._args import STOP_COMMANDS
 
     assert {agent: a.subcommand for agent, a in ADAPTERS.items()} == STOP_COMMANDS
 

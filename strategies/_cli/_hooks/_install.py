@@ -31,7 +31,7 @@ from attrs import frozen
 
 from harness import ConfigurationError
 
-from ._hook_args import AGENTS, DEFAULT_MAX_BLOCKS, DEFAULT_TIME_LIMIT
+from ._args import AGENTS, DEFAULT_MAX_BLOCKS, DEFAULT_TIME_LIMIT
 
 Scope = Literal["project", "user"]
 # The hook's "timeout" written out: the hook's own --timeout plus a margin for starting and

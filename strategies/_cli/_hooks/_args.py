@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ._handlers import Handler
+from .._handlers import Handler
 
 DEFAULT_MAX_BLOCKS = 5
 # The hook's own deadline for all its checks: below the 60 s that Claude Code and Gemini CLI
@@ -51,7 +51,7 @@ def register(sub: Any) -> None:
             ),
         )
         _stop_options(stop)
-        stop.set_defaults(handler=Handler("._hook", "handle_stop"), agent=agent)
+        stop.set_defaults(handler=Handler("._hooks._stop", "handle_stop"), agent=agent)
     install = kinds.add_parser(
         "install",
         help="write an agent's stop-hook configuration (merged with what is there)",
@@ -81,7 +81,7 @@ def register(sub: Any) -> None:
     install.add_argument(
         "--dry-run", action="store_true", help="print the merged file instead of writing it"
     )
-    install.set_defaults(handler=Handler("._hook", "handle_install"))
+    install.set_defaults(handler=Handler("._hooks._stop", "handle_install"))
     _start(kinds)
 
 
@@ -134,4 +134,4 @@ def _start(kinds: Any) -> None:
         help=f"seconds recording may take (default {DEFAULT_TIME_LIMIT:g})",
     )
     start.add_argument("--state-dir", type=Path, help="the stop hook's --state-dir")
-    start.set_defaults(handler=Handler("._hook_start", "handle_claude_start"))
+    start.set_defaults(handler=Handler("._hooks._start", "handle_claude_start"))

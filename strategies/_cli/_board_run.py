@@ -29,7 +29,8 @@ from ._board_status import (
     _print_table,
     _state_failure,
 )
-from ._progress import ProgressDisplay, is_live_terminal, open_progress
+from ._progress._display import ProgressDisplay
+from ._progress._open import is_live_terminal, open_progress
 from ._run import _Stderr, logging_to_stderr
 from ._signals import SignalCancel
 from ._terminal import for_terminal

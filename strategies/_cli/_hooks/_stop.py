@@ -48,9 +48,11 @@ import anyio
 from harness import ConfigurationError
 from harness.extend import Clock
 
-from .._spec import Spec, load_spec
-from ._hook_agents import ADAPTERS, ClaudeStop, StopAdapter
-from ._hook_args import (
+from ..._spec import Spec, load_spec
+from .._signals import SignalCancel
+from .._terminal import for_terminal
+from ._agents import ADAPTERS, ClaudeStop, StopAdapter
+from ._args import (
     DEFAULT_MAX_BLOCKS,
     DEFAULT_TIME_LIMIT,
     EXIT_ARGPARSE,
@@ -58,15 +60,13 @@ from ._hook_args import (
     EXIT_OK,
     register,
 )
-from ._signals import SignalCancel
-from ._stop_core import (
+from ._core import (
     HookPayloadError,
     Reentry,
     StopDecision,
     default_state_dir,
     verify_stop,
 )
-from ._terminal import for_terminal
 
 __all__ = [
     "DEFAULT_MAX_BLOCKS",
@@ -241,7 +241,7 @@ def handle_stop(args: argparse.Namespace) -> int:
 
 
 def handle_install(args: argparse.Namespace) -> int:
-    from ._hook_install import install_hook  # not needed at each stop
+    from ._install import install_hook  # not needed at each stop
 
     try:
         load_spec(args.spec, purpose="checks")  # a hook on a broken spec would only warn later

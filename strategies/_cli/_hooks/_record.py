@@ -24,7 +24,7 @@ from checks.extend import KeepsBaseline
 from harness import ConfigurationError, SessionStateSnapshot
 from harness.extend import PathGuard
 
-from .._spec import Spec
+from ..._spec import Spec
 
 
 @frozen

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from attrs import frozen
 
-from ._stop_core import HookPayloadError, StopDecision, StopRequest
+from ._core import HookPayloadError, StopDecision, StopRequest
 
 
 class StopAdapter(Protocol):

@@ -5,8 +5,8 @@ The pieces, for `harness run` and for anything else that runs several at once (a
 - `describe(event)`: the one line worth printing for an event, or None.
 - `RunTracker`: an event sink that folds one run's events into a `RunStatus` (turn, session,
   tokens, cost, last tool, what it is doing now), and prints nothing.
-- A display, made by `open_progress(stream)`: `LiveProgress` (in `_live`) on a terminal,
-  which keeps a status line per run redrawn in place and prints what happened above it, or
+- A display, made by `open_progress(stream)` (in `_open`): `LiveProgress` (in `_live`) on a
+  terminal, which keeps a status line per run redrawn in place and prints what happened above it, or
   `PlainProgress` anywhere else, which prints one plain line per step. Both have the same
   API, the `ProgressDisplay` protocol:
 
@@ -22,7 +22,6 @@ The pieces, for `harness run` and for anything else that runs several at once (a
 
 from __future__ import annotations
 
-import os
 import sys
 from types import TracebackType
 from typing import Literal, Protocol, TextIO
@@ -47,7 +46,7 @@ from harness.checkpoints import CheckpointFailed, CheckpointRestored, Checkpoint
 from harness.extend import Baseline, BaselineRecorded, ProtectedPathsChanged
 from termination import Budget
 
-from ._terminal import for_terminal
+from .._terminal import for_terminal
 from ._tracker import RunStatus, RunTracker, short
 
 __all__ = [
@@ -57,8 +56,6 @@ __all__ = [
     "RunStatus",
     "RunTracker",
     "describe",
-    "is_live_terminal",
-    "open_progress",
 ]
 
 Tone = Literal["plain", "good", "bad", "warn", "strong"]
@@ -183,25 +180,3 @@ class PlainProgress:
         trace: TracebackType | None,
     ) -> None:
         return None
-
-
-def is_live_terminal(stream: TextIO) -> bool:
-    """True when `stream` is a terminal that can redraw in place (not TERM=dumb)."""
-    try:
-        tty = stream.isatty()
-    except (AttributeError, ValueError):  # a closed or stand-in stream
-        return False
-    return tty and os.environ.get("TERM", "") not in ("dumb", "")
-
-
-def open_progress(stream: TextIO | None = None, *, live: bool | None = None) -> ProgressDisplay:
-    """The display for `stream` (stderr by default): live on a terminal, plain lines otherwise
-    (`live` forces one or the other)."""
-    out = stream if stream is not None else sys.stderr
-    if live is None:
-        live = is_live_terminal(out)
-    if live:
-        from ._live import LiveProgress
-
-        return LiveProgress(out)
-    return PlainProgress(out)

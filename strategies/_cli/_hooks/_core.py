@@ -31,11 +31,11 @@ from checks import CheckVerdict
 from harness import ConfigurationError
 from harness.extend import Clock, check_positive
 
-from .._spec import Spec
-from ._checking import run_checks
+from ..._spec import Spec
+from .._checking import run_checks
+from ._args import DEFAULT_MAX_BLOCKS, DEFAULT_TIME_LIMIT
 from ._claude_transcript import TranscriptError, last_answer
-from ._hook_args import DEFAULT_MAX_BLOCKS, DEFAULT_TIME_LIMIT
-from ._hook_record import SessionRecord
+from ._record import SessionRecord
 
 Reentry = Literal["check", "allow"]
 

@@ -24,9 +24,9 @@ import anyio
 from harness import ConfigurationError, SessionStateSnapshot
 from harness.extend import Clock, SystemClock, check_positive
 
-from .._spec import Spec, load_spec
-from ._hook_record import SessionRecord
-from ._signals import SignalCancel
+from ..._spec import Spec, load_spec
+from .._signals import SignalCancel
+from ._record import SessionRecord
 
 EXIT_OK = 0
 EXIT_BROKEN = 1
@@ -85,7 +85,7 @@ def _recorded(record: SessionRecord) -> bool:
 
 
 def handle_claude_start(args: argparse.Namespace) -> int:
-    from ._stop_core import default_state_dir, session_record  # the stop hook's own layout
+    from ._core import default_state_dir, session_record  # the stop hook's own layout
 
     try:
         payload = json.loads(sys.stdin.read() or "null")

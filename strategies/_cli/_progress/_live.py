@@ -19,8 +19,8 @@ from typing import TextIO
 from harness import Event, EventSink, RunHalted, ToolCalled, TurnFinished
 from termination import Budget
 
-from ._progress import RunStatus, RunTracker, Tone, describe
-from ._terminal import for_terminal
+from .._terminal import for_terminal
+from ._display import RunStatus, RunTracker, Tone, describe
 
 HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
 CLEAR_DOWN = "\r\x1b[J"
