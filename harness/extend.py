@@ -3,9 +3,33 @@ strategy or a policy works with, and the helpers that describe and validate conf
 
 Users of the loop import `harness`; code that adds a strategy, a policy, a model client (which
 raises `UsageLimitError` for a usage limit), a sink or a config-driven component imports this
-module. The `checks`, `termination` and `strategies`
-packages use only these names (and `harness`'s own): no package imports another's private
-modules (tests/test_architecture.py enforces it).
+module. The `checks`, `termination` and `strategies` packages use only these names (and
+`harness`'s own): no package imports another's private modules (tests/test_architecture.py
+enforces it). Consumers of events have their own face, `harness.events`.
+
+A map by audience:
+
+- a strategy: `Strategy`, `Run`, `RunConfig`, `SingleSession`, `Session`, `SessionEnd`,
+  `rejection_feedback`, `DONE_TOOL`, `NOT_EXECUTED`;
+- a policy, a sensor or a check: `Policy`, `PolicySession`, `Decision`, `CONTINUE`, `Limit`,
+  `Scope`, `ScopesRun`, `SensorReading`, `ProtectsPaths`, `SessionStateSnapshot`,
+  `SessionStore`, `HistoryView`, `ToolOutcome`, `ChecksConsumed`;
+- the verifier's records: `Baseline`, `BaselineRecorded`, `ProtectedPaths`,
+  `ProtectedPathsRecorded`, `ProtectedPathsChanged`, `Tampering`, `PathGuard`;
+- a model client: `ModelClient`, `ModelRequest`, `ModelResponse`, `ToolSpec`, `KnowsPrices`,
+  `ReadsClock`, `UsageLimit`, `UsageLimitError`, `USAGE_LIMIT`, `find_usage_limit`,
+  `render_prompt`, `RunPaused`, `RunResumed`;
+- tools and processes: `as_tools`, `BUILTIN_TOOL_NAMES`, `builtin_tools`, `CommandSandbox`,
+  `is_secret_name`, `ProcessResult`, `run_process`, `open_in_workspace`,
+  `resolve_in_workspace`, `remove_tree`, `read_regular_file`, `FileRefused`;
+- events and transcripts: `EventStream`, `stream_events`, `SinkFailed`, `ContextCompacted`,
+  `TranscriptReader`, `RunTally`, `UnknownEvent`, `UnknownHalt`, `check_output_file`,
+  `dump_json`, `dump_line`;
+- config tables and their reference: `Schema`, `Key`, `Variants`, `REQUIRED`, `MODELS`, `PAUSE`,
+  `PRICE`, `RETRY`, `NOTIFY`, `NOTIFY_EVENTS`, `notifiers_from_config`, `render_schema`,
+  `render_variants`, `check_positive`, `check_type`, `of_type`, `positive`;
+- plumbing: `Clock`, `SystemClock`, `implements`, `lazy_exports`, `get_logger`,
+  `LibraryLogger`.
 
 The config-table schemas (`Schema`, `PAUSE`, `MODELS`, ...), the reference renderers, the
 transcript readers and the verifier's records load on first use, so a run that does not read

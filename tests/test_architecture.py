@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -451,3 +452,54 @@ def test_the_harness_layering_test_sees_misplacements(tmp_path: Path) -> None:
     assert _harness_layer("harness._loop._session") == 7 > own
     assert _harness_layer("harness._new_module") is None
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+LAZY_PACKAGES = [*AUDIENCE_MODULES, "strategies.board"]
+
+
+def _type_checking_imports(module_name: str) -> dict[str, str]:
+    """The names a module imports under `TYPE_CHECKING`, each with its module (absolute)."""
+    module = importlib.import_module(module_name)
+    path = Path(module.__file__ or "")
+    package = module_name if path.name == "__init__.py" else module_name.rpartition(".")[0]
+    found: dict[str, str] = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for inner in node.body:
+                if isinstance(inner, ast.ImportFrom):
+                    base = package.split(".")[: len(package.split(".")) - inner.level + 1]
+                    stem = ".".join([*base, inner.module or ""]) if inner.level else inner.module
+                    for alias in inner.names:
+                        found[alias.asname or alias.name] = str(stem)
+    return found
+
+
+@pytest.mark.parametrize("package", LAZY_PACKAGES)
+def test_lazy_tables_agree_with_their_imports_and_all(package: str) -> None:
+    """A lazy name is written where type checkers read it (the `TYPE_CHECKING` imports), in
+    the table `__getattr__` loads it from, and in `__all__`: the three agree, name for name
+    and module for module, so one cannot be edited without the others."""
+    from harness._lazy import TABLES
+
+    module = importlib.import_module(package)
+    imports = _type_checking_imports(package)
+    if imports:  # a package whose `__getattr__` builds its table at the first lazy name
+        getattr(module, min(imports))
+    table = TABLES.get(package, {})
+    resolved = {
+        name: importlib.util.resolve_name(target, package) if target.startswith(".") else target
+        for name, target in table.items()
+    }
+    assert resolved == imports
+    assert set(resolved) <= set(module.__all__)
+
+
+def test_the_extend_docstring_maps_every_name_by_audience() -> None:
+    """`harness.extend`'s docstring sorts its names by audience: each public name is there."""
+    import re
+
+    import harness.extend
+
+    doc = harness.extend.__doc__ or ""
+    start, end = doc.index("A map by audience"), doc.index("The config-table schemas")
+    assert set(re.findall(r"`([A-Za-z_]+)`", doc[start:end])) == set(harness.extend.__all__)
