@@ -3,7 +3,7 @@
     python bench/processes.py            # 200 commands and 2,000 thread hops per row
     python bench/processes.py --quick    # a tenth of that
 
-P: wall time of `run_process("true")` as it runs (under `harness/_reaper.py` on Linux) and
+P: wall time of `run_process("true")` as it runs (under `harness/_process/_reaper.py` on Linux) and
    with the supervisor left out (the process group only), in ms per command. The difference
    is the price of killing what leaves the process group.
 T: wall time of one hop to a worker thread and back, in µs: `anyio.to_thread.run_sync` against
