@@ -15,6 +15,7 @@ import re
 import stat
 
 from ._builtin_tools import _refuse_protected as refuse_protected
+from ._edit_hint import miss_hint
 from ._tools import Tool, ToolContext, tool
 from ._workspace import open_in_workspace
 
@@ -48,7 +49,7 @@ _CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
 def _edit_file(path: str, old: str, new: str, ctx: ToolContext, replace_all: bool = False) -> str:
     """Replace an exact piece of text in a file of the workspace. `old` must occur exactly
     once (include enough surrounding lines to make it unique), or set replace_all to replace
-    every occurrence.
+    every occurrence. When `old` is not in the file, the error shows the closest lines.
 
     Args:
         path: the file's path, relative to the workspace
@@ -78,7 +79,10 @@ def _edit_file(path: str, old: str, new: str, ctx: ToolContext, replace_all: boo
             ) from None
         count = text.count(old)
         if count == 0:
-            raise ValueError(f"'old' was not found in {path!r} (0 occurrences); nothing changed")
+            raise ValueError(
+                f"'old' was not found in {path!r} (0 occurrences); nothing changed\n"
+                + miss_hint(path, text, old)
+            )
         if count > 1 and not replace_all:
             raise ValueError(
                 f"'old' occurs {count} times in {path!r}; nothing changed. Include more "

@@ -26,6 +26,7 @@ from ._limits import UsageLimit, UsageLimitError
 from ._messages import NO_USAGE, Message, ModelRequest, ModelResponse, ToolCall
 from ._model import ModelClient
 from ._policy import Decision, Limit, PolicySession
+from ._repeated_calls import RecentFailures
 from ._result import BudgetExceeded, HaltReason, ModelFailed, UsageLimitReached
 from ._run_state import RunState
 from ._state import HistoryView, SessionStateSnapshot, ToolOutcome
@@ -109,6 +110,7 @@ class Session:
         self._specs = tuple(tool.spec for tool in self._tools.values())
         self._messages: list[Message] = list(messages)
         self._outcomes: list[ToolOutcome] = []
+        self._failures = RecentFailures()  # the latest turn's failed calls, to note a repeat
         self._policy = policy
         self._limit = limit
         self._on_claim: OnClaim = on_claim
@@ -409,8 +411,11 @@ class Session:
         self.tool_calls += len(admitted)
         run.tool_calls += len(admitted)
         if admitted:
-            results = await self._call_tools(admitted)
+            ran = await self._call_tools(admitted)
             self._read_clock()
+            failures = self._failures
+            results = [failures.note(c, r) for c, r in zip(admitted, ran, strict=True)]
+            failures.remember(admitted, ran)
         else:
             results = []
         at = self._last_reading - run.started_at
