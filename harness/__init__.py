@@ -71,6 +71,7 @@ if typing.TYPE_CHECKING:
     from ._cli_agent import CliAgentClient
     from ._compaction import Compaction
     from ._edit_tools import edit_file, search_files
+    from ._ladder import ModelLadder
     from ._mcp import MCPServer
     from ._notify import Notifier
     from ._otel import OtelSink
@@ -114,6 +115,7 @@ _LAZY = {
     "Notifier": "._notify",
     "OtelSink": "._otel",
     "Plan": "._plan",
+    "ModelLadder": "._ladder",
     "PlanStep": "._plan",
     "update_plan": "._plan",
     "AnthropicClient": "._providers",
@@ -215,6 +217,7 @@ __all__ = [
     "ModelClient",
     "ModelError",
     "ModelFailed",
+    "ModelLadder",
     "ModelPrice",
     "Notifier",
     "OpenAIClient",

@@ -14,6 +14,7 @@ from attrs import define, evolve, field
 from ._cancel import CancelToken
 from ._clock import Clock, SystemClock
 from ._errors import ConfigurationError, FixtureError
+from ._escalation import Escalates
 from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
 from ._jsonl import check_output_file
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
@@ -100,6 +101,7 @@ class Harness:
     _protects: bool = field(init=False)
     _checkpoints_start: bool = field(init=False)
     _script: tuple[ChecksConsumed, ...] = field(init=False)
+    _ladder: Escalates | None = field(init=False)
 
     def __attrs_post_init__(self) -> None:
         if not callable(getattr(self.model, "complete", None)):
@@ -143,6 +145,7 @@ class Harness:
         self._protects = implements(self.policy, ProtectsPaths)
         self._checkpoints_start = implements(self.strategy, CheckpointsTheStart)
         self._script = (self.model,) if implements(self.model, ChecksConsumed) else ()
+        self._ladder = self.model if implements(self.model, Escalates) else None
         if implements(self.model, ReadsClock):
             self.model.bind_clock(self.clock)
         if self.done_tool and "done" in self._tools:
@@ -234,7 +237,8 @@ class Harness:
     def _config(self) -> RunConfig:
         """This harness's settings as one frozen value: what the run reads, fixed at its start."""
         return RunConfig(
-            model=self.model,
+            # A model ladder's climb belongs to one run: each run climbs its own copy.
+            model=self.model if self._ladder is None else self._ladder.for_run(),
             tools=self._tools,
             policy=self.policy,
             clock=self.clock,

@@ -15,6 +15,7 @@ from attrs import evolve, frozen
 
 from ._clock import postpone
 from ._errors import ConfigurationError, FixtureError, ModelError
+from ._escalation import Escalates, JudgedTurn, ModelEscalated
 from ._events import (
     FeedbackInjected,
     SensorRead,
@@ -26,6 +27,7 @@ from ._limits import UsageLimit, UsageLimitError
 from ._messages import NO_USAGE, Message, ModelRequest, ModelResponse, ToolCall
 from ._model import ModelClient
 from ._policy import Decision, Limit, PolicySession
+from ._protocols import implements
 from ._repeated_calls import RecentFailures
 from ._result import BudgetExceeded, HaltReason, ModelFailed, UsageLimitReached
 from ._run_state import RunState
@@ -106,6 +108,8 @@ class Session:
         self.agent = agent
         self.iteration = iteration
         self._model = model
+        # A model ladder learns what each judged turn showed, to climb when the run plateaus.
+        self._ladder = model if implements(model, Escalates) else None
         self._tools = {**tools, DONE_TOOL: DONE} if run.done_tool else dict(tools)
         self._specs = tuple(tool.spec for tool in self._tools.values())
         self._messages: list[Message] = list(messages)
@@ -171,6 +175,11 @@ class Session:
         """As `check`, with the progress the check measured (None when it does not measure)."""
         assessed = await self._run.judge(snapshot, self._policy.assess)
         self._run.record_check(snapshot.agent, snapshot.turns, assessed.reason)
+        if self._ladder is not None:
+            verdict = JudgedTurn(
+                snapshot.agent, snapshot.turns, True, assessed.reason, assessed.progress
+            )
+            self._observe(self._ladder, verdict)
         return assessed
 
     async def run(self) -> SessionEnd:
@@ -496,6 +505,38 @@ class Session:
             self._append_feedback(message)
         if decision.rejection is not None and decision.halt is None:
             self._append_feedback(rejection_feedback(decision.rejection))
+        if self._ladder is not None and decision.halt is None:
+            warnings = tuple(
+                f"{r.sensor}: {r.message}" for r in decision.readings if r.status == "warn"
+            )
+            seen = JudgedTurn(
+                self.agent,
+                self.turns,
+                decision.checked,
+                decision.rejection,
+                decision.progress,
+                warnings,
+            )
+            self._observe(self._ladder, seen)
+
+    def _observe(self, ladder: Escalates, judged: JudgedTurn) -> None:
+        """Tell the model ladder what a judged turn showed; record its climb, if any."""
+        climb = ladder.observe(judged)
+        if climb is not None:
+            run = self._run
+            run.emit(
+                ModelEscalated(
+                    run.elapsed(),
+                    judged.agent,
+                    judged.turn,
+                    climb.from_rung,
+                    climb.to_rung,
+                    climb.from_model,
+                    climb.to_model,
+                    climb.trigger,
+                    climb.detail,
+                )
+            )
 
     def _append_feedback(self, message: Message) -> None:
         """Deliver feedback with the next request.

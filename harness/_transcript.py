@@ -29,6 +29,7 @@ from attrs import evolve, field, frozen
 from ._checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
 from ._compaction import ContextCompacted
 from ._errors import ConfigurationError, FixtureError
+from ._escalation import ModelEscalated
 from ._events import (
     CheckFailed,
     CheckPassed,
@@ -400,6 +401,17 @@ _PARSERS: dict[str, Callable[[_Fields, float], Event]] = {
         f.integer("turn"),
         f.number("paused_for"),
         f.flag("counted", False),
+    ),
+    ModelEscalated.name: lambda f, at: ModelEscalated(
+        at,
+        f.text("agent"),
+        f.integer("turn"),
+        f.integer("from_rung"),
+        f.integer("to_rung"),
+        f.text("from_model"),
+        f.text("to_model"),
+        f.text("trigger"),
+        f.text("detail", ""),
     ),
 }
 

@@ -46,6 +46,7 @@ from ._validate import check_positive, check_type, of_type, positive
 if typing.TYPE_CHECKING:
     from ._cli_agent import render_prompt
     from ._compaction import ContextCompacted
+    from ._escalation import Escalates, Escalation, JudgedTurn, ModelEscalated
     from ._limit_messages import find_usage_limit
     from ._notify import NOTIFY, NOTIFY_EVENTS, notifiers_from_config
     from ._path_guard import PathGuard
@@ -77,6 +78,10 @@ __getattr__, __dir__ = lazy_exports(
         "remove_tree": "harness._workspace",
         "resolve_in_workspace": "harness._workspace",
         "ContextCompacted": "harness._compaction",
+        "Escalates": "harness._escalation",
+        "Escalation": "harness._escalation",
+        "ModelEscalated": "harness._escalation",
+        "JudgedTurn": "harness._escalation",
         "find_usage_limit": "harness._limit_messages",
         "NOTIFY": "harness._notify",
         "NOTIFY_EVENTS": "harness._notify",
@@ -121,15 +126,19 @@ __all__ = [
     "ContextCompacted",
     "DONE_TOOL",
     "Decision",
+    "Escalates",
+    "Escalation",
     "EventStream",
     "FileRefused",
     "HistoryView",
+    "JudgedTurn",
     "Key",
     "KnowsPrices",
     "LibraryLogger",
     "Limit",
     "MODELS",
     "ModelClient",
+    "ModelEscalated",
     "ModelRequest",
     "ModelResponse",
     "NOTIFY",
