@@ -57,6 +57,7 @@ from ._result import (
     RunResult,
     SensorTripped,
     SessionTranscript,
+    Spent,
     ToolServerFailed,
     UsageLimitReached,
 )
@@ -239,6 +240,7 @@ __all__ = [
     "SensorTripped",
     "SessionStateSnapshot",
     "SessionTranscript",
+    "Spent",
     "StructlogSink",
     "Tool",
     "ToolArgumentError",

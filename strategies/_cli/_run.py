@@ -356,6 +356,9 @@ def _report(
         f"tokens={result.usage.total_tokens} cost={cost} elapsed={result.elapsed:.2f}s",
         file=out,
     )
+    verified_cost = result.verified_cost
+    if verified_cost is not None:
+        print(f"  cost of the verified result: {verified_cost.describe()}", file=out)
     if workspace is not None:
         note = (
             " (a temporary copy, removed; --keep-workspace keeps it)" if workspace_removed else ""
@@ -414,6 +417,12 @@ class Outcome:
             "iterations": result.iterations if result else None,
             "usage": usage,
             "elapsed": result.elapsed if result else None,
+            "spent": result.spent.to_dict() if result else None,
+            "verified_cost": (
+                result.verified_cost.to_dict()
+                if result is not None and result.verified_cost is not None
+                else None
+            ),
             "transcript": str(self.transcript.resolve()) if self.transcript else None,
             "workspace": str(self.workspace.resolve()) if self.workspace else None,
             "workspace_removed": self.workspace_removed,

@@ -13,6 +13,7 @@ from attrs import frozen
 if TYPE_CHECKING:
     # Loaded by the methods that build them: both import `harness`, which listing the tasks
     # and counting them (`harness board status`) does not need.
+    from ._cost import TaskCost
     from ._events import BoardEvent
     from ._progress import AttemptProgress
 
@@ -244,6 +245,18 @@ class BoardReader:
     def paused_accounts(self) -> list[AccountState]:
         """The accounts paused now."""
         return [a for a in self.accounts() if a.paused_until is not None]
+
+    def costs(self) -> dict[str, TaskCost]:
+        """What each task's attempts spent, by task id (tasks never attempted are absent):
+        see `strategies.board._cost`."""
+        from ._cost import task_costs
+
+        rows = self._db.execute(
+            "SELECT a.task_id, a.number, a.agent, a.outcome, a.usage, a.elapsed, a.ended_at, "
+            "t.status FROM attempts a JOIN tasks t ON t.id = a.task_id "
+            "ORDER BY a.task_id, a.number"
+        ).fetchall()
+        return task_costs(rows)
 
     def last_run(self) -> dict[str, Any] | None:
         row = self._db.execute("SELECT * FROM runs ORDER BY started_at DESC LIMIT 1").fetchone()
