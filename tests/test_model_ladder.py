@@ -364,3 +364,27 @@ def test_a_wrong_spec_ladder_names_the_field(
     assert code == 2
     assert message in err
     assert str(spec) in err
+
+
+async def test_the_run_viewer_shows_the_climb_as_text(tmp_path: Path) -> None:
+    """`harness view` shows the climb as a note of the session; a model name that looks like
+    markup is text on the page, never an element."""
+    from _dom import parse
+
+    from strategies._viewer import write_view
+
+    hostile = "<img src=x onerror=alert(1)>"
+    transcript = tmp_path / "run.jsonl"
+    model = ModelLadder(
+        [ScriptedModelClient.from_responses(CHEAP), ScriptedModelClient.from_responses(STRONG)],
+        names=[hostile, "strong"],
+    )
+    harness, _ = harness_for(model, tmp_path, transcript=transcript)
+    await harness.run("write the answer")
+    out = tmp_path / "run.html"
+    write_view(transcript, out)
+    page = parse(out.read_text(encoding="utf-8"))
+    [note] = [n for n in page.find_all("div", "note") if n.attrs["data-kind"] == "model.escalated"]
+    assert f"model ladder: {hostile} -> strong (repeated_rejection)" in note.text()
+    assert f"rejected 2 times with: {REASON}" in note.text()
+    assert page.find_all("img") == []
