@@ -6,7 +6,8 @@ loop hands it a `JudgedTurn` (see `harness._escalation`), and the ladder climbs 
 the run has plateaued on the current one:
 
 - ``repeated_rejection``: the completion check rejected a claim with the same reason
-  `escalate_after` times on this rung;
+  `escalate_after` times on this rung (the same but for spacing, durations and addresses:
+  `same_reason`);
 - ``no_progress``: the check measured progress (tests passing, features done) and a verdict
   found it no better than the verdict before it on this rung (`on_no_progress`);
 - ``sensor_warning``: a sensor warned (`on_sensor_warning`).
@@ -17,6 +18,7 @@ run saw, so a replay of the same scripts climbs at the same turn.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ._clock import Clock
@@ -125,7 +127,7 @@ class ModelLadder:
         reason = judged.rejection
         if reason is None:
             return None
-        key = " ".join(reason.split())
+        key = same_reason(reason)
         seen = self._reasons[key] = self._reasons.get(key, 0) + 1
         if seen >= self.escalate_after:
             times = "once" if seen == 1 else f"{seen} times"
@@ -169,6 +171,18 @@ class ModelLadder:
 
     def __repr__(self) -> str:
         return f"ModelLadder({list(self.names)!r}, rung={self.rung})"
+
+
+_TIME = re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|s|sec|secs|seconds)\b")
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b")
+
+
+def same_reason(reason: str) -> str:
+    """What two rejections must share to count as the same reason: the text with its spacing
+    collapsed and what changes from one run of a test suite to the next (a duration such as
+    ``in 0.53s``, an object's address) blanked."""
+    text = _ADDRESS.sub("0x?", _TIME.sub("?s", reason))
+    return " ".join(text.split())
 
 
 def _names(models: Sequence[ModelClient]) -> tuple[str, ...]:

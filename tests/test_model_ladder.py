@@ -225,6 +225,16 @@ def test_the_rules_of_the_climb() -> None:
     assert model.observe(JudgedTurn("builder", 8, False, None, None, ("s: warned",))) is None
     assert model.rung == 2  # the last rung stays, never back
 
+    timed = ModelLadder([a, b], escalate_after=2, on_no_progress=False)
+    first = "`pytest -q` exited with code 1\n1 failed, 3 passed in 0.53s\n<Obj at 0x7f3a>"
+    again = "`pytest -q` exited with code 1\n1 failed, 3 passed in 1.2 s\n<Obj at 0x7f9c>"
+    assert timed.observe(JudgedTurn("builder", 1, True, first)) is None
+    climb = timed.observe(JudgedTurn("builder", 2, True, again))
+    assert climb is not None  # a test run's time and addresses differ: the same reason
+    other = ModelLadder([a, b], escalate_after=2, on_no_progress=False)
+    assert other.observe(JudgedTurn("builder", 1, True, "1 failed, 3 passed")) is None
+    assert other.observe(JudgedTurn("builder", 2, True, "2 failed, 2 passed")) is None
+
     stalled = ModelLadder([a, b], escalate_after=5)
     two = WorkProgress(2, 5, "tests")
     three = WorkProgress(3, 5, "tests")
