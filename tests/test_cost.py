@@ -268,6 +268,70 @@ def test_the_board_figures_add_up() -> None:
     assert broken["e"].spent.cost_usd is None
 
 
+def test_the_board_totals_agree_however_they_are_read() -> None:
+    """SQLite's JSON functions (what `board status` uses), the one-pass fold (where SQLite has
+    none) and the per-task costs give the same totals, over malformed, unpriced, boolean and
+    negative figures and open attempts alike."""
+    import sqlite3
+
+    from strategies.board._cost import board_totals, sql_totals, task_costs
+
+    def usage(**fields: Any) -> str:
+        return json.dumps(fields)
+
+    rows = [
+        _row("a", 1, "retry", 0.01),
+        _row("a", 2, "complete", 0.05),
+        _row("b", 1, "complete", None, status="complete"),
+        _row("c", 1, "review", 0.04, status="review"),
+        _row("d", 1, None, None, status="in_progress", ended=False),
+        _row("e", 1, "complete", None, usage="{not json"),
+        _row("f", 1, "complete", None, usage=usage(input_tokens=True, cost_usd=0.1)),
+        _row("g", 1, "complete", None, usage=usage(input_tokens=-1, cost_usd=0.1)),
+        _row("h", 1, "review", None, status="review", usage=usage(cost_usd=-0.1)),
+        _row("i", 1, "review", None, status="review", usage="[1, 2]"),
+        _row("j", 1, "complete", None, usage=usage(input_tokens=7, cost_usd=2)),
+        {**_row("k", 1, "failed", 0.5, status="failed"), "usage": None},
+        _row("l", 1, "complete", 0.25),
+    ]
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE tasks (id TEXT PRIMARY KEY, status TEXT)")
+    db.execute(
+        "CREATE TABLE attempts (task_id TEXT, number INTEGER, agent TEXT, outcome TEXT, "
+        "usage TEXT, elapsed REAL, ended_at REAL)"
+    )
+    for row in rows:
+        db.execute("INSERT OR REPLACE INTO tasks VALUES (?, ?)", (row["task_id"], row["status"]))
+        db.execute(
+            "INSERT INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?)",
+            tuple(row[k] for k in ATTEMPT_COLUMNS),
+        )
+    folded = board_totals(
+        (r["task_id"], r["usage"], r["elapsed"], r["ended_at"], r["status"]) for r in rows
+    )
+    by_task = board_cost(task_costs(rows))
+    by_sql = sql_totals(db)
+    assert by_sql == folded == by_task
+    assert by_sql is not None
+    assert by_sql.spent.cost_usd is None  # some attempts are unpriced
+    assert (by_sql.spent.attempts, by_sql.verified_tasks, by_sql.open_attempts) == (12, 7, 1)
+    assert by_sql.spent.input_tokens == 100 * 5 + 7
+    priced = [r for r in rows if r["task_id"] in ("a", "c", "l")]
+    assert _cost_of(priced) == pytest.approx(0.35)
+
+
+ATTEMPT_COLUMNS = ("task_id", "number", "agent", "outcome", "usage", "elapsed", "ended_at")
+
+
+def _cost_of(rows: list[dict[str, Any]]) -> float | None:
+    from strategies.board._cost import board_totals
+
+    total = board_totals(
+        (r["task_id"], r["usage"], r["elapsed"], r["ended_at"], r["status"]) for r in rows
+    )
+    return total.spent.cost_usd
+
+
 def _row(
     task: str,
     number: int,

@@ -83,8 +83,6 @@ def handle_retry(args: argparse.Namespace) -> int:
 
 def _status_dict(store: BoardReader, events: int) -> dict[str, Any]:
 
-    from ..board._cost import board_cost
-
     running = holder(store.path.parent)
     tasks = store.tasks()
     costs = store.costs()
@@ -93,7 +91,7 @@ def _status_dict(store: BoardReader, events: int) -> dict[str, Any]:
         "running": running,
         "last_run": store.last_run(),
         "counts": store.counts(),
-        "cost": board_cost(costs).to_dict(),
+        "cost": store.board_cost().to_dict(),
         "accounts": [a.to_dict() for a in store.paused_accounts()],
         "tasks": [
             {
@@ -146,12 +144,13 @@ def _print_table(
             first = store.tasks(status=status, limit=PER_STATUS)
             groups.append((first, recorded[status] - len(first), status))
         hidden = recorded["complete"]
-    from ..board._cost import board_cost, money
+    from ..board._cost import money
 
-    costs = store.costs()
     rows = [("TASK", "STATUS", "ROLE", "PRI", "TRIES", "COST", "TITLE")]
     # Per row: the note under it, or the "and N more" line that follows it.
     notes: list[tuple[str | None, str | None]] = [(None, None)]
+    # The listed tasks' costs only (a page of each status), or every task's with --all.
+    costs = store.costs(None if every else [t.id for tasks, _, _ in groups for t in tasks])
     for tasks, more, status in groups:
         for task in tasks:
             # Ids, titles and reasons come from task files and agents: escaped, cell by cell,
@@ -187,7 +186,7 @@ def _print_table(
                 out.write(" " * (widths[0] + 2) + f"└ {note}\n")
             if more_line:
                 out.write(more_line + "\n")
-    total = board_cost(costs)
+    total = store.board_cost()
     if total.spent.attempts or total.open_attempts:
         line = f"spent {money(total.spent.cost_usd)} on {total.spent.attempts} attempt(s)"
         if total.open_attempts:
