@@ -33,7 +33,7 @@ from ._result import BudgetExceeded, HaltReason, ModelFailed, UsageLimitReached
 from ._run_state import RunState
 from ._state import HistoryView, SessionStateSnapshot, ToolOutcome
 from ._tools import Tool, ToolContext, ToolResult
-from ._work_progress import Assessment
+from ._work_progress import Assessment, WorkProgress
 
 if TYPE_CHECKING:
     from ._compaction import Compaction
@@ -175,12 +175,17 @@ class Session:
         """As `check`, with the progress the check measured (None when it does not measure)."""
         assessed = await self._run.judge(snapshot, self._policy.assess)
         self._run.record_check(snapshot.agent, snapshot.turns, assessed.reason)
-        if self._ladder is not None:
-            verdict = JudgedTurn(
-                snapshot.agent, snapshot.turns, True, assessed.reason, assessed.progress
-            )
-            self._observe(self._ladder, verdict)
+        self.report_verdict(assessed.reason, assessed.progress)
         return assessed
+
+    def report_verdict(self, reason: str | None, progress: WorkProgress | None = None) -> None:
+        """Tell the session's model, when it is a ladder (`Escalates`), a verdict reached on
+        the work: the policy's check at a strategy's request (`assess` does this), or one the
+        strategy reached itself (an evaluator's). A rejection counts toward a climb as the
+        completion check's own do; `reason` None is a pass."""
+        if self._ladder is not None:
+            verdict = JudgedTurn(self.agent, self.turns, True, reason, progress)
+            self._observe(self._ladder, verdict)
 
     async def run(self) -> SessionEnd:
         """Drive turns until the session ends (see `SessionEnd`), within its own wall time."""

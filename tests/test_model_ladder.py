@@ -155,6 +155,35 @@ async def test_ralph_iterations_feed_the_ladder(tmp_path: Path) -> None:
     assert answered == ["cheap", "cheap", "strong", "strong"]
 
 
+async def test_an_evaluators_repeated_verdict_climbs(tmp_path: Path) -> None:
+    """Under SelfVerifying the evaluator's rejections count as the check's do: twice "Too
+    short." and the builder's next round runs on the strong model, which the evaluator passes."""
+    from strategies import SelfVerifying
+
+    cheap = [{"text": "done", "model": "cheap"}, {"text": "done again", "model": "cheap"}]
+    strong = [{"text": "done properly", "model": "strong"}]
+    evaluator = ScriptedModelClient.from_responses(
+        [
+            {"text": "Too short.\nVERDICT: FAIL"},
+            {"text": "Too short.\nVERDICT: FAIL"},
+            {"text": "VERDICT: PASS"},
+        ]
+    )
+    sink = ListSink()
+    result = await Harness(
+        model=ladder(cheap, strong),
+        policy=TerminationPolicy(),
+        strategy=SelfVerifying(evaluator=evaluator, evaluator_must_use_tools=False),
+        clock=FakeClock(),
+        sinks=[sink],
+    ).run("write something long")
+    assert result.verified
+    [climb] = [e for e in sink.events if isinstance(e, ModelEscalated)]
+    assert (climb.agent, climb.trigger) == ("builder", "repeated_rejection")
+    answered = [e.response.model for e in sink.events if isinstance(e, TurnFinished)]
+    assert [m for m in answered if m in ("cheap", "strong")] == ["cheap", "cheap", "strong"]
+
+
 async def test_a_sensor_warning_climbs(tmp_path: Path) -> None:
     """A sensor's warning (the same call repeated) moves the run to the strong model."""
     cheap = [write("41"), write("41")]
