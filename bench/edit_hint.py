@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 
 from harness import ToolCall, ToolContext, edit_file
-from harness._edit_hint import miss_hint
+from harness._tools._edit_hint import miss_hint
 from harness.extend import SessionStore, SystemClock
 
 

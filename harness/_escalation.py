@@ -4,17 +4,16 @@ The loop knows, after every judged turn, what the policy decided: the completion
 rejection and the progress it measured, and the sensors' warnings. It hands these to a client
 that `Escalates` as a `JudgedTurn`; the client (`ModelLadder`) decides whether the run has
 plateaued and moves to its next model, and the loop records the move as a ``model.escalated``
-event. The policy (termination) and the strategies feed it through what they already return
-to the loop, so nothing here imports them.
+event (`harness._events._escalation`). The policy (termination) and the strategies feed it
+through what they already return to the loop, so nothing here imports them.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from attrs import frozen
 
-from ._events import Event
 from ._model import ModelClient
 from ._work_progress import WorkProgress
 
@@ -62,20 +61,3 @@ class Escalates(Protocol):
         """A client that starts at the bottom and holds one run's climb (the `Harness` asks
         for one per run, so concurrent or later runs never share a climb)."""
         ...
-
-
-@frozen
-class ModelEscalated(Event):
-    """The run plateaued on model `from_model` and goes on with `to_model` (rungs count from
-    0); `trigger` says how it plateaued and `detail` what was seen (the repeated reason, the
-    sensor's warning, the progress that did not move). The next turn uses the new model."""
-
-    name: ClassVar[str] = "model.escalated"
-    agent: str
-    turn: int
-    from_rung: int
-    to_rung: int
-    from_model: str
-    to_model: str
-    trigger: str
-    detail: str

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from harness import Harness, ToolCall, ToolCalled, edit_file, read_file
-from harness._edit_hint import closest_region
+from harness._tools._edit_hint import closest_region
 from harness.extend import ModelRequest, ModelResponse
 from harness.testing import FakeClock, ListSink, ScriptedModelClient
 from termination import TerminationPolicy
@@ -136,7 +136,7 @@ def test_the_region_is_numbered_from_the_files_own_line_numbers() -> None:
 
 def test_the_hint_is_bounded_on_a_long_region(tmp_path: Path) -> None:
     """An `old` of hundreds of lines shows at most 40 of the region, and says how many more."""
-    from harness._edit_hint import miss_hint
+    from harness._tools._edit_hint import miss_hint
 
     text = "".join(f"    row_{i} = {i}\n" for i in range(500))
     old = "".join(f"  row_{i} = {i}\n" for i in range(100, 300))

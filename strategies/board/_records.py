@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     # and counting them (`harness board status`) does not need.
     from ._cost import BoardCost, TaskCost
     from ._events import BoardEvent
-    from ._progress import AttemptProgress
+    from ._recovery import AttemptProgress
 
 Status = Literal["pending", "blocked", "in_progress", "complete", "review", "failed"]
 STATUSES: tuple[Status, ...] = (
@@ -188,7 +188,7 @@ class BoardReader:
         return states
 
     def attempts(self, task: str | None = None) -> list[AttemptState]:
-        from ._progress import AttemptProgress
+        from ._recovery import AttemptProgress
 
         query = "SELECT * FROM attempts"
         args: tuple[str, ...] = ()
