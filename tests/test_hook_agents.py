@@ -42,8 +42,6 @@ AGENTS = list(FIXTURE)
 
 def reentered(agent: str) -> dict[str, Any]:
     """The payload field each agent sets when it is going on because the hook sent it back."""
-    if agent == "copilot":
-        return {"stopHookActive": True}
     return {"loop_count": 1} if agent == "cursor" else {"stop_hook_active": True}
 
 

@@ -215,17 +215,16 @@ class QwenStop:
         return decision.answer()
 
 
-# GitHub Copilot CLI's agent-stop hook (the 1.0.102 SDK's `AgentStopHookInput`/`Output`; a
-# command hook gets the same fields as JSON, and Claude-compatible snake_case names in
-# VS Code compatibility mode): https://docs.github.com/en/copilot (hooks configuration)
+# GitHub Copilot CLI's agent-stop hook: the 1.0.102 SDK's `AgentStopHookInput`/`Output`, and
+# the payload the 1.0.102 binary really sends a command hook (fixtures/hooks).
 @frozen
 class CopilotStop:
     """GitHub Copilot CLI's ``agentStop`` hook.
 
-    Payload: ``sessionId``, ``timestamp``, ``cwd`` (the SDK's ``workingDirectory``),
-    ``stopReason``, ``transcriptPath`` and ``stopHookActive`` (true on a re-entry after a
-    block); the snake_case names (``session_id``, ``stop_hook_active``,
-    ``last_assistant_message``) are read too. Answer: ``{"decision": "block", "reason": ...}``
+    Payload (as Copilot CLI 1.0.102 sends it): ``sessionId``, ``timestamp``, ``cwd``,
+    ``transcriptPath``, ``stopReason`` and ``stop_hook_active`` (true on a re-entry after a
+    block); its SDK's names (``workingDirectory``, ``stopHookActive``) are read too. Copilot
+    sends no final answer. Answer: ``{"decision": "block", "reason": ...}``
     (the reason is enqueued as the next user message), or nothing to let it stop.
     """
 

@@ -303,8 +303,9 @@ def _payload(agent: str, project: Path) -> dict[str, Any]:
             "sessionId": session,
             "timestamp": int(time.time() * 1000),
             "cwd": cwd,
+            "transcriptPath": "",
             "stopReason": "end_turn",
-            "stopHookActive": False,
+            "stop_hook_active": False,
         }
     if agent == "gemini":
         return {

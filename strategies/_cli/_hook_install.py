@@ -306,6 +306,12 @@ def install_hook(
         notes = _codex_trust(path, existing, merged, command, scope, folder, record_trust, dry_run)
     elif agent == "gemini" and scope == "project":
         notes = _gemini_trust(folder, record_trust, dry_run)
+    elif agent == "copilot":
+        notes = (
+            "GitHub Copilot CLI loads a repository's hooks only in a folder you trusted: "
+            "accept its folder-trust prompt once (it keeps the list in its own store, which "
+            "this command does not write), or run prompt mode with --trust-folder.",
+        )
     elif record_trust:
         notes = (f"--trust: {agent} keeps no trust for hooks; nothing else was recorded",)
     return Installed(path, merged, changed, notes)
