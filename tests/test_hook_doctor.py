@@ -135,3 +135,23 @@ def test_the_doctors_trial_stop_leaves_no_state_behind(
     install_hook("claude", project.parent / "checks.toml", project=project)
     doctor(project, "claude", capsys)
     assert not (home / ".local").exists()
+
+
+def test_a_hook_that_fails_or_is_killed_is_found(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A spec gone since the install: exit 1, the agent lets the stop go. A timeout shorter
+    than the hook's start: the agent kills it."""
+    spec = project.parent / "checks.toml"
+    install_hook("claude", spec, project=project)
+    spec.rename(project.parent / "moved.toml")
+    code, out = doctor(project, "claude", capsys)
+    assert code == 1
+    assert "NOT CHECKED: the hook fails (exit 1), which the agent treats as 'let it stop'" in out
+    assert "checks.toml" in out  # the hook's own error, shown
+    (project.parent / "moved.toml").rename(spec)
+    path = project / ".claude" / "settings.json"
+    path.write_text(path.read_text().replace('"timeout": 60', '"timeout": 0.01'))
+    code, out = doctor(project, "claude", capsys)
+    assert code == 1
+    assert "the agent kills the hook after its timeout (0.01 s) before it answers" in out

@@ -81,9 +81,12 @@ class Finding:
 
     def lines(self) -> list[str]:
         mark = "ok" if self.checked else "NOT CHECKED"
-        out = [f"{self.agent:<8} {mark}: {self.summary}", f"         in {self.path}"]
+        out = [
+            f"{self.agent:<8} {mark}: {for_terminal(self.summary)}",
+            f"         in {for_terminal(self.path)}",
+        ]
         if self.fix:
-            out.append(f"         fix: {self.fix}")
+            out.append(f"         fix: {for_terminal(self.fix)}")
         if self.detail:
             shown = for_terminal(self.detail, lines=True).strip().splitlines()[-6:]
             out.extend(f"         | {line}" for line in shown)
