@@ -29,9 +29,9 @@ import pytest
 from attrs import frozen
 
 from strategies._cli import main
-from strategies._cli._agent_trust import codex_hook_hash
-from strategies._cli._hook_install import install_hook
-from strategies._cli._stop_core import read_verdicts
+from strategies._cli._hooks._core import read_verdicts
+from strategies._cli._hooks._install import install_hook
+from strategies._cli._hooks._trust import codex_hook_hash
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = ROOT / "tests" / "agents" / "node_modules"

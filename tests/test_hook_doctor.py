@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from strategies._cli import main
-from strategies._cli._hook_install import install_hook
+from strategies._cli._hooks._install import install_hook
 
 
 @pytest.fixture(autouse=True)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from strategies._cli import main
-from strategies._cli._hook import register
-from strategies._cli._stop_core import VERDICTS, read_verdicts
+from strategies._cli._hooks._core import VERDICTS, read_verdicts
+from strategies._cli._hooks._stop import register
 
 AGENTS = ("claude", "codex", "gemini", "cursor", "qwen", "copilot")
 # A check whose output is a test runner's coloured report, a title change and a bell.

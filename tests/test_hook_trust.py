@@ -18,8 +18,8 @@ import pytest
 
 from harness import ConfigurationError
 from strategies._cli import main
-from strategies._cli._agent_trust import codex_hook_hash
-from strategies._cli._hook_install import install_hook
+from strategies._cli._hooks._install import install_hook
+from strategies._cli._hooks._trust import codex_hook_hash
 
 # Codex 0.171.0's own `hooks/list` (app-server) reported this currentHash for a Stop hook
 # {"type": "command", "command": "/usr/bin/true hook codex-stop", "timeout": 60} in a project's
