@@ -148,3 +148,25 @@ def test_install_observe_writes_an_observing_hook(
     assert main([*argv, "--project", str(project), "--observe"]) == 0
     settings = json.loads((project / ".claude" / "settings.json").read_text())
     assert settings["hooks"]["Stop"][0]["hooks"][0]["command"].endswith(" --observe")
+
+
+def test_the_viewer_shows_the_verdicts_escaped(
+    root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`harness view STATE_DIR`: a row per checked stop, observed ones marked; the check's text
+    is escaped, never markup."""
+    (root / "spec.toml").write_text(
+        '[[checks]]\ntype = "command"\ncommand = ["sh", "-c", "echo \'<b>x</b>\'; exit 1"]\n'
+        'what = "<script>alert(1)</script>"\n'
+    )
+    run_hook("claude", root, monkeypatch, capsys)
+    run_hook("qwen", root, monkeypatch, capsys, "--observe")
+    assert main(["view", str(root / "state")]) == 0
+    page = (root / "state" / "verdicts.html").read_text()
+    assert page.count('<tr data-mode="') == 2
+    assert 'data-mode="enforce" data-verdict="blocked"' in page
+    assert 'data-mode="observe" data-verdict="would-block"' in page
+    assert "<script>alert" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "&lt;b&gt;x&lt;/b&gt;" in page
+    assert "script-src &#x27;none&#x27;" in page  # the policy, in its attribute
