@@ -332,9 +332,9 @@ def _codex_trust(
     config_file = trust.codex_home() / "config.toml"
     config = trust.read_toml(config_file)
     ours = _hook_key(command)
-    [(group, index, entry)] = [
+    group, index, entry = next(
         hook for hook in find_hooks("codex", after) if _hook_key(hook[2]["command"]) == ours
-    ]
+    )
     key = trust.codex_hook_key(path, group, index)
     new_hash = trust.codex_hook_hash(entry)
     project = trust.codex_project_root(folder) if scope == "project" else None
