@@ -20,12 +20,20 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _agent_servers import (
+    AgentServer,
+    agent_argv,
+    agent_binary,
+    agent_home,
+    agent_server,
+    say,
+    strings,
+)
 from attrs import frozen
 
 from strategies._cli import main
@@ -33,53 +41,13 @@ from strategies._cli._hooks._core import read_verdicts
 from strategies._cli._hooks._install import install_hook
 from strategies._cli._hooks._trust import codex_hook_hash
 
-ROOT = Path(__file__).resolve().parent.parent
-MODULES = ROOT / "tests" / "agents" / "node_modules"
-INSTALL = "npm ci --prefix tests/agents --no-audit --no-fund"
 CLAIM = "I am done: the report is written."
 PROMPT = "Write report.md, then stop."
 MAX_BLOCKS = 2
 RUN_TIMEOUT = 240.0
-# Versions pinned in tests/agents/package.json, which these tests prove.
-VERSIONS = {
-    "claude": "2.1.197",
-    "codex": "0.171.0",
-    "gemini": "0.61.0",
-    "qwen": "0.15.10",
-    "copilot": "1.0.102",
-}
-# Where each binary is once installed. Claude Code's `bin/claude.exe` is a placeholder that its
-# install script replaces; without install scripts the native binary is run from its package.
-BINARIES = {
-    "claude": MODULES / "@anthropic-ai" / "claude-code-linux-x64" / "claude",
-    "codex": MODULES / ".bin" / "codex",
-    "gemini": MODULES / ".bin" / "gemini",
-    "qwen": MODULES / ".bin" / "qwen",
-    "copilot": MODULES / ".bin" / "copilot",
-}
-PROVIDERS = {
-    "claude": "anthropic",
-    "codex": "responses",
-    "gemini": "gemini",
-    "qwen": "chat",
-    "copilot": "chat",
-}
 SPEC = '[[checks]]\ntype = "files"\npaths = ["report.md"]\n'
-# The scripted providers (tests/_agent_servers.py): until they are in this branch, these tests
-# skip saying so.
-servers = pytest.importorskip(
-    "_agent_servers", reason="the scripted provider servers (tests/_agent_servers.py) are missing"
-)
-AgentServer = Any
-
-
-def binary(agent: str) -> Path:
-    path = BINARIES[agent]
-    if sys.platform != "linux" or os.uname().machine != "x86_64":
-        pytest.skip(f"the pinned {agent} binaries are installed for linux-x64 only")
-    if not path.exists() or shutil.which("node") is None:
-        pytest.skip(f"{agent} {VERSIONS[agent]} is not installed: run `{INSTALL}` (needs node)")
-    return path
+# Each agent's proven version is the one pinned in tests/agents (`agent_version`).
+HOOKED = ["claude", "codex", "gemini", "qwen", "copilot"]
 
 
 @frozen
@@ -93,68 +61,27 @@ class Setup:
     spec: Path
     state: Path
     server: AgentServer
+    base: dict[str, str]  # `agent_home`'s environment, taken once (it writes the config)
 
     def env(self, path: str = "/usr/bin:/bin") -> dict[str, str]:
-        """The agent's whole environment: nothing of the machine's but a minimal PATH (node
-        is found by its absolute path through the binary's own shebang when not on it)."""
+        """The agent's environment from `agent_home`, with a minimal PATH (node's folder and
+        `path`: never this harness's venv), the hooks' state in the test's folder, and no
+        blanket trust of the workspace (the install's own trust is what is tested)."""
+        env = dict(self.base)
+        env.pop("GEMINI_CLI_TRUST_WORKSPACE", None)
         node = shutil.which("node")
         assert node is not None
-        base = {
-            "HOME": str(self.home),
-            "PATH": f"{Path(node).parent}:{path}",
-            "XDG_STATE_HOME": str(self.state.parent.parent),
-            "XDG_CONFIG_HOME": str(self.home / ".config"),
-            "XDG_CACHE_HOME": str(self.home / ".cache"),
-            "LANG": "C.UTF-8",
-            "TERM": "dumb",
-            "NO_COLOR": "1",
-            "SHELL": "/bin/sh",
-        }
-        url = self.server.url
-        if self.agent == "claude":
-            base |= {
-                "ANTHROPIC_BASE_URL": url,
-                "ANTHROPIC_API_KEY": "sk-ant-test",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-                "DISABLE_AUTOUPDATER": "1",
-                "DISABLE_TELEMETRY": "1",
-            }
-        elif self.agent == "codex":
-            base |= {"CODEX_HOME": str(self.home / ".codex"), "LOOPBACK_API_KEY": "sk-test"}
-        elif self.agent == "gemini":
-            base |= {"GEMINI_API_KEY": "test-key", "GOOGLE_GEMINI_BASE_URL": url}
-        elif self.agent == "qwen":
-            base |= {
-                "OPENAI_API_KEY": "sk-test",
-                "OPENAI_BASE_URL": f"{url}/v1",
-                "OPENAI_MODEL": "qwen3-coder-plus",
-            }
-        elif self.agent == "copilot":
-            base |= {
-                "COPILOT_OFFLINE": "1",
-                "COPILOT_PROVIDER_TYPE": "openai",
-                "COPILOT_PROVIDER_BASE_URL": f"{url}/v1",
-                "COPILOT_PROVIDER_API_KEY": "sk-test",
-                "COPILOT_MODEL": "gpt-5",
-            }
-        return base
-
-    def argv(self) -> list[str]:
-        exe = str(BINARIES[self.agent])
-        if self.agent == "claude":
-            return [exe, "-p", PROMPT, "--output-format", "json"]
-        if self.agent == "codex":
-            return [exe, "exec", "--skip-git-repo-check", PROMPT]
-        if self.agent == "gemini":  # a named model: no routing classifier call before the turn
-            return [exe, "-m", "gemini-2.5-flash", "-p", PROMPT, "--output-format", "json"]
-        if self.agent == "qwen":
-            return [exe, "-p", PROMPT, "--auth-type", "openai", "--output-format", "json"]
-        return [exe, "-p", PROMPT, "--allow-all-tools", "--trust-folder"]
+        env["PATH"] = f"{Path(node).parent}:{path}"
+        env["XDG_STATE_HOME"] = str(self.state.parent.parent)
+        env["SHELL"] = "/bin/sh"
+        if self.agent == "codex":  # written by agent_home: also the trust's file
+            env["CODEX_HOME"] = str(self.home / ".codex")
+        return env
 
     def run(self, path: str = "/usr/bin:/bin") -> subprocess.CompletedProcess[str]:
         """The agent, headless, in the project, until it stops."""
         return subprocess.run(
-            self.argv(),
+            agent_argv(self.agent, PROMPT),
             cwd=self.project,
             env=self.env(path),
             stdin=subprocess.DEVNULL,
@@ -190,59 +117,26 @@ class Setup:
         return capsys.readouterr().out
 
 
-def _prepare_home(agent: str, home: Path, url: str) -> None:
-    """The agent's user configuration: its provider on loopback, telemetry off."""
-    if agent == "codex":
-        (home / ".codex").mkdir(parents=True)
-        (home / ".codex" / "config.toml").write_text(
-            'model = "gpt-5"\n'
-            'model_provider = "loopback"\n'
-            "check_for_update_on_startup = false\n\n"
-            "[analytics]\nenabled = false\n\n"
-            "[model_providers.loopback]\n"
-            'name = "loopback"\n'
-            f'base_url = "{url}/v1"\n'
-            'wire_api = "responses"\n'
-            'env_key = "LOOPBACK_API_KEY"\n'
-        )
-    elif agent in ("gemini", "qwen"):
-        folder = home / f".{agent}"
-        folder.mkdir(parents=True)
-        settings: dict[str, Any] = {
-            "telemetry": {"enabled": False},
-            "privacy": {"usageStatisticsEnabled": False},
-        }
-        if agent == "gemini":
-            settings["security"] = {"auth": {"selectedType": "gemini-api-key"}}
-        else:  # Qwen Code's memory subagent would add a request after the session
-            settings["memory"] = {"enableManagedAutoMemory": False}
-        (folder / "settings.json").write_text(json.dumps(settings))
-
-
 @pytest.fixture
 def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Setup]:
     agent: str = request.param
-    binary(agent)
+    agent_binary(agent)
     home = tmp_path / "home"
     project = tmp_path / "project"
-    home.mkdir()
     project.mkdir()
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     spec = tmp_path / "checks.toml"
     spec.write_text(SPEC)
-    with servers.agent_server(PROVIDERS[agent], text=CLAIM) as server:
-        _prepare_home(agent, home, server.url)
-        yield Setup(
-            agent, home, project, spec, tmp_path / "state" / "harness" / "stop-hook", server
-        )
+    # every turn claims to be done: an endless claim, which only the block cap ends
+    with agent_server(fallback=say(CLAIM)) as server:
+        state = tmp_path / "state" / "harness" / "stop-hook"
+        base = agent_home(home, agent, server)  # the agent's user configuration: the server
+        yield Setup(agent, home, project, spec, state, server, base)
 
 
 def texts(server: AgentServer) -> list[str]:
-    """Each model request the provider received, as text (the JSON body)."""
-    return [json.dumps(body) for body in server.bodies()]
-
-
-HOOKED = ["claude", "codex", "gemini", "qwen", "copilot"]
+    """Each model turn the provider received, as the text it holds."""
+    return ["\n".join(strings(turn.body)) for turn in server.turns]
 
 
 @pytest.mark.parametrize("world", HOOKED, indirect=True)
@@ -327,7 +221,7 @@ def codex_hook_list(world: Setup) -> list[dict[str, Any]]:
         {"id": 2, "method": "hooks/list", "params": {"cwds": [str(world.project)]}},
     ]
     with subprocess.Popen(
-        [str(BINARIES["codex"]), "app-server"],
+        [str(agent_binary("codex")), "app-server"],
         cwd=world.project,
         env=world.env(),
         stdin=subprocess.PIPE,
