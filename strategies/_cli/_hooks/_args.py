@@ -123,7 +123,7 @@ def register(sub: Any) -> None:
     verdicts.add_argument("--state-dir", type=Path, help="the stop hooks' --state-dir")
     verdicts.add_argument("--last", type=int, default=20, help="how many (default 20)")
     verdicts.add_argument("--json", action="store_true", help="one JSON object a line")
-    verdicts.set_defaults(handler=Handler("._hooks._doctor", "handle_verdicts"))
+    verdicts.set_defaults(handler=Handler("._hooks._verdicts", "handle_verdicts"))
     _start(kinds)
 
 

@@ -16,7 +16,6 @@ would be checked, and if not, what to change:
   it never counts a block or records a verdict for a real session.
 - **Observe mode**: a hook installed with ``--observe`` checks stops but never blocks one.
 
-`harness hook verdicts` lists the verdicts the stop hooks recorded (`_core.VERDICTS`).
 """
 
 from __future__ import annotations
@@ -388,33 +387,4 @@ def handle_doctor(args: argparse.Namespace) -> int:
         print(f"{len(broken)} of {len(findings)} installed stop hooks would NOT check a stop.")
         return EXIT_UNCHECKED
     print(f"every installed stop hook ({len(findings)}) checks a stop.")
-    return EXIT_OK
-
-
-def handle_verdicts(args: argparse.Namespace) -> int:
-    from ._core import default_state_dir, read_verdicts
-
-    state = args.state_dir or default_state_dir()
-    try:
-        verdicts = read_verdicts(state)
-    except ConfigurationError as exc:
-        print(f"harness hook verdicts: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    shown = verdicts[-args.last :] if args.last > 0 else verdicts
-    for verdict in shown:
-        if args.json:
-            print(json.dumps(verdict.to_json(), ensure_ascii=False))
-            continue
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(verdict.at))
-        if not verdict.would_block:
-            what = "pass"
-        elif verdict.blocked:
-            what = f"BLOCKED ({verdict.blocks})"
-        else:
-            what = "would block" if verdict.mode == "observe" else "allowed at the cap"
-        failed = ", ".join(name for name, _ in verdict.failed)
-        line = f"{when} {verdict.agent:<8} {verdict.mode:<8} {what:<16} {verdict.session_id}"
-        print(for_terminal(line + (f"  failed: {failed}" if failed else "")))
-    if not args.json and not shown:
-        print(f"harness hook verdicts: none recorded in {state}")
     return EXIT_OK
