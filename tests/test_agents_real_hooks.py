@@ -203,7 +203,8 @@ def test_codex_skips_an_untrusted_hook_and_doctor_says_so(
 @pytest.mark.parametrize("world", ["codex"], indirect=True)
 def test_codexs_own_hook_list_says_the_recorded_trust_is_its_own(world: Setup) -> None:
     """Codex's app-server lists the installed hook as trusted, at the hash the install
-    recorded: the trust is recorded exactly as Codex records it."""
+    recorded: the trust is recorded exactly as Codex records it; and still trusted after a
+    reinstall with other options."""
     world.install(record_trust=True)
     hooks = json.loads((world.project / ".codex" / "hooks.json").read_text())
     entry = hooks["hooks"]["Stop"][0]["hooks"][0]
@@ -211,6 +212,14 @@ def test_codexs_own_hook_list_says_the_recorded_trust_is_its_own(world: Setup) -
     assert listed["trustStatus"] == "trusted"
     assert listed["currentHash"] == codex_hook_hash(entry)
     assert listed["key"] == f"{world.project.resolve()}/.codex/hooks.json:stop:0:0"
+    # a reinstall with other options changes the hash: the trust is carried over, not lost
+    notes = world.install(time_limit=80)
+    assert any("carried over" in note for note in notes)
+    hooks = json.loads((world.project / ".codex" / "hooks.json").read_text())
+    entry = hooks["hooks"]["Stop"][0]["hooks"][0]
+    assert entry["timeout"] == 90
+    [listed] = codex_hook_list(world)
+    assert (listed["trustStatus"], listed["currentHash"]) == ("trusted", codex_hook_hash(entry))
 
 
 def codex_hook_list(world: Setup) -> list[dict[str, Any]]:
