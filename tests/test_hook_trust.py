@@ -186,3 +186,22 @@ def test_an_executable_is_written_as_given_for_a_committed_file(project: Path) -
     [group] = done.content["hooks"]["Stop"]
     assert group["hooks"][0]["command"].startswith(start + " hook claude-stop ")
     assert shlex.split(group["hooks"][0]["command"])[0] == "$CLAUDE_PROJECT_DIR/.venv/bin/harness"
+
+
+def test_a_user_hook_is_trusted_in_codex_home(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--scope user: the hook is in $CODEX_HOME/hooks.json, its trust beside it, and no
+    project is trusted (a user hook runs in every project)."""
+    codex_home = tmp_path / "codex-home"
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    done = install_hook(
+        "codex", project.parent / "checks.toml", scope="user", project=project, record_trust=True
+    )
+    assert done.path == codex_home / "hooks.json"
+    state = tomllib.loads((codex_home / "config.toml").read_text())
+    [group] = json.loads(done.path.read_text())["hooks"]["Stop"]
+    key = f"{codex_home}/hooks.json:stop:0:0"
+    assert state == {
+        "hooks": {"state": {key: {"trusted_hash": codex_hook_hash(group["hooks"][0])}}}
+    }
