@@ -43,7 +43,7 @@ from harness import (
     VerdictReached,
 )
 from harness.checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
-from harness.extend import Baseline, BaselineRecorded, ProtectedPathsChanged
+from harness.extend import Baseline, BaselineRecorded, ModelEscalated, ProtectedPathsChanged
 from termination import Budget
 
 from .._terminal import for_terminal
@@ -105,6 +105,12 @@ def _describe(event: Event) -> tuple[str, Tone] | None:
             return f"halted: {event.reason.describe()}", "good" if event.verified else "strong"
         case BaselineRecorded():
             return f"baseline: {_baseline(event.baseline)}", "plain"
+        case ModelEscalated():
+            return (
+                f"model ladder: {event.from_model} -> {event.to_model} "
+                f"({event.trigger}: {short(event.detail, 80)})",
+                "warn",
+            )
         case ProtectedPathsChanged():
             changed = ", ".join(str(t) for t in event.changes)
             return f"protected files changed: {short(changed)}", "bad"
