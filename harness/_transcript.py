@@ -26,6 +26,14 @@ from typing import Any, ClassVar, TypeVar, cast
 
 from attrs import evolve, field, frozen
 
+from ._attempt_events import (
+    AttemptApplied,
+    AttemptEvent,
+    AttemptFinished,
+    AttemptRefused,
+    AttemptStarted,
+    AttemptWon,
+)
 from ._checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
 from ._compaction import ContextCompacted
 from ._errors import ConfigurationError, FixtureError
@@ -265,7 +273,39 @@ def _nested(f: _Fields, key: str) -> _Fields:
     return found
 
 
+def _inner_event(f: _Fields) -> Event:
+    inner = _nested(f, "inner")
+    name = inner.text("event")
+    parse = _PARSERS.get(name)
+    if parse is None:
+        rest = {k: v for k, v in inner.data.items() if k not in ("event", "at")}
+        return UnknownEvent(inner.number("at", 0.0), name, rest)
+    return parse(inner, inner.number("at", 0.0))
+
+
 _PARSERS: dict[str, Callable[[_Fields, float], Event]] = {
+    AttemptStarted.name: lambda f, at: AttemptStarted(
+        at, f.integer("attempt"), f.integer("attempts"), f.text("workspace")
+    ),
+    AttemptEvent.name: lambda f, at: AttemptEvent(at, f.integer("attempt"), _inner_event(f)),
+    AttemptFinished.name: lambda f, at: AttemptFinished(
+        at,
+        f.integer("attempt"),
+        _halt(_nested(f, "reason")),
+        f.flag("verified"),
+        _progress(f.nested("progress", None)),
+        f.integer("turns"),
+        f.integer("tool_calls"),
+        _usage(_nested(f, "usage")),
+        tuple(f.texts("changed")),
+    ),
+    AttemptWon.name: lambda f, at: AttemptWon(
+        at, f.integer("attempt"), f.text("pick"), _progress(f.nested("progress", None))
+    ),
+    AttemptApplied.name: lambda f, at: AttemptApplied(
+        at, f.integer("attempt"), tuple(f.texts("changed"))
+    ),
+    AttemptRefused.name: lambda f, at: AttemptRefused(at, f.integer("attempt"), f.text("reason")),
     RunStarted.name: lambda f, at: RunStarted(
         at,
         f.text("run_id", ""),

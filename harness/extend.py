@@ -22,7 +22,7 @@ from ._lazy import lazy_exports
 from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
 from ._log import LibraryLogger, get_logger
 from ._messages import ModelRequest, ModelResponse, ToolSpec
-from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
+from ._model import ChecksConsumed, ForksAttempts, KnowsPrices, ModelClient, ReadsClock
 from ._policy import (
     CONTINUE,
     Decision,
@@ -44,6 +44,14 @@ from ._tools import as_tools
 from ._validate import check_positive, check_type, of_type, positive
 
 if typing.TYPE_CHECKING:
+    from ._attempt_events import (
+        AttemptApplied,
+        AttemptEvent,
+        AttemptFinished,
+        AttemptRefused,
+        AttemptStarted,
+        AttemptWon,
+    )
     from ._cli_agent import render_prompt
     from ._compaction import ContextCompacted
     from ._limit_messages import find_usage_limit
@@ -73,6 +81,12 @@ __getattr__, __dir__ = lazy_exports(
     globals(),
     {
         "render_prompt": "harness._cli_agent",
+        "AttemptApplied": "harness._attempt_events",
+        "AttemptEvent": "harness._attempt_events",
+        "AttemptFinished": "harness._attempt_events",
+        "AttemptRefused": "harness._attempt_events",
+        "AttemptStarted": "harness._attempt_events",
+        "AttemptWon": "harness._attempt_events",
         "open_in_workspace": "harness._workspace",
         "remove_tree": "harness._workspace",
         "resolve_in_workspace": "harness._workspace",
@@ -112,6 +126,12 @@ __getattr__, __dir__ = lazy_exports(
 )
 
 __all__ = [
+    "AttemptApplied",
+    "AttemptEvent",
+    "AttemptFinished",
+    "AttemptRefused",
+    "AttemptStarted",
+    "AttemptWon",
     "Baseline",
     "BaselineRecorded",
     "CONTINUE",
@@ -123,6 +143,7 @@ __all__ = [
     "Decision",
     "EventStream",
     "FileRefused",
+    "ForksAttempts",
     "HistoryView",
     "Key",
     "KnowsPrices",

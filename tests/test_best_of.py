@@ -1,0 +1,553 @@
+"""`BestOf`, end to end with scripted attempts: each attempt in its own worktree (or copy),
+one verified attempt applied to the user's workspace after a final check there, the losers'
+worktrees and branches gone, and the transcript replayed identically."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from _git_support import git, init_repo
+
+from checks import AnyOf, CommandCheck, FilesCheck
+from harness import (
+    Cancelled,
+    Completed,
+    ConfigurationError,
+    Event,
+    FixtureError,
+    Harness,
+    RunResult,
+    ScriptedModelClient,
+    run_command_tool,
+    tool,
+    workspace_tools,
+)
+from harness.extend import (
+    AttemptApplied,
+    AttemptEvent,
+    AttemptFinished,
+    AttemptRefused,
+    AttemptStarted,
+    AttemptWon,
+    TranscriptReader,
+)
+from harness.testing import FakeClock, ListSink
+from strategies import BestOf, NoAttemptVerified, Ralph, RalphCompletionUnmet, WinnerRefused
+from termination import Budget, TerminationPolicy
+
+pytestmark = pytest.mark.anyio
+
+BUGGY = "def add(a, b):\n    return a - b\n"
+FIXED = "def add(a, b):\n    return a + b\n"
+WRONG = "def add(a, b):\n    return a * b\n"
+CHECK = "import calc\n\nassert calc.add(2, 3) == 5, 'add is wrong'\n"
+
+
+USAGE = {"input_tokens": 100, "output_tokens": 10, "cost_usd": 0.001}
+
+
+def write(attempt: int, path: str, content: str, **extra: Any) -> dict[str, Any]:
+    call = {"name": "write_file", "arguments": {"path": path, "content": content}}
+    return {"attempt": attempt, "tool_calls": [call], "usage": USAGE, **extra}
+
+
+def claim(attempt: int, text: str = "Done.", **extra: Any) -> dict[str, Any]:
+    return {"attempt": attempt, "text": text, "usage": USAGE, **extra}
+
+
+@tool
+async def wait_for_the_others() -> str:
+    """Wait until cancelled: an attempt still at work when another is verified."""
+    await anyio.sleep_forever()
+    raise AssertionError("unreachable")
+
+
+def calc_repo(folder: Path) -> Path:
+    return init_repo(
+        folder, {"calc.py": BUGGY, "check_calc.py": CHECK, ".gitignore": "__pycache__/\n"}
+    )
+
+
+def best_of(
+    rows: Sequence[dict[str, Any]],
+    workspace: Path,
+    sink: ListSink | None = None,
+    *,
+    check: Any = None,
+    budget: Budget | None = None,
+    transcript: Path | None = None,
+    **kw: Any,
+) -> Harness:
+    kw.setdefault("strategy", Ralph(max_iterations=1))
+    return Harness(
+        model=ScriptedModelClient.from_responses(rows),
+        policy=TerminationPolicy(
+            completion_check=check or CommandCheck(["python3", "check_calc.py"], timeout=60),
+            protected=["check_calc.py"],
+            budget=budget or Budget(),
+        ),
+        strategy=BestOf(**kw),
+        tools=[*workspace_tools(), run_command_tool(), wait_for_the_others],
+        workspace=workspace,
+        clock=FakeClock(),
+        sinks=[sink] if sink is not None else [],
+        transcript=transcript,
+    )
+
+
+def user_state(repo: Path) -> tuple[str, ...]:
+    """What of the user's repository a run must never touch: HEAD, branch, index, stash,
+    refs, worktrees."""
+    return (
+        git(repo, "rev-parse", "HEAD"),
+        git(repo, "symbolic-ref", "HEAD"),
+        git(repo, "stash", "list", "--format=%H"),
+        (repo / ".git" / "index").read_bytes().hex(),
+        git(repo, "for-each-ref", "refs/heads", "refs/tags", "refs/stash"),
+        git(repo, "worktree", "list", "--porcelain"),
+    )
+
+
+def assert_no_attempts_left(repo: Path) -> None:
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert git(repo, "for-each-ref", "refs/heads/harness-best-of/") == ""
+    state = repo / ".git" / "harness-best-of"
+    assert not state.exists() or list(state.iterdir()) == []
+
+
+def outline(result: RunResult) -> list[tuple[int, str, bool, bool]]:
+    return [(a.number, type(a.halt_reason).__name__, a.won, a.applied) for a in result.attempts]
+
+
+async def test_attempts_1_to_3_fail_and_attempt_4_is_verified_and_applied(tmp_path: Path) -> None:
+    """Best-of-4 in a git repository: three attempts get add wrong and are rejected, the
+    fourth fixes it; only its change reaches the user's workspace, after the final check
+    there, and every attempt's worktree and branch is gone; HEAD, index, stash and refs are
+    as the user left them."""
+    repo = calc_repo(tmp_path / "repo")
+    before = user_state(repo)
+    rows = [row for k in (1, 2, 3) for row in (write(k, "calc.py", WRONG), claim(k))]
+    rows += [write(4, "calc.py", FIXED), claim(4)]
+    sink = ListSink()
+    result = await best_of(rows, repo, sink, n=4, concurrency=1).run("Fix add in calc.py.")
+    assert result.halt_reason == Completed()
+    assert outline(result) == [
+        (1, "RalphCompletionUnmet", False, False),
+        (2, "RalphCompletionUnmet", False, False),
+        (3, "RalphCompletionUnmet", False, False),
+        (4, "Completed", True, True),
+    ]
+    assert [a.changed for a in result.attempts] == [("calc.py",)] * 4
+    assert {a.workspace for a in result.attempts} == {"worktree"}
+    assert "add is wrong" in result.attempts[0].halt_reason.describe()
+    assert (repo / "calc.py").read_text() == FIXED
+    assert user_state(repo) == before
+    assert git(repo, "status", "--porcelain") == " M calc.py\n"
+    assert_no_attempts_left(repo)
+    assert result.turns == 8
+    assert result.usage.input_tokens == 800
+    assert result.usage.cost_usd == pytest.approx(0.008)
+    names = [e.name for e in sink.events if not isinstance(e, AttemptEvent)]
+    assert names == [
+        "run.started",
+        "protected.recorded",
+        *["attempt.started", "attempt.finished"] * 4,
+        "attempt.won",
+        "check.passed",
+        "attempt.applied",
+        "run.halted",
+    ]
+    inner = [(e.attempt, e.inner.name) for e in sink.events if isinstance(e, AttemptEvent)]
+    assert (4, "check.passed") in inner
+    assert (1, "check.failed") in inner
+    assert all(
+        e.inner.name not in ("run.started", "run.halted")
+        for e in sink.events
+        if isinstance(e, AttemptEvent)
+    )
+
+
+async def test_concurrent_attempts_reach_the_same_winner(tmp_path: Path) -> None:
+    """All four attempts side by side: the same attempt wins and the same files land."""
+    repo = calc_repo(tmp_path / "repo")
+    rows = [row for k in (1, 2, 3) for row in (write(k, "calc.py", WRONG), claim(k))]
+    rows += [write(4, "calc.py", FIXED), claim(4)]
+    result = await best_of(rows, repo, n=4).run("Fix add in calc.py.")
+    assert result.verified
+    assert [a.number for a in result.attempts if a.applied] == [4]
+    assert (repo / "calc.py").read_text() == FIXED
+    assert_no_attempts_left(repo)
+
+
+async def test_an_attempt_that_weakens_the_protected_test_is_refused_and_another_wins(
+    tmp_path: Path,
+) -> None:
+    """Attempt 1 "passes" by replacing the protected check script, through the shell (the
+    file tools refuse protected paths), with one that asserts nothing: its claim is judged
+    with the recorded script laid over its work and refused.
+    Attempt 2 fixes the code and wins; the user's check script is untouched and the result
+    names the tampering."""
+    repo = calc_repo(tmp_path / "repo")
+    rows = [
+        {
+            "attempt": 1,
+            "tool_calls": [
+                {"name": "run_command", "arguments": {"command": "echo pass > check_calc.py"}}
+            ],
+        },
+        claim(1, "All checks pass."),
+        write(2, "calc.py", FIXED),
+        claim(2),
+    ]
+    result = await best_of(rows, repo, n=2, concurrency=1).run("Fix add in calc.py.")
+    assert result.halt_reason == Completed()
+    assert outline(result) == [
+        (1, "RalphCompletionUnmet", False, False),
+        (2, "Completed", True, True),
+    ]
+    assert result.attempts[0].changed == ("check_calc.py",)
+    assert [(t.path, t.change) for t in result.tampering] == [("check_calc.py", "modified")]
+    assert (repo / "check_calc.py").read_text() == CHECK
+    assert (repo / "calc.py").read_text() == FIXED
+    assert_no_attempts_left(repo)
+
+
+async def test_first_verified_cancels_the_others_and_never_starts_the_rest(
+    tmp_path: Path,
+) -> None:
+    """Two at a time: attempt 1 is still at work (in a tool call that only ends when it is
+    cancelled) when attempt 2 is verified; attempt 1 is cancelled where it was, attempts 3
+    and 4 never start, and no worktree is left."""
+    repo = calc_repo(tmp_path / "repo")
+    rows = [
+        {"attempt": 1, "tool_calls": [{"name": "wait_for_the_others", "arguments": {}}]},
+        write(2, "calc.py", FIXED),
+        claim(2),
+        write(3, "calc.py", FIXED),
+        claim(3),
+        write(4, "calc.py", FIXED),
+        claim(4),
+    ]
+    sink = ListSink()
+    result = await best_of(rows, repo, sink, n=4, concurrency=2).run("Fix add in calc.py.")
+    assert result.verified
+    assert outline(result) == [
+        (1, "Cancelled", False, False),
+        (2, "Completed", True, True),
+        (3, "Cancelled", False, False),
+        (4, "Cancelled", False, False),
+    ]
+    assert result.attempts[0].result is not None  # it ran, and was stopped
+    assert result.attempts[2].result is None  # it never started
+    assert result.attempts[0].halt_reason == Cancelled("best_of: attempt 2 was verified first")
+    assert [e.attempt for e in sink.events if isinstance(e, AttemptStarted)] == [1, 2]
+    assert (repo / "calc.py").read_text() == FIXED
+    assert_no_attempts_left(repo)
+
+
+async def test_best_progress_picks_the_verified_attempt_furthest_along(tmp_path: Path) -> None:
+    """Every attempt runs; all three are accepted (the result file is there), and the check
+    measures attempt 2 furthest along (all three parts written): it wins over attempt 1,
+    which was verified first, and only its files are applied."""
+    repo = init_repo(tmp_path / "repo", {"README": "x\n"})
+    check = AnyOf([FilesCheck(["a.txt", "b.txt", "c.txt"]), FilesCheck(["a.txt"])])
+    rows = [
+        write(1, "a.txt", "1"),
+        claim(1),
+        write(2, "a.txt", "2"),
+        write(2, "b.txt", "2"),
+        write(2, "c.txt", "2"),
+        claim(2),
+        write(3, "a.txt", "3"),
+        write(3, "b.txt", "3"),
+        claim(3),
+    ]
+    sink = ListSink()
+    result = await best_of(rows, repo, sink, check=check, n=3, pick="best_progress").run("Write.")
+    assert result.verified
+    assert outline(result) == [
+        (1, "Completed", False, False),
+        (2, "Completed", True, True),
+        (3, "Completed", False, False),
+    ]
+    assert [(p.done, p.total) for a in result.attempts if (p := a.progress)] == [
+        (1, 1),
+        (3, 3),
+        (1, 1),
+    ]
+    won = next(e for e in sink.events if isinstance(e, AttemptWon))
+    assert (won.attempt, won.pick) == (2, "best_progress")
+    assert {p.name: p.read_text() for p in repo.glob("*.txt")} == {
+        "a.txt": "2",
+        "b.txt": "2",
+        "c.txt": "2",
+    }
+    assert_no_attempts_left(repo)
+
+
+async def test_a_final_check_that_refuses_leaves_the_workspace_as_it_was(tmp_path: Path) -> None:
+    """The user's workspace holds an ignored local setting (absent from every worktree)
+    under which the check also wants a changelog entry: the winner passed in its worktree,
+    the final check in the user's workspace refuses it, and every file is put back."""
+    repo = init_repo(
+        tmp_path / "repo",
+        {
+            "calc.py": BUGGY,
+            "check_calc.py": CHECK
+            + "import os\nif os.path.exists('strict.cfg'):\n"
+            + "    assert os.path.exists('CHANGES'), 'strict: CHANGES is missing'\n",
+            ".gitignore": "strict.cfg\n__pycache__/\n",
+        },
+    )
+    (repo / "strict.cfg").write_text("on\n")
+    rows = [write(1, "calc.py", FIXED), write(1, "src/new.py", "x = 1\n"), claim(1)]
+    sink = ListSink()
+    result = await best_of(rows, repo, sink, n=1).run("Fix add in calc.py.")
+    assert isinstance(result.halt_reason, WinnerRefused)
+    assert not result.verified
+    assert "strict: CHANGES is missing" in result.halt_reason.reason
+    assert outline(result) == [(1, "Completed", True, False)]
+    assert (repo / "calc.py").read_text() == BUGGY
+    assert not (repo / "src").exists()
+    assert git(repo, "status", "--porcelain") == ""
+    refused = [e for e in sink.events if isinstance(e, AttemptRefused)]
+    assert [e.attempt for e in refused] == [1]
+    assert not [e for e in sink.events if isinstance(e, AttemptApplied)]
+    assert_no_attempts_left(repo)
+
+
+async def test_no_verified_attempt_leaves_the_workspace_untouched(tmp_path: Path) -> None:
+    """Both attempts fail: the run halts `NoAttemptVerified` naming the last reason, and
+    nothing of theirs is in the user's workspace."""
+    repo = calc_repo(tmp_path / "repo")
+    rows = [write(1, "calc.py", WRONG), claim(1), write(2, "calc.py", WRONG), claim(2)]
+    result = await best_of(rows, repo, n=2).run("Fix add in calc.py.")
+    reason = result.halt_reason
+    assert isinstance(reason, NoAttemptVerified)
+    assert (reason.attempts, reason.best) == (2, 1)
+    assert "add is wrong" in reason.reason
+    assert (repo / "calc.py").read_text() == BUGGY
+    assert git(repo, "status", "--porcelain") == ""
+    assert_no_attempts_left(repo)
+
+
+async def test_a_plain_folder_works_in_copies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside git each attempt works in a copy; the winner's changed files are carried
+    over, the others stay as they were, and the copies are removed."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    folder = tmp_path / "work"
+    folder.mkdir()
+    (folder / "calc.py").write_text(BUGGY)
+    (folder / "check_calc.py").write_text(CHECK)
+    (folder / "old.txt").write_text("obsolete\n")
+    rows = [write(1, "calc.py", WRONG), claim(1), write(2, "calc.py", FIXED), claim(2)]
+    result = await best_of(rows, folder, n=2, concurrency=1).run("Fix add in calc.py.")
+    assert result.verified
+    assert {a.workspace for a in result.attempts} == {"copy"}
+    assert (folder / "calc.py").read_text() == FIXED
+    assert (folder / "old.txt").exists()
+    state = tmp_path / "tmp"
+    leftovers = [p for p in state.rglob("*") if "harness-best-of" in str(p)]
+    assert [p for p in leftovers if p.is_file()] == []
+
+
+async def test_each_attempt_has_its_share_of_the_budget(tmp_path: Path) -> None:
+    """A run budget of 6 turns over 2 attempts: each attempt may take 3; the first is still
+    writing at its third turn and runs out, the second fits and wins."""
+    repo = calc_repo(tmp_path / "repo")
+    rows = [
+        write(1, "calc.py", WRONG),
+        write(1, "calc.py", WRONG),
+        write(1, "calc.py", WRONG),
+        write(2, "calc.py", FIXED),
+        claim(2),
+    ]
+    result = await best_of(rows, repo, n=2, concurrency=1, budget=Budget(max_turns=6)).run(
+        "Fix add in calc.py."
+    )
+    assert result.verified
+    first = result.attempts[0].halt_reason
+    assert type(first).__name__ == "BudgetExceeded"
+    assert (first.limit, first.limit_value) == ("max_turns", 3)  # type: ignore[attr-defined]
+    assert result.turns == 5
+
+
+async def test_the_run_budget_bounds_attempts_with_their_own_budget(tmp_path: Path) -> None:
+    """Attempts of 3 turns each under a run of 5: attempt 1 uses 3, attempt 2 starts with
+    the 2 left, and attempt 3 does not start (the run's turns are used up)."""
+    repo = calc_repo(tmp_path / "repo")
+    rows = [
+        write(1, "calc.py", WRONG),
+        write(1, "calc.py", WRONG),
+        write(1, "calc.py", WRONG),
+        write(2, "calc.py", WRONG),
+        write(2, "calc.py", WRONG),
+    ]
+    result = await best_of(
+        rows,
+        repo,
+        n=3,
+        concurrency=1,
+        budget=Budget(max_turns=5),
+        attempt_budget=Budget(max_turns=3),
+    ).run("Fix add in calc.py.")
+    assert isinstance(result.halt_reason, NoAttemptVerified)
+    limits = [
+        (a.halt_reason.limit_value, a.result is not None)  # type: ignore[attr-defined]
+        for a in result.attempts
+    ]
+    assert limits == [(3, True), (2, True), (5, False)]
+    assert result.turns == 5
+    assert_no_attempts_left(repo)
+
+
+async def test_the_transcript_holds_every_attempt_and_replays_identically(
+    tmp_path: Path,
+) -> None:
+    """Two runs from the same fixture write the same transcript (the attempts' own folders
+    aside), and every best-of event reads back as its own type."""
+    keys = []
+    for name in ("one", "two"):
+        repo = calc_repo(tmp_path / name)
+        rows = [write(1, "calc.py", WRONG), claim(1), write(2, "calc.py", FIXED), claim(2)]
+        transcript = tmp_path / f"{name}.jsonl"
+        result = await best_of(rows, repo, n=2, concurrency=1, transcript=transcript).run(
+            "Fix add in calc.py."
+        )
+        assert result.verified
+        events = [event for _, event in TranscriptReader(transcript)]
+        kinds = {type(e) for e in events}
+        assert {AttemptStarted, AttemptEvent, AttemptFinished, AttemptWon, AttemptApplied} <= kinds
+        finished = [e for e in events if isinstance(e, AttemptFinished)]
+        assert [(e.attempt, e.verified, e.changed) for e in finished] == [
+            (1, False, ("calc.py",)),
+            (2, True, ("calc.py",)),
+        ]
+        assert isinstance(finished[0].reason, RalphCompletionUnmet)
+        text = transcript.read_text()
+        text = text.replace(str(repo), "<repo>").replace(result.run_id, "<run>")
+        rows_read = [json.loads(line) for line in text.splitlines()]
+        keys.append([Event.from_dict(row).replay_key() for row in rows_read])
+    assert keys[0] == keys[1]
+
+
+async def test_a_fixture_without_lines_for_an_attempt_names_it(tmp_path: Path) -> None:
+    """A scripted fixture that tags lines with attempts must have some for every attempt
+    that starts: the error names the attempt and the ones it has."""
+    repo = calc_repo(tmp_path / "repo")
+    rows = [write(1, "calc.py", WRONG), claim(1)]
+    with pytest.raises(FixtureError, match=r"attempt 2 has no lines.*attempts \[1\]"):
+        await best_of(rows, repo, n=2, concurrency=1).run("Fix add in calc.py.")
+    assert_no_attempts_left(repo)
+
+
+def test_bad_settings_name_the_field() -> None:
+    """Every setting is checked when the strategy is made, and the error names it."""
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"n": 0}, "'n'"),
+        ({"concurrency": 0}, "'concurrency'"),
+        ({"pick": "fastest"}, "'pick'"),
+        ({"isolation": "docker"}, "'isolation'"),
+        ({"strategy": "ralph"}, "'strategy'"),
+        ({"strategy": BestOf()}, "'strategy'"),
+        ({"attempt_budget": {"max_turns": 3}}, "'attempt_budget'"),
+    ]
+    for kw, field in cases:
+        with pytest.raises(ConfigurationError, match=field):
+            BestOf(**kw)
+
+
+KILLED_RUN = """
+import sys
+from pathlib import Path
+
+import anyio
+
+from checks import FilesCheck
+from harness import Harness, ScriptedModelClient, tool, workspace_tools
+from strategies import BestOf, Ralph
+from termination import TerminationPolicy
+
+repo, marker = Path(sys.argv[1]), Path(sys.argv[2])
+
+
+@tool
+async def wait_for_the_others() -> str:
+    \"\"\"Say it is at work, then wait until killed.\"\"\"
+    with marker.open("a") as out:
+        out.write("at work\\n")
+    await anyio.sleep_forever()
+    return "unreachable"
+
+
+call = {"name": "wait_for_the_others", "arguments": {}}
+rows = [{"attempt": k, "tool_calls": [call]} for k in (1, 2)]
+harness = Harness(
+    model=ScriptedModelClient.from_responses(rows),
+    policy=TerminationPolicy(completion_check=FilesCheck(["done.txt"])),
+    strategy=BestOf(n=2, strategy=Ralph(max_iterations=1)),
+    tools=[*workspace_tools(), wait_for_the_others],
+    workspace=repo,
+)
+anyio.run(harness.run, "Write done.txt.")
+"""
+
+
+def kill_mid_run(repo: Path, tmp_path: Path) -> subprocess.Popen[bytes]:
+    """Start `KILLED_RUN` on `repo` and SIGKILL it once both attempts are at work."""
+    script, marker = tmp_path / "killed_run.py", tmp_path / "marker"
+    script.write_text(KILLED_RUN)
+    process = subprocess.Popen(
+        [sys.executable, str(script), str(repo), str(marker)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (marker.exists() and marker.read_text().count("at work") == 2):
+            assert process.poll() is None, process.stderr.read() if process.stderr else b""
+            assert time.monotonic() < deadline, "the attempts never started"
+            time.sleep(0.05)
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=60)
+        if process.stderr is not None:
+            process.stderr.close()
+    return process
+
+
+async def test_worktrees_of_a_run_killed_with_sigkill_are_removed_at_the_next_start(
+    tmp_path: Path,
+) -> None:
+    """A best-of run in a real process is killed with SIGKILL while both attempts are at
+    work in their worktrees: they and their branches are left behind, and the next best-of
+    run on the repository removes them before it starts its own; the user's files and
+    refs are as they were."""
+    repo = calc_repo(tmp_path / "repo")
+    before = git(repo, "for-each-ref", "refs/heads")
+    process = kill_mid_run(repo, tmp_path)
+    assert process.returncode == -signal.SIGKILL
+    left = git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/harness-best-of/")
+    assert len(left.split()) == 2
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 3
+
+    rows = [write(1, "calc.py", FIXED), claim(1)]
+    result = await best_of(rows, repo, n=1).run("Fix add in calc.py.")
+    assert result.verified
+    assert_no_attempts_left(repo)
+    assert git(repo, "for-each-ref", "refs/heads") == before
+    assert (repo / "calc.py").read_text() == FIXED
