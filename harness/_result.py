@@ -226,7 +226,9 @@ class AttemptResult:
         return self.halt_reason.verified
 
     def describe(self) -> str:
-        """``attempt 2: completed: the completion check passed (5 of 5 tests)``."""
+        """``attempt 2: completed: the completion check passed (5 of 5 tests) [applied]``:
+        one line, the halt's first line only."""
         measured = f" ({self.progress.describe()})" if self.progress is not None else ""
         mark = " [applied]" if self.applied else " [picked]" if self.won else ""
-        return f"attempt {self.number}: {self.halt_reason.describe()}{measured}{mark}"
+        halt = self.halt_reason.describe().partition("\n")[0]
+        return f"attempt {self.number}: {halt}{measured}{mark}"

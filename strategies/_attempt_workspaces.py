@@ -29,7 +29,15 @@ from attrs import define, field, frozen
 
 from harness import ConfigurationError
 
-from ._git import GitError, add_worktree, git, remove_worktree, top_of, worktrees_under
+from ._git import (
+    GitError,
+    Repository,
+    add_worktree,
+    git,
+    remove_worktree,
+    repository_at,
+    worktrees_under,
+)
 
 Isolation = Literal["auto", "worktree", "copy"]
 ISOLATIONS: tuple[Isolation, ...] = ("auto", "worktree", "copy")
@@ -86,27 +94,26 @@ class AttemptWorkspaces:
     ) -> AttemptWorkspaces:
         """Sweep what dead runs left, take this run's lock and (in a repository) commit the
         user's files as they are, for the attempts to start from."""
-        repo = None if isolation == "copy" else await top_of(workspace)
-        if repo is None and isolation == "worktree":
+        found = None if isolation == "copy" else await repository_at(workspace)
+        if found is None and isolation == "worktree":
             raise ConfigurationError(
                 f"isolation = 'worktree' needs a git repository with a commit; {workspace} is "
                 "not in one"
             )
-        if repo is None:
+        repo = found.top if found is not None else None
+        if found is None:
             state = Path(tempfile.gettempdir()) / f"{STATE}-{os.getuid()}"
             spaces = cls(workspace, run_id, "copy", state)
         else:
-            _, common = await git(repo, "rev-parse", "--git-common-dir")
-            state = (repo / common.strip()).resolve() / STATE
-            real = await anyio.Path(workspace).resolve()
-            inside = Path(real).relative_to(await anyio.Path(repo).resolve())
-            spaces = cls(workspace, run_id, "worktree", state, repo, inside=inside)
+            state = found.common / STATE
+            inside = Path(await anyio.Path(workspace).resolve()).relative_to(found.top)
+            spaces = cls(workspace, run_id, "worktree", state, found.top, inside=inside)
         await anyio.to_thread.run_sync(state.mkdir, 0o700, True, True)
         await sweep(state, repo)
         spaces._lock = await anyio.to_thread.run_sync(_take, state / f"{run_id}.lock")
         try:
-            if repo is not None:
-                spaces.base = await _snapshot(repo, state / f"{run_id}.index")
+            if found is not None:
+                spaces.base = await _snapshot(found, state / f"{run_id}.index")
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await spaces.close()
@@ -200,20 +207,18 @@ async def sweep(state: Path, repo: Path | None) -> list[str]:
     return swept
 
 
-async def _snapshot(repo: Path, index: Path) -> str:
+async def _snapshot(repo: Repository, index: Path) -> str:
     """A commit of the repository's files as they are now (tracked changes and untracked
     files, not ignored ones), made with a private copy of the index: nothing of the user's
     changes, and ``git add`` rehashes only the files whose stat the index does not match."""
-    _, user_index = await git(repo, "rev-parse", "--git-path", "index")
-    source = repo / user_index.strip()
     env = {"GIT_INDEX_FILE": str(index)}
     try:
-        if await anyio.Path(source).exists():
-            await anyio.to_thread.run_sync(shutil.copyfile, source, index)
-        await git(repo, "add", "-A", env=env)
-        _, tree = await git(repo, "write-tree", env=env)
+        if await anyio.Path(repo.index).exists():
+            await anyio.to_thread.run_sync(shutil.copyfile, repo.index, index)
+        await git(repo.top, "add", "-A", env=env)
+        _, tree = await git(repo.top, "write-tree", env=env)
         _, commit = await git(
-            repo, "commit-tree", tree.strip(), "-p", "HEAD", "-m", "best-of: the workspace"
+            repo.top, "commit-tree", tree.strip(), "-p", "HEAD", "-m", "best-of: the workspace"
         )
     finally:
         await anyio.Path(index).unlink(missing_ok=True)

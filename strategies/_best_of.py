@@ -169,12 +169,21 @@ class _Attempts:
             )
         try:
             await self._run_all()
-            if self.error is not None:
-                raise self.error
-            return await self._settle()
+            halt = None if self.error is not None else await self._settle()
+        except BaseException:
+            if not run.attempts:  # cut off (the run's deadline, a cancel): what there was
+                for number in range(1, self.spec.n + 1):
+                    cut = Cancelled("best_of: the run was stopped")
+                    self.outcomes.setdefault(number, _Outcome(number, None, None, cut))
+                self._record(None, applied=False)
+            raise
         finally:
             if self.spaces is not None:
                 await self.spaces.close()
+        if halt is None:
+            assert self.error is not None
+            raise self.error  # a fixture's fault, a git failure: not the run's own halt
+        return halt
 
     async def _run_all(self) -> None:
         n = self.spec.n
@@ -188,8 +197,9 @@ class _Attempts:
                 group.start_soon(self._attempt, number, slots)
         for number in range(1, n + 1):
             if number not in self.outcomes:
-                by = f"best_of: attempt {self.first} was verified first"
+                by = f"best_of, before it started: attempt {self.first} was verified first"
                 self.outcomes[number] = _Outcome(number, None, None, Cancelled(by))
+                self._finished(self.outcomes[number])
 
     async def _attempt(self, number: int, slots: anyio.Semaphore) -> None:
         assert self.pool is not None
@@ -258,12 +268,16 @@ class _Attempts:
         run.tampering.extend(result.tampering)
 
     async def _judge(self, outcome: _Outcome) -> None:
-        """What the attempt changed and, when it ran to a halt of its own, how far along
-        the check measures its work (with the run's verifier, as at any claim)."""
+        """What the attempt changed and, for ``best_progress``, how far along the check
+        measures its work (with the run's verifier, as at any claim): one more run of the
+        check per attempt, which ``first_verified`` spares (its winner is measured by the
+        final check)."""
         space = outcome.workspace
         if space is None or self.spaces is None or isinstance(outcome.halt, Cancelled):
             return
         outcome.changed = tuple(c.path for c in await self.spaces.changes(space))
+        if self.spec.pick == "first_verified":
+            return  # the final check measures the winner; the others need no more runs
         run = self.run
         policy = run.policy.start_session(clock=run.clock)
         snapshot = evolve(run.snapshot(), workspace=space.path)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import anyio
 import anyio.to_thread
+from attrs import frozen
 
 from harness.extend import SystemClock, run_process
 
@@ -50,15 +51,38 @@ async def git(
     return code, result.output_tail
 
 
-async def top_of(folder: Path) -> Path | None:
-    """The top folder of the git repository holding `folder` when it has a commit to branch
-    from; None otherwise (no repository, or one with no commit yet)."""
-    code, out = await git(folder, "rev-parse", "--show-toplevel", check=False)
-    if code != 0:
+@frozen
+class Repository:
+    """Where a folder's git repository is: its `top` folder, its common git folder (shared
+    by every worktree) and the index file of the checkout, all absolute."""
+
+    top: Path
+    common: Path
+    index: Path
+
+
+async def repository_at(folder: Path) -> Repository | None:
+    """The git repository holding `folder` when it has a commit to branch from; None
+    otherwise (no repository, or one with no commit yet). One git command."""
+    code, out = await git(
+        folder,
+        "rev-parse",
+        "--show-toplevel",
+        "--git-common-dir",
+        "--git-path",
+        "index",
+        "HEAD",
+        check=False,
+    )
+    lines = out.splitlines()
+    if code != 0 or len(lines) != 4:
         return None
-    top = Path(out.strip())
-    code, _ = await git(top, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False)
-    return top if code == 0 else None
+    top, common, index = (folder / line.strip() for line in lines[:3])
+    return Repository(await _resolve(top), await _resolve(common), await _resolve(index))
+
+
+async def _resolve(path: Path) -> Path:
+    return Path(await anyio.Path(path).resolve())
 
 
 async def add_worktree(repo: Path, path: Path, branch: str, base: str) -> None:
@@ -69,10 +93,10 @@ async def add_worktree(repo: Path, path: Path, branch: str, base: str) -> None:
 
 async def remove_worktree(repo: Path, path: Path, branch: str | None) -> None:
     """Remove the worktree at `path` (its folder too, whatever git says) and `branch`."""
-    await git(repo, "worktree", "remove", "--force", str(path), check=False)
-    if await anyio.Path(path).exists():
+    code, _ = await git(repo, "worktree", "remove", "--force", str(path), check=False)
+    if code != 0 or await anyio.Path(path).exists():  # half made, or locked: by hand
         await anyio.to_thread.run_sync(shutil.rmtree, path, True)
-    await git(repo, "worktree", "prune", check=False)
+        await git(repo, "worktree", "prune", check=False)
     if branch is not None:
         await git(repo, "branch", "-q", "-D", branch, check=False)
 

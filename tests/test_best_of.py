@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import pytest
 from _git_support import git, init_repo
+from attrs import evolve
 
 from checks import AnyOf, CommandCheck, FilesCheck
 from harness import (
@@ -29,6 +30,7 @@ from harness import (
     Harness,
     RunResult,
     ScriptedModelClient,
+    ToolContext,
     run_command_tool,
     tool,
     workspace_tools,
@@ -44,6 +46,8 @@ from harness.extend import (
 )
 from harness.testing import FakeClock, ListSink
 from strategies import BestOf, NoAttemptVerified, Ralph, RalphCompletionUnmet, WinnerRefused
+from strategies._apply_changes import ApplyRefused, apply_changes
+from strategies._attempt_workspaces import AttemptWorkspaces, Change
 from termination import Budget, TerminationPolicy
 
 pytestmark = pytest.mark.anyio
@@ -551,3 +555,113 @@ async def test_worktrees_of_a_run_killed_with_sigkill_are_removed_at_the_next_st
     assert_no_attempts_left(repo)
     assert git(repo, "for-each-ref", "refs/heads") == before
     assert (repo / "calc.py").read_text() == FIXED
+
+
+def test_a_fixture_line_names_a_real_attempt() -> None:
+    """``attempt`` must be a number from 1, and once one line names an attempt every line
+    must: each error names the line and the field."""
+    with pytest.raises(FixtureError, match="attempt number >= 1") as bad:
+        ScriptedModelClient.from_responses([{"attempt": 0, "text": "x"}])
+    assert (bad.value.line, bad.value.field) == (1, "attempt")
+    mixed = ScriptedModelClient.from_responses([{"attempt": 1, "text": "x"}, {"text": "y"}])
+    with pytest.raises(FixtureError, match="must give every line an attempt") as untagged:
+        mixed.for_attempt(1)
+    assert (untagged.value.line, untagged.value.field) == (2, "attempt")
+
+
+def test_a_fixture_without_attempts_gives_each_attempt_the_whole_script() -> None:
+    """Each attempt's client replays every line and checks its own are used; the fixture's
+    own client, once forked, leaves that to them."""
+    script = ScriptedModelClient.from_responses([{"text": "a"}, {"text": "b"}])
+    one, two = script.for_attempt(1), script.for_attempt(2)
+    assert (one.remaining, two.remaining) == (2, 2)
+    script.verify_consumed()
+    with pytest.raises(FixtureError, match="2 script line"):
+        one.verify_consumed()
+
+
+async def test_copies_carry_written_and_deleted_files_and_undo_restores_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a copy an attempt writes a file in a new folder, deletes one and changes a link;
+    the changes found are exactly those, applying them makes the workspace match, and undo
+    puts every file (and no new folder) back."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    work = tmp_path / "work"
+    (work / "pkg").mkdir(parents=True)
+    (work / "pkg" / "a.py").write_text("a = 1\n")
+    (work / "old.txt").write_text("old\n")
+    (work / "link").symlink_to("old.txt")
+    (work / ".git").mkdir()
+    (work / ".git" / "HEAD").write_text("x\n")
+    spaces = await AttemptWorkspaces.open(work, "unit", "copy")
+    try:
+        attempt = await spaces.make(1)
+        (attempt.path / "new" / "deep").mkdir(parents=True)
+        (attempt.path / "new" / "deep" / "b.py").write_text("b = 2\n")
+        (attempt.path / "old.txt").unlink()
+        (attempt.path / "link").unlink()
+        (attempt.path / "link").symlink_to("pkg/a.py")
+        (attempt.path / ".git" / "HEAD").write_text("changed\n")
+        changes = await spaces.changes(attempt)
+        assert [(c.path, c.deleted) for c in changes] == [
+            ("link", False),
+            ("new/deep/b.py", False),
+            ("old.txt", True),
+        ]
+        applied = await apply_changes(changes, attempt.path, work)
+        assert (work / "new" / "deep" / "b.py").read_text() == "b = 2\n"
+        assert not (work / "old.txt").exists()
+        assert os.readlink(work / "link") == "pkg/a.py"
+        assert (work / ".git" / "HEAD").read_text() == "x\n"
+        applied.undo()
+        assert (work / "old.txt").read_text() == "old\n"
+        assert os.readlink(work / "link") == "old.txt"
+        assert not (work / "new").exists()
+        assert sorted(p.name for p in work.iterdir()) == [".git", "link", "old.txt", "pkg"]
+    finally:
+        await spaces.close()
+    assert not (spaces.state / "unit").exists()
+
+
+async def test_a_change_that_would_leave_the_workspace_is_refused_before_writing(
+    tmp_path: Path,
+) -> None:
+    """A path that climbs out, or passes through a link, is refused and nothing is written."""
+    source, work = tmp_path / "source", tmp_path / "work"
+    source.mkdir()
+    work.mkdir()
+    (work / "out").symlink_to(tmp_path)
+    (source / "ok.txt").write_text("ok\n")
+    for bad in ("../escape.txt", "out/escape.txt"):
+        with pytest.raises(ApplyRefused):
+            await apply_changes([Change("ok.txt"), Change(bad)], source, work)
+        assert not (work / "ok.txt").exists()
+    assert not (tmp_path / "escape.txt").exists()
+
+
+@tool
+async def nap(ctx: ToolContext) -> str:
+    """Sleep a minute on the run's clock."""
+    await ctx.clock.sleep(60)
+    return "rested"
+
+
+async def test_the_run_deadline_cuts_every_attempt_off_and_cleans_up(tmp_path: Path) -> None:
+    """The run's wall time is not divided: at its deadline every attempt still at work is
+    cancelled, the run halts on that budget naming each attempt, and no worktree is left."""
+    repo = calc_repo(tmp_path / "repo")
+    call = {"name": "nap", "arguments": {}}
+    rows = [{"attempt": k, "tool_calls": [call]} for k in (1, 2)]
+    harness = best_of(rows, repo, n=2, budget=Budget(max_wall_time=30))
+    harness = evolve(harness, tools=[*workspace_tools(), nap])
+    result = await harness.run("Fix add in calc.py.")
+    assert type(result.halt_reason).__name__ == "BudgetExceeded"
+    assert result.halt_reason.limit == "max_wall_time"  # type: ignore[attr-defined]
+    assert [(a.number, type(a.halt_reason).__name__) for a in result.attempts] == [
+        (1, "Cancelled"),
+        (2, "Cancelled"),
+    ]
+    assert (repo / "calc.py").read_text() == BUGGY
+    assert_no_attempts_left(repo)

@@ -27,6 +27,7 @@ KEYS = {
     "transcript",
     "workspace",
     "workspace_removed",
+    "attempts",
     "error",
 }
 

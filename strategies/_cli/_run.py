@@ -34,6 +34,7 @@ from harness.testing import FastForwardClock
 from termination import TerminationPolicy
 
 from .._spec import DEFAULT_CAP, Spec, capped, load_spec
+from ._attempts import attempts_json, print_attempts
 from ._progress import ProgressDisplay, open_progress
 from ._signals import SignalCancel
 from ._telemetry import otel_sink_for, shutdown_provider, tracer_provider_from_env
@@ -335,6 +336,7 @@ def _report(
         f"tokens={result.usage.total_tokens} cost={cost} elapsed={result.elapsed:.2f}s",
         file=out,
     )
+    print_attempts(result, out)
     if workspace is not None:
         note = (
             " (a temporary copy, removed; --keep-workspace keeps it)" if workspace_removed else ""
@@ -396,5 +398,6 @@ class Outcome:
             "transcript": str(self.transcript.resolve()) if self.transcript else None,
             "workspace": str(self.workspace.resolve()) if self.workspace else None,
             "workspace_removed": self.workspace_removed,
+            "attempts": attempts_json(result),
             "error": self.error,
         }
