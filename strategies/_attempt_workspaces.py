@@ -251,7 +251,8 @@ def _try_take(path: Path) -> IO[str] | None:
 def _runs_in(state: Path) -> set[str]:
     if not state.is_dir():
         return set()
-    return {entry.name.removesuffix(".lock") for entry in state.iterdir()}
+    # ``<run>``, ``<run>.lock``, ``<run>.index``: a run id is hex, without a dot.
+    return {entry.name.partition(".")[0] for entry in state.iterdir()}
 
 
 def _forget(state: Path, run_id: str) -> None:

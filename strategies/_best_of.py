@@ -21,6 +21,7 @@ from harness import (
     CancelToken,
     Completed,
     ConfigurationError,
+    Event,
     HaltReason,
     Harness,
     RunResult,
@@ -131,10 +132,10 @@ class _Forward:
     run: Run
     attempt: int
 
-    def emit(self, event: object) -> None:
-        if getattr(event, "name", "") in ("run.started", "run.halted"):
+    def emit(self, event: Event) -> None:
+        if event.name in ("run.started", "run.halted"):
             return  # ``attempt.started`` and ``attempt.finished`` say these, without run ids
-        self.run.emit(AttemptEvent(self.run.elapsed(), self.attempt, event))  # type: ignore[arg-type]
+        self.run.emit(AttemptEvent(self.run.elapsed(), self.attempt, event))
 
 
 @define(eq=False)
@@ -197,7 +198,12 @@ class _Attempts:
                 group.start_soon(self._attempt, number, slots)
         for number in range(1, n + 1):
             if number not in self.outcomes:
-                by = f"best_of, before it started: attempt {self.first} was verified first"
+                why = (
+                    f"attempt {self.first} was verified first"
+                    if self.first is not None
+                    else "another attempt failed"
+                )
+                by = f"best_of, before it started: {why}"
                 self.outcomes[number] = _Outcome(number, None, None, Cancelled(by))
                 self._finished(self.outcomes[number])
 
@@ -219,15 +225,15 @@ class _Attempts:
             result = await self._harness(number, space, share).run(self.run.task, cancel=token)
             self.pool.settle(number, result)
             self._account(result)
+            if result.verified and self.spec.pick == "first_verified" and self.first is None:
+                self.first = number  # the others stop now, not after this one is looked at
+                for other, held in self.tokens.items():
+                    if other != number:
+                        held.cancel(f"best_of: attempt {number} was verified first")
             outcome = _Outcome(number, space, result, result.halt_reason)
             await self._judge(outcome)
             self.outcomes[number] = outcome
             self._finished(outcome)
-            if result.verified and self.spec.pick == "first_verified" and self.first is None:
-                self.first = number
-                for other, held in self.tokens.items():
-                    if other != number:
-                        held.cancel(f"best_of: attempt {number} was verified first")
         except Exception as exc:  # a fixture's fault, a git failure: ends the run, raised
             if self.error is None:
                 self.error = exc
@@ -264,6 +270,7 @@ class _Attempts:
         run = self.run
         run.turns += result.turns
         run.tool_calls += result.tool_calls
+        run.iterations += result.iterations
         run.usage = run.usage + result.usage
         run.tampering.extend(result.tampering)
 
