@@ -20,7 +20,7 @@ import pytest
 from _git_support import git, init_repo
 from attrs import evolve
 
-from checks import AnyOf, CommandCheck, FilesCheck
+from checks import AnyOf, CommandCheck, FilesCheck, TestSuiteCheck
 from harness import (
     Cancelled,
     Completed,
@@ -30,6 +30,7 @@ from harness import (
     Harness,
     RunResult,
     ScriptedModelClient,
+    ToolCall,
     ToolContext,
     run_command_tool,
     tool,
@@ -42,6 +43,8 @@ from harness.extend import (
     AttemptRefused,
     AttemptStarted,
     AttemptWon,
+    ModelRequest,
+    ModelResponse,
     TranscriptReader,
 )
 from harness.testing import FakeClock, ListSink
@@ -664,4 +667,92 @@ async def test_the_run_deadline_cuts_every_attempt_off_and_cleans_up(tmp_path: P
         (2, "Cancelled"),
     ]
     assert (repo / "calc.py").read_text() == BUGGY
+    assert_no_attempts_left(repo)
+
+
+LEGACY_TESTS = """import unittest
+
+from calc import add, mul
+
+
+class TestCalc(unittest.TestCase):
+    def test_add(self):
+        self.assertEqual(add(2, 3), 5)
+
+    def test_mul(self):
+        self.assertEqual(mul(2, 3), 6)
+"""
+
+
+async def test_best_progress_prefers_the_attempt_that_also_fixed_what_failed_before(
+    tmp_path: Path,
+) -> None:
+    """With a baseline, test_mul failing before the run does not block: both attempts fix
+    add and are verified. Attempt 2 also fixes mul; the suite counts 2 of 2 tests passing
+    for it against 1 of 2, and it wins although attempt 1 was verified first."""
+    repo = init_repo(
+        tmp_path / "repo",
+        {
+            "calc.py": BUGGY + "\n\ndef mul(a, b):\n    return a + b\n",
+            "test_calc.py": LEGACY_TESTS,
+            ".gitignore": "__pycache__/\n",
+        },
+    )
+    fixed_add = FIXED + "\n\ndef mul(a, b):\n    return a + b\n"
+    fixed_both = FIXED + "\n\ndef mul(a, b):\n    return a * b\n"
+    rows = [write(1, "calc.py", fixed_add), claim(1), write(2, "calc.py", fixed_both), claim(2)]
+    check = TestSuiteCheck("python3 -m unittest -v", baseline=True, timeout=120)
+    result = await best_of(rows, repo, check=check, n=2, concurrency=1, pick="best_progress").run(
+        "Fix add in calc.py."
+    )
+    assert result.verified
+    assert outline(result) == [(1, "Completed", False, False), (2, "Completed", True, True)]
+    assert [(p.done, p.total) for a in result.attempts if (p := a.progress)] == [(1, 2), (2, 2)]
+    assert (repo / "calc.py").read_text() == fixed_both
+    assert_no_attempts_left(repo)
+
+
+async def test_worktree_isolation_outside_a_repository_is_an_error_naming_the_folder(
+    tmp_path: Path,
+) -> None:
+    """``isolation="worktree"`` on a plain folder is a configuration error that names the
+    folder, raised before any attempt starts."""
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "calc.py").write_text(BUGGY)
+    rows = [write(1, "calc.py", FIXED), claim(1)]
+    harness = best_of(rows, folder, n=1, isolation="worktree")
+    with pytest.raises(ConfigurationError, match=f"needs a git repository.*{folder}"):
+        await harness.run("Fix add in calc.py.")
+    assert (folder / "calc.py").read_text() == BUGGY
+
+
+class SharedClient:
+    """A model client that knows nothing of attempts (as a provider's, or a model ladder,
+    which is just a client): it answers from the request alone, so the attempts share it."""
+
+    def __init__(self) -> None:
+        self.workspaces: list[Path | None] = []
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.workspaces.append(request.workspace)
+        if request.turn == 1:
+            args = {"path": "calc.py", "content": FIXED}
+            return ModelResponse(tool_calls=(ToolCall("c1", "write_file", args),))
+        return ModelResponse(text="Done.")
+
+
+async def test_any_model_client_is_shared_by_the_attempts(tmp_path: Path) -> None:
+    """A client without `for_attempt` serves every attempt, each in its own worktree (its
+    requests name them), and the run is verified as with a forked one."""
+    repo = calc_repo(tmp_path / "repo")
+    client = SharedClient()
+    harness = evolve(best_of([], repo, n=2, concurrency=1, pick="best_progress"), model=client)
+    result = await harness.run("Fix add in calc.py.")
+    assert result.verified
+    assert [a.verified for a in result.attempts] == [True, True]
+    assert len(client.workspaces) == 4
+    assert len(set(client.workspaces)) == 2
+    assert repo not in client.workspaces
+    assert (repo / "calc.py").read_text() == FIXED
     assert_no_attempts_left(repo)
