@@ -29,13 +29,15 @@ from harness import (
     Usage,
 )
 from harness.checkpoints import Assessment, WorkProgress
-from harness.extend import (
+from harness.events import (
     AttemptApplied,
     AttemptEvent,
     AttemptFinished,
     AttemptRefused,
     AttemptStarted,
     AttemptWon,
+)
+from harness.extend import (
     ForksAttempts,
     ModelClient,
     PolicySession,

@@ -36,17 +36,16 @@ from harness import (
     tool,
     workspace_tools,
 )
-from harness.extend import (
+from harness.events import (
     AttemptApplied,
     AttemptEvent,
     AttemptFinished,
     AttemptRefused,
     AttemptStarted,
     AttemptWon,
-    ModelRequest,
-    ModelResponse,
     TranscriptReader,
 )
+from harness.extend import ModelRequest, ModelResponse
 from harness.testing import FakeClock, ListSink
 from strategies import BestOf, NoAttemptVerified, Ralph, RalphCompletionUnmet, WinnerRefused
 from strategies._apply_changes import ApplyRefused, apply_changes
