@@ -322,11 +322,7 @@ class _Attempts:
         winner = self._winner()
         if winner is None:
             self._record(None, applied=False)
-            measured = [o for o in self.outcomes.values() if o.result is not None]
-            if not measured:
-                return NoAttemptVerified(self.spec.n, 0, "no attempt ran")
-            best = max(measured, key=lambda o: (*_rank(o.progress), -o.number))
-            return NoAttemptVerified(self.spec.n, best.number, best.reason or best.halt.describe())
+            return self._unverified()
         run.emit(AttemptWon(run.elapsed(), winner.number, self.spec.pick, winner.progress))
         if self.spaces is None or winner.workspace is None:
             self._record(winner, applied=True)
@@ -356,6 +352,20 @@ class _Attempts:
         run.emit(AttemptApplied(run.elapsed(), winner.number, tuple(c.path for c in changes)))
         self._record(winner, applied=True)
         return Completed()
+
+    def _unverified(self) -> NoAttemptVerified:
+        """The halt when no attempt was verified: naming the one measured furthest along
+        (``best_progress``), else what stopped the last one that ran."""
+        ran = [o for o in self.outcomes.values() if o.result is not None]
+        measured = [o for o in ran if o.progress is not None]
+        if measured:
+            best = max(measured, key=lambda o: (*_rank(o.progress), -o.number))
+            return NoAttemptVerified(self.spec.n, best.number, best.reason or best.halt.describe())
+        if not ran:
+            last = max(self.outcomes.values(), key=lambda o: o.number)
+            return NoAttemptVerified(self.spec.n, 0, last.halt.describe())
+        last = max(ran, key=lambda o: o.number)
+        return NoAttemptVerified(self.spec.n, 0, f"attempt {last.number}: {last.halt.describe()}")
 
     def _record(self, winner: _Outcome | None, *, applied: bool) -> None:
         for number in sorted(self.outcomes):

@@ -334,17 +334,43 @@ async def test_a_final_check_that_refuses_leaves_the_workspace_as_it_was(tmp_pat
 
 
 async def test_no_verified_attempt_leaves_the_workspace_untouched(tmp_path: Path) -> None:
-    """Both attempts fail: the run halts `NoAttemptVerified` naming the last reason, and
-    nothing of theirs is in the user's workspace."""
+    """Both attempts fail: the run halts `NoAttemptVerified` with what stopped the last one
+    (``first_verified`` measures nothing more), and nothing of theirs is in the user's
+    workspace."""
     repo = calc_repo(tmp_path / "repo")
     rows = [write(1, "calc.py", WRONG), claim(1), write(2, "calc.py", WRONG), claim(2)]
     result = await best_of(rows, repo, n=2).run("Fix add in calc.py.")
     reason = result.halt_reason
     assert isinstance(reason, NoAttemptVerified)
-    assert (reason.attempts, reason.best) == (2, 1)
+    assert (reason.attempts, reason.best) == (2, 0)
+    assert reason.reason.startswith("attempt 2: ralph ran 1 iterations")
     assert "add is wrong" in reason.reason
     assert (repo / "calc.py").read_text() == BUGGY
     assert git(repo, "status", "--porcelain") == ""
+    assert_no_attempts_left(repo)
+
+
+async def test_best_progress_without_a_verified_attempt_names_the_furthest(
+    tmp_path: Path,
+) -> None:
+    """No attempt writes all three files: the halt names attempt 2, which wrote two, with
+    what the check says is still missing."""
+    repo = init_repo(tmp_path / "repo", {"README": "x\n"})
+    check = FilesCheck(["a.txt", "b.txt", "c.txt"])
+    rows = [
+        write(1, "a.txt", "1"),
+        claim(1),
+        write(2, "a.txt", "2"),
+        write(2, "b.txt", "2"),
+        claim(2),
+    ]
+    result = await best_of(rows, repo, check=check, n=2, pick="best_progress").run("Write.")
+    reason = result.halt_reason
+    assert isinstance(reason, NoAttemptVerified)
+    assert reason.best == 2
+    assert "c.txt" in reason.reason
+    assert [(p.done, p.total) for a in result.attempts if (p := a.progress)] == [(1, 3), (2, 3)]
+    assert sorted(p.name for p in repo.iterdir()) == [".git", "README"]
     assert_no_attempts_left(repo)
 
 
