@@ -153,6 +153,27 @@ class AttemptWorkspaces:
                 found.append(Change(path.removeprefix(prefix), deleted=status.strip() == "D"))
         return sorted(found, key=lambda c: c.path)
 
+    async def drifted(self, changes: Sequence[Change]) -> list[str]:
+        """Of the files `changes` names, those the user's workspace no longer holds as the
+        attempts started from them (changed by someone else during the run). Known in a
+        repository, where the attempts' starting commit says what each was; a copy keeps no
+        such record, and finds none."""
+        if self.repo is None or self.base is None or not changes:
+            return []
+        prefix = "" if self.inside == Path() else f"{self.inside.as_posix()}/"
+        paths = [f"{prefix}{c.path}" for c in changes]
+        _, listing = await git(self.repo, "ls-tree", "-r", "-z", self.base, "--", *paths)
+        then: dict[str, str] = {}
+        for entry in filter(None, listing.split("\0")):
+            meta, _, path = entry.partition("\t")
+            then[path] = meta.split()[2]
+        files = [p for p in paths if await anyio.Path(self.repo / p).is_file()]
+        now: dict[str, str] = {}
+        if files:
+            _, out = await git(self.repo, "hash-object", "--", *files)
+            now = dict(zip(files, out.split(), strict=True))
+        return [p.removeprefix(prefix) for p in paths if then.get(p) != now.get(p)]
+
     async def remove(self, attempt: AttemptWorkspace) -> None:
         """Remove `attempt`'s workspace (and its branch). Runs to its end even when cancelled."""
         with anyio.CancelScope(shield=True):

@@ -328,6 +328,16 @@ class _Attempts:
             self._record(winner, applied=True)
             return Completed()
         changes = await self.spaces.changes(winner.workspace)
+        drifted = await self.spaces.drifted(changes)
+        if drifted:
+            why = (
+                "the workspace changed during the run in files the winner also changed ("
+                + ", ".join(drifted)
+                + "); its work was not applied, so as not to overwrite those changes"
+            )
+            run.emit(AttemptRefused(run.elapsed(), winner.number, why))
+            self._record(winner, applied=False)
+            return WinnerRefused(winner.number, why)
         with anyio.CancelScope(shield=True):
             applied = await apply_changes(changes, winner.workspace.path, self.spaces.workspace)
         try:

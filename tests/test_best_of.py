@@ -781,3 +781,30 @@ async def test_any_model_client_is_shared_by_the_attempts(tmp_path: Path) -> Non
     assert repo not in client.workspaces
     assert (repo / "calc.py").read_text() == FIXED
     assert_no_attempts_left(repo)
+
+
+async def test_a_file_the_user_changed_during_the_run_is_not_overwritten(
+    tmp_path: Path,
+) -> None:
+    """While the attempt works, the user edits calc.py in the workspace: the verified
+    winner also changed it, so nothing is applied and the run says which file."""
+    repo = calc_repo(tmp_path / "repo")
+
+    @tool
+    async def meanwhile() -> str:
+        """The user edits calc.py while the attempt works."""
+        (repo / "calc.py").write_text("# the user's own edit\n" + BUGGY)
+        return "ok"
+
+    rows = [
+        {"attempt": 1, "tool_calls": [{"name": "meanwhile", "arguments": {}}]},
+        write(1, "calc.py", FIXED),
+        claim(1),
+    ]
+    harness = evolve(best_of(rows, repo, n=1), tools=[*workspace_tools(), meanwhile])
+    result = await harness.run("Fix add in calc.py.")
+    reason = result.halt_reason
+    assert isinstance(reason, WinnerRefused)
+    assert "changed during the run in files the winner also changed (calc.py)" in reason.reason
+    assert (repo / "calc.py").read_text() == "# the user's own edit\n" + BUGGY
+    assert_no_attempts_left(repo)
