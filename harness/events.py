@@ -18,6 +18,7 @@ from ._events._attempts import (
 from ._events._base import Event, UnknownEvent, event_from_dict
 from ._events._checkpoint import CheckpointFailed, CheckpointRestored, CheckpointSaved
 from ._events._context import ContextCompacted
+from ._events._escalation import ModelEscalated
 from ._events._pause import RunPaused, RunResumed
 from ._events._reader import RunTally, TranscriptReader
 from ._events._run import (
@@ -60,6 +61,7 @@ __all__ = [
     "IterationStarted",
     "JsonlTranscript",
     "ListSink",
+    "ModelEscalated",
     "ProtectedPathsChanged",
     "ProtectedPathsRecorded",
     "RunHalted",

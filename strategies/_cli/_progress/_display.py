@@ -54,6 +54,7 @@ from harness.events import (
 from harness.extend import (
     Baseline,
     BaselineRecorded,
+    ModelEscalated,
     ProtectedPathsChanged,
 )
 from termination import Budget
@@ -142,6 +143,12 @@ def _describe(event: Event) -> tuple[str, Tone] | None:
             return f"halted: {event.reason.describe()}", "good" if event.verified else "strong"
         case BaselineRecorded():
             return f"baseline: {_baseline(event.baseline)}", "plain"
+        case ModelEscalated():
+            return (
+                f"model ladder: {event.from_model} -> {event.to_model} "
+                f"({event.trigger}: {short(event.detail, 80)})",
+                "warn",
+            )
         case ProtectedPathsChanged():
             changed = ", ".join(str(t) for t in event.changes)
             return f"protected files changed: {short(changed)}", "bad"
