@@ -28,6 +28,7 @@ from harness import (
     Event,
     FixtureError,
     Harness,
+    ModelLadder,
     RunResult,
     ScriptedModelClient,
     ToolCall,
@@ -47,7 +48,7 @@ from harness.events import (
 )
 from harness.extend import ModelRequest, ModelResponse
 from harness.testing import FakeClock, ListSink
-from strategies import BestOf, NoAttemptVerified, Ralph, RalphCompletionUnmet, WinnerRefused
+from strategies import BestOf, Loop, NoAttemptVerified, Ralph, RalphCompletionUnmet, WinnerRefused
 from strategies._apply_changes import ApplyRefused, apply_changes
 from strategies._attempt_workspaces import AttemptWorkspaces, Change
 from termination import Budget, TerminationPolicy
@@ -807,4 +808,31 @@ async def test_a_file_the_user_changed_during_the_run_is_not_overwritten(
     assert isinstance(reason, WinnerRefused)
     assert "changed during the run in files the winner also changed (calc.py)" in reason.reason
     assert (repo / "calc.py").read_text() == "# the user's own edit\n" + BUGGY
+    assert_no_attempts_left(repo)
+
+
+async def test_a_model_ladder_forks_per_attempt_and_each_attempt_climbs_on_its_own(
+    tmp_path: Path,
+) -> None:
+    """A ladder is just a model client: forked per attempt, each attempt starts on the
+    cheap rung with its own lines. Attempt 1's cheap model is rejected and the ladder climbs
+    to the strong one, whose fix is verified and applied; attempt 2 never starts."""
+    repo = calc_repo(tmp_path / "repo")
+    cheap = ScriptedModelClient.from_responses(
+        [write(1, "calc.py", WRONG), claim(1), write(2, "calc.py", WRONG), claim(2)]
+    )
+    strong = ScriptedModelClient.from_responses([write(1, "calc.py", FIXED), claim(1)])
+    ladder = ModelLadder([cheap, strong], escalate_after=1, names=["cheap", "strong"])
+    sink = ListSink()
+    harness = evolve(best_of([], repo, sink, n=2, concurrency=1, strategy=Loop()), model=ladder)
+    result = await harness.run("Fix add in calc.py.")
+    assert result.verified
+    assert outline(result) == [(1, "Completed", True, True), (2, "Cancelled", False, False)]
+    climbs = [
+        (e.attempt, e.inner.name)
+        for e in sink.events
+        if isinstance(e, AttemptEvent) and e.inner.name == "model.escalated"
+    ]
+    assert climbs == [(1, "model.escalated")]
+    assert (repo / "calc.py").read_text() == FIXED
     assert_no_attempts_left(repo)
