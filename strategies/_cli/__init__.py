@@ -95,8 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             # command line would send the agent back to work at every stop, for ever.
             return _hook_args.EXIT_BROKEN
         raise
-    # A reader that goes away (`| head -1`) never ends the command; a signal's stop ignores
-    # further signals until the command returns, and the handlers are back after it.
+    # A reader that goes away (`| head -1`) never ends the command; after a signal's stop
+    # a second signal kills the command, and the handlers are back after it.
     with signal_handlers_kept(), safe_std_streams():
         try:
             code: int = args.handler(args)

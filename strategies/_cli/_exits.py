@@ -4,6 +4,7 @@ around every command, without `_signals`' anyio and `harness` (`harness --help` 
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ def exit_code_for(signum: int) -> int:
 @contextmanager
 def signal_handlers_kept() -> Iterator[None]:
     """The handlers of `CANCEL_SIGNALS` as they were before the block, put back after it: a
-    `SignalCancel` that received a signal leaves the others ignored until the command ends."""
+    `SignalCancel` that received a signal leaves the next one its default action (it kills)."""
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread handles signals; nothing here changes them
         return
@@ -33,8 +34,16 @@ def signal_handlers_kept() -> Iterator[None]:
                 signal.signal(signum, handler)
 
 
-def ignore(signums: tuple[signal.Signals, ...]) -> None:
-    """Ignore `signums` from now on (in the main thread, the only one that may set handlers)."""
+def default_action(signums: tuple[signal.Signals, ...]) -> None:
+    """Give `signums` their default action from now on (the process ends by the signal), in
+    the main thread, the only one that may set handlers."""
     if threading.current_thread() is threading.main_thread():
         for signum in signums:
-            signal.signal(signum, signal.SIG_IGN)
+            signal.signal(signum, signal.SIG_DFL)
+
+
+def kill_by(signum: signal.Signals) -> None:
+    """End this process by `signum` now, as its default action does (no clean-up runs)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
