@@ -8,7 +8,21 @@ Checks combine with ``&`` (`AllOf`) and ``|`` (`AnyOf`) and build from TOML tabl
 
 import typing
 
-from harness.extend import lazy_exports as _lazy_exports
+try:
+    from harness.extend import lazy_exports as _lazy_exports
+except ModuleNotFoundError as _error:  # a harness.py of the user's, found first on sys.path
+    import harness as _found
+
+    if _error.name != "harness.extend" or hasattr(_found, "__path__"):
+        raise
+    # The words of `harness`'s own check (harness._shadowing), which cannot run here.
+    raise ImportError(
+        f"{_found.__file__} shadows completion-harness's 'harness' package: Python finds it "
+        "first on sys.path (the current folder or PYTHONPATH). Rename it (for example to "
+        "myharness.py), or run from a folder that does not hold it.",
+        name="harness",
+        path=_found.__file__,
+    ) from None
 
 from ._always import AlwaysComplete
 from ._compose import AllOf, AnyOf, Combinable

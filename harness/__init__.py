@@ -62,6 +62,7 @@ from ._result import (
 )
 from ._run import DEFAULT_SYSTEM_PROMPT
 from ._scripted import ScriptedModelClient
+from ._shadowing import refuse_shadowing as _refuse_shadowing
 from ._state import SessionStateSnapshot
 from ._tools import Tool, ToolContext, ToolResult, tool
 
@@ -266,3 +267,7 @@ __all__ = [
     "workspace_tools",
     "write_file",
 ]
+
+# Every other package imports this one first: a checks.py of the user's found before the
+# library's `checks` is named here, instead of failing deep inside an import.
+_refuse_shadowing()

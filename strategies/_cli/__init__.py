@@ -24,7 +24,7 @@ from . import (
     _run_args,
     _view_args,
 )
-from ._exits import exit_code_for, signal_handlers_kept
+from ._exits import EXIT_CONFIGURATION, exit_code_for, shadowed, signal_handlers_kept
 from ._streams import safe_std_streams
 
 SUBCOMMANDS = [
@@ -103,6 +103,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:  # Ctrl-C outside a run (loading a spec, say): nothing to stop
             print("harness: interrupted", file=sys.stderr)
             return exit_code_for(signal.SIGINT)
+        except ImportError as error:
+            if (said := shadowed(error)) is None:
+                raise
+            print(f"harness: {said}", file=sys.stderr)
+            return EXIT_CONFIGURATION
     return code
 
 

@@ -9,8 +9,31 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 CANCEL_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+EXIT_CONFIGURATION = 2
+_PACKAGES = ("harness", "checks", "termination", "strategies")
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def shadowed(error: ImportError) -> str | None:
+    """What to say when `error` comes from a module of the user's found under the name of one
+    of the library's packages (a ``checks.py`` in the current folder, say), None when it does
+    not: the command then says so in one line and exits 2, a configuration error, instead of
+    a traceback (Python's own "cannot import name" becomes the file and the fix)."""
+    name, path = error.name, error.path
+    if name not in _PACKAGES or path is None:
+        return None
+    if Path(path).resolve() == _ROOT / name / "__init__.py":
+        return None
+    if "shadows completion-harness" in str(error):  # harness._shadowing said it already
+        return str(error)
+    return (
+        f"{path} shadows completion-harness's {name!r} package: Python finds it first on "
+        f"sys.path (the current folder or PYTHONPATH). Rename it (for example to "
+        f"my{Path(path).stem}.py), or run from a folder that does not hold it."
+    )
 
 
 def exit_code_for(signum: int) -> int:
