@@ -28,7 +28,7 @@ from ._always import AlwaysComplete
 from ._compose import AllOf, AnyOf, Combinable
 from ._progress import Assessment, MeasuresProgress, WorkProgress
 from ._protocol import CompletionCheck, PreparesForRun
-from ._run_check import CheckVerdict, run_check
+from ._run_check import CheckCannotRun, CheckVerdict, run_check
 
 if typing.TYPE_CHECKING:
     from ._check_config import CHECK_TYPES, check_from_config
@@ -87,6 +87,7 @@ __all__ = [
     "Assessment",
     "BubblewrapSandbox",
     "CHECK_TYPES",
+    "CheckCannotRun",
     "CheckVerdict",
     "Combinable",
     "CommandCheck",

@@ -256,9 +256,17 @@ CHECKS = Variants(
                     "array of tables",
                     "The checks, each a table like this one.",
                     default=REQUIRED,
-                )
+                ),
+                Key(
+                    "progress",
+                    "boolean",
+                    "Ask every child even after a reason, so that the progress of the whole "
+                    'is measured (what `rollback = "on_regression"` compares).',
+                    default=False,
+                ),
             ],
-            help="`AllOf`: every child passes (stops at the first reason).",
+            help="`AllOf`: every child passes; it stops at the first reason unless "
+            "`progress` is asked for.",
         ),
         "any_of": Schema(
             "an any_of check",
@@ -274,7 +282,8 @@ CHECKS = Variants(
         ),
     },
     help="The completion check, run only when the agent claims done. Several tables are "
-    "combined with `AllOf`.",
+    "combined with `AllOf` (which stops at the first reason, unless the strategy rolls back "
+    "on regression: then every check runs, to measure the progress of the whole).",
 )
 CHECK_TYPES = tuple(sorted(CHECKS.schemas))
 
@@ -326,7 +335,9 @@ def _build(
             check_from_config(child, where=f"{where}.checks[{i}]", model_factory=model_factory)
             for i, child in enumerate(options["checks"])
         ]
-        return AllOf(children) if kind == "all_of" else AnyOf(children)
+        if kind == "all_of":
+            return AllOf(children, progress=options.get("progress", False))
+        return AnyOf(children)
     assert kind == "question_answered"
     if model_factory is None:
         raise ConfigurationError(

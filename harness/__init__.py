@@ -50,6 +50,7 @@ from ._pause import PauseSettings
 from ._result import (
     BudgetExceeded,
     Cancelled,
+    CheckBroken,
     Completed,
     HaltReason,
     ModelFailed,
@@ -190,6 +191,7 @@ __all__ = [
     "BudgetExceeded",
     "CancelToken",
     "Cancelled",
+    "CheckBroken",
     "CheckFailed",
     "CheckPassed",
     "CliAgentClient",

@@ -177,6 +177,8 @@ class CheckFailed(Event):
     turn: int
     check: str
     reason: str
+    error: str | None = None
+    """The traceback, when the check raised (the reason says only its last line)."""
 
 
 @frozen

@@ -172,6 +172,9 @@ class Harness:
         `cancel` lets someone outside stop the run and still get its result, halted
         `Cancelled` (see `CancelToken`); cancelling the caller's own scope propagates instead.
         """
+        preflight = getattr(self.policy, "preflight", None)
+        if preflight is not None:  # a check that cannot run: refused before anything starts
+            preflight(self._workspace)
         run_id = os.urandom(6).hex()  # 12 hex digits, as random as a uuid4's first 12
         transcript = JsonlTranscript(self.transcript) if self.transcript is not None else None
         all_sinks: list[EventSink] = [StructlogSink(run_id, self.logger), *self.sinks, *sinks]

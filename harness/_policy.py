@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from attrs import frozen
 
+from ._check_error import CheckError
 from ._clock import Clock
 from ._messages import Message
 from ._result import BudgetExceeded, HaltReason
@@ -64,6 +65,8 @@ class Decision:
     checked: bool = False
     rejection: str | None = None
     progress: WorkProgress | None = None
+    error: CheckError | None = None
+    """Why the check could not judge the work, when it could not (see `CheckError`)."""
 
 
 CONTINUE = Decision()

@@ -93,6 +93,23 @@ class RejectionLimit(HaltReason):
 
 
 @frozen
+class CheckBroken(HaltReason):
+    """The completion check could not judge the work at `claims` claims in a row: its command
+    could not start (`cannot_run`) or it raised the same error each time (`message`). The
+    agent cannot fix that, so the run stops (the policy's `max_check_errors`); the work was
+    not verified."""
+
+    claims: int
+    message: str
+    cannot_run: bool = False
+
+    def describe(self) -> str:
+        what = "could not run" if self.cannot_run else "raised the same error"
+        claims = "1 claim" if self.claims == 1 else f"{self.claims} claims in a row"
+        return f"the completion check {what} at {claims}: {self.message}"
+
+
+@frozen
 class ModelFailed(HaltReason):
     """The model client failed in a way retrying could not fix (auth, bad request, ...)."""
 

@@ -313,7 +313,12 @@ _PARSERS: dict[str, Callable[[_Fields, float], Event]] = {
         at, f.text("agent"), f.integer("turn"), f.text("check", "")
     ),
     CheckFailed.name: lambda f, at: CheckFailed(
-        at, f.text("agent"), f.integer("turn"), f.text("check", ""), f.text("reason")
+        at,
+        f.text("agent"),
+        f.integer("turn"),
+        f.text("check", ""),
+        f.text("reason"),
+        f.text("error", None),
     ),
     FeedbackInjected.name: lambda f, at: FeedbackInjected(
         at, f.text("agent"), f.integer("turn"), f.text("source"), f.text("text")

@@ -14,6 +14,7 @@ a spec or use those features does not pay to import them.
 
 import typing
 
+from ._check_error import CheckError
 from ._clock import Clock, SystemClock
 from ._events import SinkFailed
 from ._files import FileRefused, read_regular_file
@@ -115,6 +116,7 @@ __all__ = [
     "Baseline",
     "BaselineRecorded",
     "CONTINUE",
+    "CheckError",
     "ChecksConsumed",
     "Clock",
     "CommandSandbox",

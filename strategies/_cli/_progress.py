@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from types import TracebackType
 from typing import Literal, Protocol, TextIO
 
@@ -56,6 +57,7 @@ __all__ = [
     "ProgressPrinter",
     "RunStatus",
     "RunTracker",
+    "TracebackPrinter",
     "describe",
     "is_live_terminal",
     "open_progress",
@@ -112,6 +114,23 @@ def _describe(event: Event) -> tuple[str, Tone] | None:
             changed = ", ".join(str(t) for t in event.changes)
             return f"protected files changed: {short(changed)}", "bad"
     return None
+
+
+class TracebackPrinter:
+    """With ``-v``: an event sink that prints the traceback of a check that raised (the
+    ``check.failed`` event's `error`), escaped, through `write` (a display's, or stderr's)."""
+
+    __slots__ = ("_write",)
+
+    def __init__(self, write: Callable[[str], object]) -> None:
+        self._write = write
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, CheckFailed) and event.error is not None:
+            self._write(
+                f"the completion check raised ({event.agent}, turn {event.turn}):\n"
+                f"{for_terminal(event.error.rstrip(), lines=True)}\n"
+            )
 
 
 def _baseline(baseline: Baseline) -> str:

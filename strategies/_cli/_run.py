@@ -34,7 +34,7 @@ from harness.testing import FastForwardClock
 from termination import TerminationPolicy
 
 from .._spec import DEFAULT_CAP, Spec, capped, load_spec
-from ._progress import ProgressDisplay, open_progress
+from ._progress import ProgressDisplay, TracebackPrinter, open_progress
 from ._signals import SignalCancel
 from ._telemetry import otel_sink_for, shutdown_provider, tracer_provider_from_env
 from ._terminal import for_terminal, terminal_safe_values
@@ -185,6 +185,8 @@ def _run_spec(
         sinks: list[EventSink] = []
         if progress is not None:
             sinks.append(progress.track(budget=policy.budget))
+        if args.verbose:
+            sinks.append(TracebackPrinter(sys.stderr.write if progress is None else progress.write))
         if args.otel:
             provider = tracer_provider_from_env()
             sinks.append(otel_sink(spec, provider))
