@@ -25,7 +25,7 @@ except ModuleNotFoundError as _error:  # a harness.py of the user's, found first
     ) from None
 
 from ._always import AlwaysComplete
-from ._compose import AllOf, AnyOf, Combinable
+from ._compose import AllOf, AnyOf, Combinable, measures_progress
 from ._progress import Assessment, MeasuresProgress, WorkProgress
 from ._protocol import CompletionCheck, PreparesForRun
 from ._run_check import CheckCannotRun, CheckVerdict, run_check
@@ -113,6 +113,7 @@ __all__ = [
     "check_from_config",
     "failing_tests",
     "load_features",
+    "measures_progress",
     "parse_verdict",
     "run_check",
     "sandbox_by_name",

@@ -199,6 +199,17 @@ class AnyOf(Combinable):
         return _bullets("At least one of these must hold:", self.checks)
 
 
+def measures_progress(check: CompletionCheck) -> bool:
+    """Whether asking `check` gives the progress of the work: it `measure`s, and (an `AllOf`)
+    asks every part (`progress=True`) of which one measures, or (an `AnyOf`) one of its
+    alternatives measures. A wrapper without `measure` does not, whatever it wraps."""
+    if isinstance(check, AllOf):
+        return check.progress and any(measures_progress(c) for c in check.checks)
+    if isinstance(check, AnyOf):
+        return any(measures_progress(c) for c in check.checks)
+    return getattr(check, "measure", None) is not None
+
+
 def _alternatives(reasons: list[str]) -> str:
     """Every alternative's reason, numbered (one alone as it is)."""
     if len(reasons) == 1:

@@ -209,6 +209,18 @@ class RunHalted(Event):
 
 
 @frozen
+class RunWarning(Event):
+    """Something the run cannot do as configured, said once at its start (a rollback whose
+    check cannot measure progress, a check's `prepare` that recorded no baseline): the run
+    goes on, and the log has the line."""
+
+    name: ClassVar[str] = "run.warning"
+    level: ClassVar[str] = "warning"
+    source: str
+    message: str
+
+
+@frozen
 class SinkFailed(Event):
     """A sink raised on event `failed_on` and was detached: it gets no more events of this run,
     which goes on. `sink` is the sink's repr, `error` the exception's type and message."""

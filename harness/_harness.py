@@ -14,7 +14,15 @@ from attrs import define, evolve, field
 from ._cancel import CancelToken
 from ._clock import Clock, SystemClock
 from ._errors import ConfigurationError, FixtureError
-from ._events import Event, EventSink, JsonlTranscript, RunHalted, RunStarted, StructlogSink
+from ._events import (
+    Event,
+    EventSink,
+    JsonlTranscript,
+    RunHalted,
+    RunStarted,
+    RunWarning,
+    StructlogSink,
+)
 from ._jsonl import check_output_file
 from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from ._pause import PauseSettings
@@ -356,6 +364,9 @@ class Harness:
         from ._verification import BaselineRecorded
 
         for baseline in baselines:
+            if isinstance(baseline, str):  # what the policy could not record, said at the start
+                run.emit(RunWarning(run.elapsed(), "policy", baseline))
+                continue
             run.baselines.append(baseline)
             run.emit(BaselineRecorded(run.elapsed(), baseline))
 

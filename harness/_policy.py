@@ -158,9 +158,10 @@ class Policy(Protocol):
         """What "done" means, told to the agent at the start of every session."""
         ...
 
-    async def start_run(self, snapshot: SessionStateSnapshot) -> Sequence[Baseline] | None:
+    async def start_run(self, snapshot: SessionStateSnapshot) -> Sequence[Baseline | str] | None:
         """Called once before the agent's first turn (checks record baselines here); the
-        baselines returned go into the transcript and onto the result."""
+        baselines returned go into the transcript and onto the result, and a text among them
+        is a warning the run says at its start (a ``run.warning`` event)."""
         ...
 
     def start_session(self, *, clock: Clock, limit: Limit | None = None) -> PolicySession: ...

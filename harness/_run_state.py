@@ -307,7 +307,7 @@ class RunState:
             return await judge(snapshot)
         from ._verification import ProtectedPathsChanged
 
-        self.tampering.extend(changes)
+        self.tampering.extend(c for c in changes if c not in self.tampering)  # each change once
         self.tampered_claims += 1
         self.emit(ProtectedPathsChanged(self.elapsed(), snapshot.agent, snapshot.turns, changes))
         async with guard.pristine(workspace, changes) as copy:

@@ -37,6 +37,7 @@ from ._events import (
     IterationStarted,
     RunHalted,
     RunStarted,
+    RunWarning,
     SensorRead,
     SinkFailed,
     ToolCalled,
@@ -320,6 +321,7 @@ _PARSERS: dict[str, Callable[[_Fields, float], Event]] = {
         f.text("reason"),
         f.text("error", None),
     ),
+    RunWarning.name: lambda f, at: RunWarning(at, f.text("source"), f.text("message")),
     FeedbackInjected.name: lambda f, at: FeedbackInjected(
         at, f.text("agent"), f.integer("turn"), f.text("source"), f.text("text")
     ),

@@ -200,12 +200,22 @@ class TerminationPolicy:
         if preflight is not None:
             preflight(workspace)
 
-    async def start_run(self, snapshot: SessionStateSnapshot) -> tuple[Baseline, ...]:
+    async def start_run(self, snapshot: SessionStateSnapshot) -> tuple[Baseline | str, ...]:
         """Let the check record its baselines before the first turn; they are returned for
-        the transcript."""
+        the transcript. A check that prepares and returns none, unless it says it takes none
+        (``baseline = False``), is named in a warning: a wrapper whose `prepare` forgets to
+        return what it recorded would drop the baseline without a word."""
         if not self._prepares:
             return ()
-        recorded = await self.completion_check.prepare(snapshot)  # type: ignore[attr-defined]
+        check = self.completion_check
+        recorded = await check.prepare(snapshot)  # type: ignore[attr-defined]
+        if recorded is None and getattr(check, "baseline", None) is not False:
+            name = type(check).__name__
+            return (
+                f"the completion check {name} prepared for the run and returned None, so no "
+                "baseline is recorded: a check that takes one returns it (a "
+                "harness.extend.Baseline, or a tuple of them)",
+            )
         return baselines_of(recorded)
 
     def run_scope(self, snapshot: SessionStateSnapshot) -> AbstractAsyncContextManager[object]:

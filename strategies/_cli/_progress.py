@@ -39,6 +39,7 @@ from harness import (
     IterationStarted,
     RunHalted,
     RunStarted,
+    RunWarning,
     SensorRead,
     ToolCalled,
     TurnFinished,
@@ -110,6 +111,8 @@ def _describe(event: Event) -> tuple[str, Tone] | None:
             return f"halted: {event.reason.describe()}", "good" if event.verified else "strong"
         case BaselineRecorded():
             return f"baseline: {_baseline(event.baseline)}", "plain"
+        case RunWarning():
+            return f"warning from {event.source}: {event.message}", "warn"
         case ProtectedPathsChanged():
             changed = ", ".join(str(t) for t in event.changes)
             return f"protected files changed: {short(changed)}", "bad"
