@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from attrs import define, evolve, field
+from attrs import Factory, define, evolve, field
 
 from ._cancel import CancelToken
 from ._clock import Clock, SystemClock
@@ -60,6 +60,17 @@ def _checkpointing(value: object) -> Checkpointing | None:
     return Checkpointing.convert(value)
 
 
+def _default_clock(model: object) -> Clock:
+    """A replay fast-forwards; anything else runs on the system clock."""
+    from ._scripted import ScriptedModelClient
+
+    if isinstance(model, ScriptedModelClient):
+        from ._fast_forward import FastForwardClock
+
+        return FastForwardClock()
+    return SystemClock()
+
+
 def _compaction(value: object) -> Compaction | None:
     if value is None:
         return None
@@ -83,6 +94,12 @@ class Harness:
     session inside `context_window` (see `Compaction`). `mcp_servers` (`MCPServer`s) are
     started once per run, before the first model call, and their tools offered to every
     session of the run (see ``docs/mcp.md``).
+
+    `clock` is the system clock, except for a model that replays a script (a
+    `ScriptedModelClient`: a fixture file): that run fast-forwards by default
+    (`harness.testing.FastForwardClock`: recorded delays take no time, real work keeps real
+    deadlines), as `harness run` and the pytest plugin replay. Give ``clock=SystemClock()``
+    to replay at the recorded pace.
     """
 
     model: ModelClient
@@ -91,7 +108,7 @@ class Harness:
     strategy: Strategy = field(factory=SingleSession)
     workspace: Path | str | None = None
     system_prompt: str | None = None
-    clock: Clock = field(factory=SystemClock)
+    clock: Clock = field(default=Factory(lambda self: _default_clock(self.model), takes_self=True))
     sinks: Sequence[EventSink] = ()
     transcript: Path | str | None = None
     tool_timeout: float = 120.0
