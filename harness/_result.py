@@ -87,7 +87,8 @@ class RejectionLimit(HaltReason):
 
     def describe(self) -> str:
         return (
-            f"the completion check rejected {self.rejections} claims of done; "
+            f"the completion check rejected {self.rejections} "
+            f"{'claim' if self.rejections == 1 else 'claims'} of done; "
             f"last reason: {self.last_reason}"
         )
 

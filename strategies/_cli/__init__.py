@@ -90,9 +90,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if unknown:  # the usage of the command that was given them, not the top level's
             chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exc:
-        if exc.code == _hook_args.EXIT_ARGPARSE and argv[:1] == ["hook"]:
+        if (
+            exc.code == _hook_args.EXIT_ARGPARSE
+            and argv[:1] == ["hook"]
+            and argv[1:2] != ["install"]
+        ):
             # To the agent, exit 2 from a Stop hook blocks the stop: a typo in the hook's
-            # command line would send the agent back to work at every stop, for ever.
+            # command line would send the agent back to work at every stop, for ever. A
+            # person runs `hook install`: its usage errors exit 2, as every command's do.
             return _hook_args.EXIT_BROKEN
         raise
     # A reader that goes away (`| head -1`) never ends the command; after a signal's stop
