@@ -25,10 +25,11 @@ from ._command import (
     with_output,
 )
 from ._compose import Combinable
+from ._junit_xml import JunitError
 from ._progress import Assessment
 from ._sandbox import LocalSandbox, SandboxProvider
 from ._suite_tally import tally
-from ._test_output import JunitError, SuiteOutput, junit_failures, read_output
+from ._test_output import SuiteOutput, junit_failures, read_output
 from ._test_results import TestResults, Unreadable, junit_results, names, read_results
 
 _SHOW = 8
