@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from attrs import fields, frozen
+from attrs import field, fields, frozen
 
 from ._messages import Message, Usage
 
 if TYPE_CHECKING:
-    from ._events import SinkFailed
+    from ._events._run import SinkFailed
     from ._protected import Tampering
     from ._verification import Baseline
 
@@ -29,8 +29,6 @@ class HaltReason:
     def from_dict(data: Mapping[str, Any]) -> HaltReason:
         """The reason a transcript's ``reason`` object describes: its class when this process
         knows its ``type`` and its fields fit, else an `UnknownHalt` keeping both."""
-        from ._transcript import halt_from_dict
-
         return halt_from_dict(data)
 
     def to_dict(self) -> dict[str, Any]:
@@ -217,3 +215,45 @@ class RunResult:
             f"RunResult(halt_reason={self.halt_reason!r}, verified={self.verified}, "
             f"turns={self.turns}, iterations={self.iterations})"
         )
+
+
+@frozen
+class UnknownHalt(HaltReason):
+    """A halt reason this harness cannot rebuild (an unknown type, or fields its class does
+    not take): its type and fields, kept as they were."""
+
+    type: str
+    fields: Mapping[str, Any] = field(factory=dict)
+
+    def describe(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in self.fields.items())
+        return f"{self.type}({shown})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, **self.fields}
+
+
+def _halt_classes() -> dict[str, type[HaltReason]]:
+    found: dict[str, type[HaltReason]] = {}
+    pending: list[type[HaltReason]] = [HaltReason]
+    while pending:
+        cls = pending.pop()
+        found.setdefault(cls.__name__, cls)
+        pending.extend(cls.__subclasses__())
+    found.pop(UnknownHalt.__name__, None)
+    return found
+
+
+def halt_from_dict(data: Mapping[str, Any]) -> HaltReason:
+    """The halt reason a ``reason`` object describes: its class when this process knows its
+    ``type`` (the strategies' reasons once `strategies` is imported) and its fields fit, else
+    an `UnknownHalt`."""
+    kind = str(data.get("type", "?"))
+    rest = {k: v for k, v in data.items() if k != "type"}
+    cls = _halt_classes().get(kind)
+    if cls is not None:
+        try:
+            return cls(**rest)
+        except (TypeError, ValueError):
+            pass
+    return UnknownHalt(kind, rest)

@@ -321,8 +321,8 @@ def test_hook_install_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) ->
 def test_an_empty_hook_stdin_says_so() -> None:
     """Run by hand with nothing on stdin, a hook says the payload is empty (not "got
     NoneType")."""
-    from strategies._cli._hook_agents import _object
-    from strategies._cli._stop_core import HookPayloadError
+    from strategies._cli._hooks._agents import _object
+    from strategies._cli._hooks._core import HookPayloadError
 
     with pytest.raises(HookPayloadError, match="the payload on stdin is empty"):
         _object(None)

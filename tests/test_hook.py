@@ -18,8 +18,8 @@ import pytest
 from harness import ConfigurationError
 from harness.testing import FakeClock
 from strategies._cli import main
-from strategies._cli._claude_transcript import TAIL_BYTES, TranscriptError, last_answer
-from strategies._cli._hook import DEFAULT_TIME_LIMIT, claude_stop, register
+from strategies._cli._hooks._claude_transcript import TAIL_BYTES, TranscriptError, last_answer
+from strategies._cli._hooks._stop import DEFAULT_TIME_LIMIT, claude_stop, register
 from strategies._spec import load_spec
 
 PAYLOADS = Path(__file__).resolve().parent.parent / "fixtures" / "hooks"

@@ -16,7 +16,7 @@ import attrs
 import pytest
 
 from harness.testing import FakeClock
-from strategies._cli._hook import agent_stop, register
+from strategies._cli._hooks._stop import agent_stop, register
 from strategies._spec import load_spec
 
 PAYLOADS = Path(__file__).resolve().parent.parent / "fixtures" / "hooks"

@@ -14,7 +14,7 @@ import pytest
 
 from harness import ConfigurationError
 from strategies._cli import main
-from strategies._cli._hook_install import hook_command, install_hook
+from strategies._cli._hooks._install import hook_command, install_hook
 
 ROOT = Path(__file__).resolve().parent.parent
 PAYLOADS = ROOT / "fixtures" / "hooks"

@@ -39,10 +39,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .._agent_defaults import CURSOR_ARGV, GEMINI_ARGV, JSON_MAX_OUTPUT, OPENCODE_ARGV
 from .._errors import ConfigurationError, FixtureError
 from .._model import ModelClient
 from .._schema import REQUIRED, Key, Schema, Variants
+from ._agent_defaults import CURSOR_ARGV, GEMINI_ARGV, JSON_MAX_OUTPUT, OPENCODE_ARGV
 from ._pricing import PRICE, ModelPrice
 from ._retry import RETRY, RetryPolicy
 
@@ -232,7 +232,7 @@ def model_from_config(
 
 
 def _fixture(table: Mapping[str, Any], where: str, root: Path) -> ModelClient:
-    from .._scripted import ScriptedModelClient
+    from .._fixtures._scripted import ScriptedModelClient
 
     path = _text(table, "path", where, required=True)
     assert path is not None
@@ -283,8 +283,8 @@ def _sdk(kind: str, table: Mapping[str, Any], where: str) -> ModelClient:
 
 
 def _cli_agent(kind: str, table: Mapping[str, Any], where: str, root: Path) -> ModelClient:
-    from .._agent_clients import CursorAgentClient, GeminiCliClient, OpenCodeClient
-    from .._cli_agent import CliAgentClient
+    from ._agent_clients import CursorAgentClient, GeminiCliClient, OpenCodeClient
+    from ._cli_agent import CliAgentClient
 
     argv = table.get("argv", list(DEFAULT_ARGV.get(kind, ())))
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):

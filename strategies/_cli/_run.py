@@ -35,7 +35,8 @@ from harness.testing import FastForwardClock
 from termination import TerminationPolicy
 
 from .._spec import DEFAULT_CAP, Spec, capped, load_spec
-from ._progress import ProgressDisplay, TracebackPrinter, open_progress
+from ._progress._display import ProgressDisplay, TracebackPrinter
+from ._progress._open import open_progress
 from ._signals import SignalCancel
 from ._telemetry import otel_sink_for, shutdown_provider, tracer_provider_from_env
 from ._terminal import for_terminal, terminal_safe_values

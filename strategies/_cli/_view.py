@@ -50,7 +50,7 @@ def handle(args: argparse.Namespace) -> int:
 
 def _board(folder: Path, output: Path | None) -> int:
     from strategies._viewer import write_board_view
-    from strategies._viewer._board import board_state_of
+    from strategies._viewer._board_page import board_state_of
 
     out = output or board_state_of(folder) / "view"
     try:

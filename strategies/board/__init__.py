@@ -21,9 +21,9 @@ if typing.TYPE_CHECKING:
     from ._errors import BoardBusy, BoardConfigError, BoardStateError
     from ._events import KINDS, BoardEvent, BoardSink, StructlogBoardSink
     from ._lock import holder
-    from ._progress import AttemptProgress, AttemptRecord, read_attempt
     from ._ray import RayEngine
     from ._records import STATUSES, AttemptState, TaskState
+    from ._recovery import AttemptProgress, AttemptRecord, read_attempt
     from ._state import board_state
     from ._store import BoardStore
     from ._tasks import BoardTask, find_cycle, load_task, load_tasks
@@ -56,9 +56,9 @@ _LAZY = {
     "BoardConfigError": "._errors",
     "BoardStateError": "._errors",
     "holder": "._lock",
-    "AttemptProgress": "._progress",
-    "AttemptRecord": "._progress",
-    "read_attempt": "._progress",
+    "AttemptProgress": "._recovery",
+    "AttemptRecord": "._recovery",
+    "read_attempt": "._recovery",
     "RayEngine": "._ray",
     "STATUSES": "._records",
     "AttemptState": "._records",

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     # Loaded by the methods that build them: both import `harness`, which listing the tasks
     # and counting them (`harness board status`) does not need.
     from ._events import BoardEvent
-    from ._progress import AttemptProgress
+    from ._recovery import AttemptProgress
 
 Status = Literal["pending", "blocked", "in_progress", "complete", "review", "failed"]
 STATUSES: tuple[Status, ...] = (
@@ -186,7 +186,7 @@ class BoardReader:
         return states
 
     def attempts(self, task: str | None = None) -> list[AttemptState]:
-        from ._progress import AttemptProgress
+        from ._recovery import AttemptProgress
 
         query = "SELECT * FROM attempts"
         args: tuple[str, ...] = ()
