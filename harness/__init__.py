@@ -57,6 +57,7 @@ from ._result import (
     RunResult,
     SensorTripped,
     SessionTranscript,
+    Spent,
     ToolServerFailed,
     UsageLimitReached,
 )
@@ -85,6 +86,7 @@ if typing.TYPE_CHECKING:
     )
     from ._providers._agent_clients import CursorAgentClient, GeminiCliClient, OpenCodeClient
     from ._providers._cli_agent import CliAgentClient
+    from ._providers._ladder import ModelLadder
     from ._sinks._notify import Notifier
     from ._sinks._otel import OtelSink
     from ._tools._builtin import list_files, read_file, write_file
@@ -105,6 +107,7 @@ _LAZY = {
     "workspace_tools": "._tools._registry",
     "write_file": "._tools._builtin",
     "CliAgentClient": "._providers._cli_agent",
+    "ModelLadder": "._providers._ladder",
     "Compaction": "._loop._compaction",
     "MCPServer": "._mcp._server",
     "edit_file": "._tools._edit",
@@ -217,6 +220,7 @@ __all__ = [
     "ModelClient",
     "ModelError",
     "ModelFailed",
+    "ModelLadder",
     "ModelPrice",
     "Notifier",
     "OpenAIClient",
@@ -239,6 +243,7 @@ __all__ = [
     "SensorTripped",
     "SessionStateSnapshot",
     "SessionTranscript",
+    "Spent",
     "StructlogSink",
     "Tool",
     "ToolArgumentError",

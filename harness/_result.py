@@ -171,6 +171,35 @@ class SessionTranscript:
 
 
 @frozen
+class Spent:
+    """What a run used: tokens, cost and wall time. `cost_usd` is None when a price was
+    unknown: an unknown cost stays unknown, never zero."""
+
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    wall_time: float
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "total_tokens": self.total_tokens,
+            "cost_usd": self.cost_usd,
+            "wall_time": self.wall_time,
+        }
+
+    def describe(self) -> str:
+        """``$0.0123, 4,271 tokens, 12.5s`` (the cost ``unknown`` when it is)."""
+        cost = "cost unknown" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+        return f"{cost}, {self.total_tokens:,} tokens, {self.wall_time:.2f}s"
+
+
+@frozen
 class RunResult:
     """What a run produced: why it stopped, whether the work was verified, and the transcript.
 
@@ -196,6 +225,18 @@ class RunResult:
     def verified(self) -> bool:
         """True only when the completion check passed."""
         return self.halt_reason.verified
+
+    @property
+    def spent(self) -> Spent:
+        """The tokens, cost (None: a price was unknown) and wall time the run used."""
+        usage = self.usage
+        return Spent(usage.input_tokens, usage.output_tokens, usage.cost_usd, self.elapsed)
+
+    @property
+    def verified_cost(self) -> Spent | None:
+        """What getting to a verified result cost: everything the run spent, its rejected
+        claims, Ralph iterations and evaluator calls included; None when it was not verified."""
+        return self.spent if self.verified else None
 
     @property
     def transcript(self) -> tuple[Message, ...]:

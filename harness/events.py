@@ -10,6 +10,7 @@ module gathers them for a consumer who reads, forwards or replays events.
 from ._events._base import Event, UnknownEvent, event_from_dict
 from ._events._checkpoint import CheckpointFailed, CheckpointRestored, CheckpointSaved
 from ._events._context import ContextCompacted
+from ._events._escalation import ModelEscalated
 from ._events._pause import RunPaused, RunResumed
 from ._events._reader import RunTally, TranscriptReader
 from ._events._run import (
@@ -47,6 +48,7 @@ __all__ = [
     "IterationStarted",
     "JsonlTranscript",
     "ListSink",
+    "ModelEscalated",
     "ProtectedPathsChanged",
     "ProtectedPathsRecorded",
     "RunHalted",

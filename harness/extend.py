@@ -18,7 +18,8 @@ A map by audience:
   `ProtectedPathsRecorded`, `ProtectedPathsChanged`, `Tampering`, `PathGuard`;
 - a model client: `ModelClient`, `ModelRequest`, `ModelResponse`, `ToolSpec`, `KnowsPrices`,
   `ReadsClock`, `UsageLimit`, `UsageLimitError`, `USAGE_LIMIT`, `find_usage_limit`,
-  `render_prompt`, `RunPaused`, `RunResumed`;
+  `render_prompt`, `RunPaused`, `RunResumed`; a model that climbs when the run plateaus:
+  `Escalates`, `JudgedTurn`, `Escalation`, `ModelEscalated`;
 - tools and processes: `as_tools`, `BUILTIN_TOOL_NAMES`, `builtin_tools`, `CommandSandbox`,
   `is_secret_name`, `ProcessResult`, `run_process`, `open_in_workspace`,
   `resolve_in_workspace`, `remove_tree`, `read_regular_file`, `FileRefused`;
@@ -69,8 +70,10 @@ from ._tools._base import as_tools
 from ._validate import check_positive, check_type, of_type, positive
 
 if typing.TYPE_CHECKING:
+    from ._escalation import Escalates, Escalation, JudgedTurn
     from ._events._base import UnknownEvent
     from ._events._context import ContextCompacted
+    from ._events._escalation import ModelEscalated
     from ._events._pause import RunPaused, RunResumed
     from ._events._reader import RunTally, TranscriptReader
     from ._events._verifier import BaselineRecorded, ProtectedPathsChanged, ProtectedPathsRecorded
@@ -119,6 +122,10 @@ __getattr__, __dir__ = lazy_exports(
         "PathGuard": "harness._fs._path_guard",
         "PAUSE": "harness._pause_table",
         "RunPaused": "harness._events._pause",
+        "Escalates": "harness._escalation",
+        "Escalation": "harness._escalation",
+        "JudgedTurn": "harness._escalation",
+        "ModelEscalated": "harness._events._escalation",
         "RunResumed": "harness._events._pause",
         "REQUIRED": "harness._schema",
         "Key": "harness._schema",
@@ -149,15 +156,19 @@ __all__ = [
     "ContextCompacted",
     "DONE_TOOL",
     "Decision",
+    "Escalates",
+    "Escalation",
     "EventStream",
     "FileRefused",
     "HistoryView",
+    "JudgedTurn",
     "Key",
     "KnowsPrices",
     "LibraryLogger",
     "Limit",
     "MODELS",
     "ModelClient",
+    "ModelEscalated",
     "ModelRequest",
     "ModelResponse",
     "NOTIFY",

@@ -281,6 +281,7 @@ HARNESS_LAYERS: dict[str, int] = {
             "harness._check_error",
             "harness._clock",
             "harness._errors",
+            "harness._escalation",
             "harness._lazy",
             "harness._limits",
             "harness._log",

@@ -13,6 +13,7 @@ from attrs import Factory, define, evolve, field
 
 from .._clock import Clock, SystemClock
 from .._errors import ConfigurationError, FixtureError
+from .._escalation import Escalates
 from .._events._base import Event
 from .._events._run import RunHalted, RunStarted, RunWarning
 from .._events._sinks import EventSink, JsonlTranscript, StructlogSink
@@ -119,6 +120,7 @@ class Harness:
     _protects: bool = field(init=False)
     _checkpoints_start: bool = field(init=False)
     _script: tuple[ChecksConsumed, ...] = field(init=False)
+    _ladder: Escalates | None = field(init=False)
 
     def __attrs_post_init__(self) -> None:
         if not callable(getattr(self.model, "complete", None)):
@@ -162,6 +164,7 @@ class Harness:
         self._protects = implements(self.policy, ProtectsPaths)
         self._checkpoints_start = implements(self.strategy, CheckpointsTheStart)
         self._script = (self.model,) if implements(self.model, ChecksConsumed) else ()
+        self._ladder = self.model if implements(self.model, Escalates) else None
         if implements(self.model, ReadsClock):
             self.model.bind_clock(self.clock)
         if self.done_tool and "done" in self._tools:
@@ -256,7 +259,8 @@ class Harness:
     def _config(self) -> RunConfig:
         """This harness's settings as one frozen value: what the run reads, fixed at its start."""
         return RunConfig(
-            model=self.model,
+            # A model ladder's climb belongs to one run: each run climbs its own copy.
+            model=self.model if self._ladder is None else self._ladder.for_run(),
             tools=self._tools,
             policy=self.policy,
             clock=self.clock,

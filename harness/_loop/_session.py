@@ -15,15 +15,19 @@ from attrs import evolve, frozen
 
 from .._clock import postpone
 from .._errors import ConfigurationError, FixtureError, ModelError
+from .._escalation import Escalates, JudgedTurn
+from .._events._escalation import ModelEscalated
 from .._events._run import FeedbackInjected, SensorRead, ToolCalled, TurnFinished, TurnStarted
 from .._limits import UsageLimit, UsageLimitError
 from .._messages import NO_USAGE, NOT_EXECUTED, Message, ModelRequest, ModelResponse, ToolCall
 from .._model import ModelClient
 from .._policy import Decision, Limit, PolicySession
+from .._protocols import implements
 from .._result import BudgetExceeded, HaltReason, ModelFailed, UsageLimitReached
 from .._state import HistoryView, SessionStateSnapshot, ToolOutcome
 from .._tools._base import Tool, ToolContext, ToolResult
-from .._work_progress import Assessment
+from .._work_progress import Assessment, WorkProgress
+from ._repeated_calls import RecentFailures
 from ._run_state import RunState
 
 if TYPE_CHECKING:
@@ -94,10 +98,13 @@ class Session:
         self.agent = agent
         self.iteration = iteration
         self._model = model
+        # A model ladder learns what each judged turn showed, to climb when the run plateaus.
+        self._ladder = model if implements(model, Escalates) else None
         self._tools = {**tools, DONE_TOOL: DONE} if run.done_tool else dict(tools)
         self._specs = tuple(tool.spec for tool in self._tools.values())
         self._messages: list[Message] = list(messages)
         self._outcomes: list[ToolOutcome] = []
+        self._failures = RecentFailures()  # the latest turn's failed calls, to note a repeat
         self._policy = policy
         self._limit = limit
         self._on_claim: OnClaim = on_claim
@@ -158,7 +165,17 @@ class Session:
         """As `check`, with the progress the check measured (None when it does not measure)."""
         assessed = await self._run.judge(snapshot, self._policy.assess)
         self._run.record_check(snapshot.agent, snapshot.turns, assessed.reason, assessed.error)
+        self.report_verdict(assessed.reason, assessed.progress)
         return assessed
+
+    def report_verdict(self, reason: str | None, progress: WorkProgress | None = None) -> None:
+        """Tell the session's model, when it is a ladder (`Escalates`), a verdict reached on
+        the work: the policy's check at a strategy's request (`assess` does this), or one the
+        strategy reached itself (an evaluator's). A rejection counts toward a climb as the
+        completion check's own do; `reason` None is a pass."""
+        if self._ladder is not None:
+            verdict = JudgedTurn(self.agent, self.turns, True, reason, progress)
+            self._observe(self._ladder, verdict)
 
     async def run(self) -> SessionEnd:
         """Drive turns until the session ends (see `SessionEnd`), within its own wall time."""
@@ -396,8 +413,11 @@ class Session:
         self.tool_calls += len(admitted)
         run.tool_calls += len(admitted)
         if admitted:
-            results = await self._call_tools(admitted)
+            ran = await self._call_tools(admitted)
             self._read_clock()
+            failures = self._failures
+            results = [failures.note(c, r) for c, r in zip(admitted, ran, strict=True)]
+            failures.remember(admitted, ran)
         else:
             results = []
         at = self._last_reading - run.started_at
@@ -478,6 +498,38 @@ class Session:
             self._append_feedback(message)
         if decision.rejection is not None and decision.halt is None:
             self._append_feedback(rejection_feedback(decision.rejection))
+        if self._ladder is not None and decision.halt is None:
+            warnings = tuple(
+                f"{r.sensor}: {r.message}" for r in decision.readings if r.status == "warn"
+            )
+            seen = JudgedTurn(
+                self.agent,
+                self.turns,
+                decision.checked,
+                decision.rejection,
+                decision.progress,
+                warnings,
+            )
+            self._observe(self._ladder, seen)
+
+    def _observe(self, ladder: Escalates, judged: JudgedTurn) -> None:
+        """Tell the model ladder what a judged turn showed; record its climb, if any."""
+        climb = ladder.observe(judged)
+        if climb is not None:
+            run = self._run
+            run.emit(
+                ModelEscalated(
+                    run.elapsed(),
+                    judged.agent,
+                    judged.turn,
+                    climb.from_rung,
+                    climb.to_rung,
+                    climb.from_model,
+                    climb.to_model,
+                    climb.trigger,
+                    climb.detail,
+                )
+            )
 
     def _append_feedback(self, message: Message) -> None:
         """Deliver feedback with the next request.

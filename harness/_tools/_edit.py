@@ -17,6 +17,7 @@ import stat
 from .._fs._workspace import open_in_workspace
 from ._base import Tool, ToolContext, tool
 from ._builtin import refuse_protected
+from ._edit_hint import miss_hint
 
 MAX_EDIT = 4_000_000  # bytes: a larger file is refused by edit_file
 MAX_SEARCH_READ = 1_000_000  # bytes of each file search_files reads at most
@@ -48,7 +49,7 @@ _CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
 def _edit_file(path: str, old: str, new: str, ctx: ToolContext, replace_all: bool = False) -> str:
     """Replace an exact piece of text in a file of the workspace. `old` must occur exactly
     once (include enough surrounding lines to make it unique), or set replace_all to replace
-    every occurrence.
+    every occurrence. When `old` is not in the file, the error shows the closest lines.
 
     Args:
         path: the file's path, relative to the workspace
@@ -78,7 +79,10 @@ def _edit_file(path: str, old: str, new: str, ctx: ToolContext, replace_all: boo
             ) from None
         count = text.count(old)
         if count == 0:
-            raise ValueError(f"'old' was not found in {path!r} (0 occurrences); nothing changed")
+            raise ValueError(
+                f"'old' was not found in {path!r} (0 occurrences); nothing changed\n"
+                + miss_hint(path, text, old)
+            )
         if count > 1 and not replace_all:
             raise ValueError(
                 f"'old' occurs {count} times in {path!r}; nothing changed. Include more "

@@ -9,13 +9,14 @@ database (titles, reasons, messages, agent names) goes through `tag`, which esca
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import quote
 
 from attrs import frozen
 
 from harness import FixtureError
-from strategies.board import AttemptState, TaskState, open_store
+from strategies.board import AttemptState, TaskCost, TaskState, board_cost, open_store
 
 from ._markup import Html, tag
 from ._page import _asset, _digest, document
@@ -79,6 +80,7 @@ def write_board_view(folder: str | Path, out: str | Path) -> BoardView:
         tasks = store.tasks()
         attempts = store.attempts()
         counts = store.counts()
+        costs = store.costs()
     finally:
         store.close()
     target = Path(out)
@@ -99,7 +101,7 @@ def write_board_view(folder: str | Path, out: str | Path) -> BoardView:
             pages.append(AttemptPage(attempt, name, view))
     index = target / "index.html"
     index.write_text(
-        render_board_index(str(root), tasks, pages, counts),
+        render_board_index(str(root), tasks, pages, counts, costs),
         encoding="utf-8",
         errors="backslashreplace",
     )
@@ -107,10 +109,16 @@ def write_board_view(folder: str | Path, out: str | Path) -> BoardView:
 
 
 def render_board_index(
-    folder: str, tasks: list[TaskState], pages: list[AttemptPage], counts: dict[str, int]
+    folder: str,
+    tasks: list[TaskState],
+    pages: list[AttemptPage],
+    counts: dict[str, int],
+    costs: Mapping[str, TaskCost] | None = None,
 ) -> str:
-    """The index page: the counts, a row per task with links to its attempts, then a row per
-    attempt with its outcome."""
+    """The index page: the counts and what the board spent (per verified task too), a row per
+    task with its cost and links to its attempts, then a row per attempt with its outcome and
+    cost."""
+    costs = costs or {}
     style = _asset("viewer.css") + _STYLE
     policy = (
         "default-src 'none'; base-uri 'none'; form-action 'none'; "
@@ -128,14 +136,15 @@ def render_board_index(
             {"class": "top"},
             tag("h1", None, "Board ", tag("span", {"class": "file"}, folder)),
             tag("p", {"class": "source"}, f"{len(tasks)} tasks: {summary}"),
+            tag("p", {"class": "source cost"}, _board_spent(costs)),
         ),
         tag(
             "main",
             None,
             tag("h2", None, "Tasks"),
-            _tasks_table(tasks, by_task),
+            _tasks_table(tasks, by_task, costs),
             tag("h2", None, "Attempts"),
-            _attempts_table(pages),
+            _attempts_table(pages, costs),
         ),
     )
     return document(f"Board {folder}: {summary}", style, policy, body)
@@ -147,7 +156,38 @@ def _link(page: AttemptPage, text: str) -> Html:
     return tag("a", {"href": quote(page.page)}, text)
 
 
-def _tasks_table(tasks: list[TaskState], by_task: dict[str, list[AttemptPage]]) -> Html:
+def money(cost: float | None) -> str:
+    """``$0.0123``, or ``unknown`` (never $0 for a cost nobody knows)."""
+    return "unknown" if cost is None else f"${cost:.4f}"
+
+
+def _board_spent(costs: Mapping[str, TaskCost]) -> str:
+    total = board_cost(dict(costs))
+    if not total.spent.attempts:
+        return "nothing spent yet"
+    line = f"spent {money(total.spent.cost_usd)} on {total.spent.attempts} attempt(s)"
+    if total.verified_tasks:
+        line += (
+            f"; {total.verified_tasks} verified: {money(total.spent_per_verified_task_usd)} "
+            f"spent per verified task, {money(total.mean_verified_task_usd)} each on average"
+        )
+    return line
+
+
+def _task_cost(cost: TaskCost | None) -> str:
+    if cost is None:
+        return "-"
+    text = money(cost.spent.cost_usd)
+    if cost.verified_cost is not None:
+        text += f" (verified after {cost.spent.attempts} attempt(s))"
+    return text
+
+
+def _tasks_table(
+    tasks: list[TaskState],
+    by_task: dict[str, list[AttemptPage]],
+    costs: Mapping[str, TaskCost],
+) -> Html:
     rows = []
     for task in tasks:
         status = task.status + ("" if task.present else " (file removed)")
@@ -164,6 +204,7 @@ def _tasks_table(tasks: list[TaskState], by_task: dict[str, list[AttemptPage]]) 
                 tag("td", None, tag("span", {"class": f"status {task.status}"}, status)),
                 tag("td", None, task.role),
                 tag("td", {"class": "num"}, task.priority),
+                tag("td", {"class": "num cost"}, _task_cost(costs.get(task.id))),
                 tag(
                     "td",
                     None,
@@ -177,10 +218,19 @@ def _tasks_table(tasks: list[TaskState], by_task: dict[str, list[AttemptPage]]) 
                 ),
             )
         )
-    return _table("tasks", ("task", "status", "role", "pri", "title", "attempts"), rows)
+    headings = ("task", "status", "role", "pri", "cost", "title", "attempts")
+    return _table("tasks", headings, rows)
 
 
-def _attempts_table(pages: list[AttemptPage]) -> Html:
+def _attempt_cost(costs: Mapping[str, TaskCost], task: str, number: int) -> str:
+    cost = costs.get(task)
+    for attempt in cost.attempts if cost is not None else ():
+        if attempt.number == number:
+            return "-" if attempt.spent is None else money(attempt.spent.cost_usd)
+    return "-"
+
+
+def _attempts_table(pages: list[AttemptPage], costs: Mapping[str, TaskCost]) -> Html:
     if not pages:
         return tag("p", {"class": "empty"}, "No attempt has run yet.")
     rows = []
@@ -202,10 +252,12 @@ def _attempts_table(pages: list[AttemptPage]) -> Html:
                     tag("span", {"class": f"status {a.outcome or 'in_progress'}"}, outcome),
                     tag("div", {"class": "why"}, a.message) if a.message else None,
                 ),
+                tag("td", {"class": "num cost"}, _attempt_cost(costs, a.task, a.number)),
                 tag("td", None, _link(page, page.page or page.problem or "no page")),
             )
         )
-    return _table("attempts", ("attempt", "agent", "engine", "started", "outcome", "page"), rows)
+    headings = ("attempt", "agent", "engine", "started", "outcome", "cost", "page")
+    return _table("attempts", headings, rows)
 
 
 def _table(kind: str, headings: tuple[str, ...], rows: list[Html]) -> Html:

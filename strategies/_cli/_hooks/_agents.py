@@ -185,8 +185,79 @@ class CursorStop:
         return {"followup_message": decision.reason}
 
 
+# Qwen Code's hook runner (packages/core/src/hooks: `fireStopEvent`, read in the 0.15.10 bundle)
+@frozen
+class QwenStop:
+    """Qwen Code's ``Stop`` hook (Claude Code's shape, run with ``bash -c``).
+
+    Payload: ``session_id``, ``transcript_path`` (Qwen's own format, not read), ``cwd``,
+    ``hook_event_name`` (``"Stop"``), ``timestamp``, ``stop_hook_active`` and
+    ``last_assistant_message``. Answer: ``{"decision": "block", "reason": ...}``, or nothing.
+    """
+
+    agent: str = "qwen"
+    subcommand: str = "qwen-stop"
+
+    def parse(self, data: object) -> StopRequest:
+        payload = _object(data)
+        event = payload.get("hook_event_name", "Stop")
+        if event != "Stop":
+            raise HookPayloadError(f"'hook_event_name' must be 'Stop' (got {event!r})")
+        return StopRequest(
+            agent=self.agent,
+            session_id=_string(payload, "session_id"),
+            cwd=_path(payload, "cwd"),
+            reentry=_flag(payload, "stop_hook_active"),
+            last_message=_optional_text(payload, "last_assistant_message"),
+        )
+
+    def answer(self, decision: StopDecision) -> dict[str, object] | None:
+        return decision.answer()
+
+
+# GitHub Copilot CLI's agent-stop hook: the 1.0.102 SDK's `AgentStopHookInput`/`Output`, and
+# the payload the 1.0.102 binary really sends a command hook (fixtures/hooks).
+@frozen
+class CopilotStop:
+    """GitHub Copilot CLI's ``agentStop`` hook.
+
+    Payload (as Copilot CLI 1.0.102 sends it): ``sessionId``, ``timestamp``, ``cwd``,
+    ``transcriptPath``, ``stopReason`` and ``stop_hook_active`` (true on a re-entry after a
+    block); its SDK's names (``workingDirectory``, ``stopHookActive``) are read too. Copilot
+    sends no final answer. Answer: ``{"decision": "block", "reason": ...}``
+    (the reason is enqueued as the next user message), or nothing to let it stop.
+    """
+
+    agent: str = "copilot"
+    subcommand: str = "copilot-stop"
+
+    def parse(self, data: object) -> StopRequest:
+        payload = _object(data)
+        session = "sessionId" if "sessionId" in payload else "session_id"
+        cwd = "cwd" if "cwd" in payload else "workingDirectory"
+        active = "stopHookActive" if "stopHookActive" in payload else "stop_hook_active"
+        return StopRequest(
+            agent=self.agent,
+            session_id=_string(payload, session),
+            cwd=_path(payload, cwd),
+            reentry=_flag(payload, active),
+            last_message=_optional_text(payload, "last_assistant_message"),
+        )
+
+    def answer(self, decision: StopDecision) -> dict[str, object] | None:
+        return decision.answer()
+
+
 ADAPTERS: dict[str, StopAdapter] = {
-    a.agent: a for a in (ClaudeStop(), CodexStop(), GeminiAfterAgent(), CursorStop())
+    a.agent: a
+    for a in (
+        ClaudeStop(),
+        CodexStop(),
+        GeminiAfterAgent(),
+        CursorStop(),
+        QwenStop(),
+        CopilotStop(),
+    )
 }
 
 

@@ -18,7 +18,7 @@ DEFAULT_MAX_BLOCKS = 5
 # give a command hook by default (Claude Code has since raised its default to 600 s), with a
 # margin for starting Python and answering. `harness hook install` writes 60 s out.
 DEFAULT_TIME_LIMIT = 50.0
-AGENTS = ("claude", "codex", "gemini", "cursor")
+AGENTS = ("claude", "codex", "gemini", "cursor", "qwen", "copilot")
 EXIT_OK = 0
 EXIT_BROKEN = 1  # a non-blocking error for every agent: it may stop
 EXIT_ARGPARSE = 2  # argparse's exit code for a bad command line, which would block the stop
@@ -29,12 +29,16 @@ STOP_COMMANDS = {
     "codex": "codex-stop",
     "gemini": "gemini-stop",
     "cursor": "cursor-stop",
+    "qwen": "qwen-stop",
+    "copilot": "copilot-stop",
 }
 HELP = {
     "claude": "Claude Code's Stop/SubagentStop hook",
     "codex": "Codex's Stop hook",
     "gemini": "Gemini CLI's AfterAgent hook",
     "cursor": "Cursor's stop hook",
+    "qwen": "Qwen Code's Stop hook",
+    "copilot": "GitHub Copilot CLI's agentStop hook",
 }
 
 
@@ -73,15 +77,53 @@ def register(sub: Any) -> None:
     )
     install.add_argument(
         "--executable",
-        default="harness",
-        help="how the agent starts harness (default: harness, found on the agent's PATH)",
+        help=(
+            "how the agent starts harness, written as given (say "
+            "'\"$CLAUDE_PROJECT_DIR\"/.venv/bin/harness' in a committed file; default: this "
+            "harness's own absolute entry point, which needs no PATH)"
+        ),
     )
     install.add_argument("--max-blocks", type=int, default=DEFAULT_MAX_BLOCKS)
     install.add_argument("--timeout", type=float, default=DEFAULT_TIME_LIMIT)
     install.add_argument(
+        "--observe",
+        action="store_true",
+        help="the hook runs the checks and records the verdict, but never blocks a stop",
+    )
+    install.add_argument(
+        "--trust",
+        action="store_true",
+        help=(
+            "also record your trust where the agent keeps it (Codex: the hook's trusted_hash "
+            "and the project; Gemini CLI: the trusted folder)"
+        ),
+    )
+    install.add_argument(
         "--dry-run", action="store_true", help="print the merged file instead of writing it"
     )
     install.set_defaults(handler=Handler("._hooks._stop", "handle_install"))
+    doctor = kinds.add_parser(
+        "doctor",
+        help="run the installed stop hook as the agent would and say whether stops are checked",
+        description=(
+            "Reads each agent's installed stop hook, runs its command the way the agent runs it "
+            "(its shell, a minimal PATH, its payload, its timeout) and says whether a stop "
+            "would be checked, and if not, what to change."
+        ),
+    )
+    doctor.add_argument("--agent", choices=AGENTS, help="only this agent (default: every one)")
+    doctor.add_argument(
+        "--project", type=Path, help="the project folder (default: the current folder)"
+    )
+    doctor.set_defaults(handler=Handler("._hooks._doctor", "handle_doctor"))
+    verdicts = kinds.add_parser(
+        "verdicts",
+        help="the stop hooks' recorded verdicts (observe mode's included), newest last",
+    )
+    verdicts.add_argument("--state-dir", type=Path, help="the stop hooks' --state-dir")
+    verdicts.add_argument("--last", type=int, default=20, help="how many (default 20)")
+    verdicts.add_argument("--json", action="store_true", help="one JSON object a line")
+    verdicts.set_defaults(handler=Handler("._hooks._verdicts", "handle_verdicts"))
     _start(kinds)
 
 
@@ -114,6 +156,11 @@ def _stop_options(stop: argparse.ArgumentParser) -> None:
             f"seconds all checks may take together (default {DEFAULT_TIME_LIMIT:g}); keep it below "
             "the hook's \"timeout\" in the agent's settings"
         ),
+    )
+    stop.add_argument(
+        "--observe",
+        action="store_true",
+        help="run the checks and record the verdict, but never block the stop",
     )
     stop.add_argument("--state-dir", type=Path, metavar="DIR", help="where block counts are kept")
 

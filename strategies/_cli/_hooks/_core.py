@@ -12,6 +12,12 @@ count per session so that no chain of blocks is endless.
   ``reentry="check"`` (the cap bounds the chain), or always allowed with ``"allow"``.
 - The checks together get `time_limit` seconds on the clock; a check cut off, and any not yet
   started, count as not done.
+- Every checked stop is recorded, one JSON line in `VERDICTS` in the state folder (`Verdict`):
+  what the checks said and what the hook did. With ``observe=True`` the checks run and the
+  verdict is recorded, but the stop is never blocked (a team sees what the gate would do
+  before it enforces it).
+- The block reason holds check output (a test runner's report): its escape sequences are
+  removed and other control characters shown as escapes (`_terminal.without_escapes`).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from harness.extend import Clock, check_positive
 
 from ..._spec import Spec
 from .._checking import run_checks
+from .._terminal import without_escapes
 from ._args import DEFAULT_MAX_BLOCKS, DEFAULT_TIME_LIMIT
 from ._claude_transcript import TranscriptError, last_answer
 from ._record import SessionRecord
@@ -97,10 +104,12 @@ async def verify_stop(
     workspace: Path | None = None,
     time_limit: float = DEFAULT_TIME_LIMIT,
     clock: Clock | None = None,
+    observe: bool = False,
 ) -> StopDecision:
     """Decide one stop: run the spec's checks on the workspace and block or allow.
 
-    The workspace is `workspace`, else the payload's folder, else the spec's own.
+    The workspace is `workspace`, else the payload's folder, else the spec's own. With
+    `observe`, the verdict is recorded and the stop always allowed.
     """
     check_positive("max_blocks", max_blocks, integer=True)
     check_positive("time_limit", time_limit)
@@ -131,32 +140,49 @@ async def verify_stop(
         if checked.timed_out
         else None
     )
+    mode = "observe" if observe else "enforce"
     if not failed:
         state.save(0)
-        return StopDecision(False, note="the completion checks pass")
+        unrecorded = _record(state_dir, stop, mode, checked.verdicts, False, 0)
+        return StopDecision(False, note=_notes("the completion checks pass", unrecorded))
+    if observe:
+        unrecorded = _record(state_dir, stop, mode, checked.verdicts, False, 0)
+        return StopDecision(
+            False,
+            note=_notes(
+                f"observe mode: {len(failed)} check(s) fail, so the stop would have been "
+                f"blocked; it was allowed and the verdict recorded in {state_dir / VERDICTS}",
+                late,
+                unrecorded,
+            ),
+        )
     blocks = state.load()
     if blocks >= max_blocks:
         state.save(0)
+        unrecorded = _record(state_dir, stop, mode, checked.verdicts, False, blocks)
         return StopDecision(
             False,
-            note=(
+            note=_notes(
                 f"stop allowed although {len(failed)} check(s) fail: this session was already "
-                f"blocked {blocks} time(s) in a row (--max-blocks {max_blocks})"
-                + (f"; {late}" if late else "")
+                f"blocked {blocks} time(s) in a row (--max-blocks {max_blocks})",
+                late,
+                unrecorded,
             ),
             blocks=blocks,
         )
     blocks += 1
     state.save(blocks)
+    unrecorded = _record(state_dir, stop, mode, checked.verdicts, True, blocks)
     saved = await _checkpoint(spec, folder, stop, blocks, checked.verdicts)
-    late = "; ".join(note for note in (late, saved) if note) or None
+    late = _notes(late, saved, unrecorded)
     lines = [
         f"The completion checks do not pass yet (stop blocked {blocks} of at most "
         f"{max_blocks} times in a row):"
     ]
     for verdict in failed:
-        lines.append(f"- {verdict.description}")
-        lines.extend(f"  {line}" for line in (verdict.reason or "").splitlines())
+        lines.append(f"- {without_escapes(verdict.description)}")
+        reason = without_escapes(verdict.reason or "")
+        lines.extend(f"  {line}" for line in reason.splitlines())
     lines.append("Keep working on what is missing, then stop again.")
     return StopDecision(True, reason="\n".join(lines), note=late, blocks=blocks)
 
@@ -188,6 +214,130 @@ async def _checkpoint(
     except (CheckpointError, OSError) as exc:
         return f"the workspace could not be checkpointed: {exc}"
     return f"checkpoint {saved.short_id} (series {series})"
+
+
+def _notes(*notes: str | None) -> str | None:
+    return "; ".join(note for note in notes if note) or None
+
+
+# The verdict of every checked stop, one JSON object a line, in the hook's state folder.
+VERDICTS = "verdicts.jsonl"
+
+
+@frozen
+class Verdict:
+    """One checked stop as recorded: when, whose, in which mode, what failed, what was done.
+
+    `would_block` is what the gate's checks said (any check failed); `blocked` is what the
+    hook did (never, in observe mode or past the block cap).
+    """
+
+    at: float
+    agent: str
+    session_id: str
+    mode: str
+    would_block: bool
+    blocked: bool
+    blocks: int
+    failed: tuple[tuple[str, str], ...]
+    checks: int
+    subagent: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "at": self.at,
+            "agent": self.agent,
+            "session_id": self.session_id,
+            "subagent": self.subagent,
+            "mode": self.mode,
+            "would_block": self.would_block,
+            "blocked": self.blocked,
+            "blocks": self.blocks,
+            "checks": self.checks,
+            "failed": [{"check": name, "reason": why} for name, why in self.failed],
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> Verdict:
+        """A recorded line read back; `ValueError` naming the field that is not right."""
+        if not isinstance(data, dict):
+            raise ValueError("a verdict must be a JSON object")
+        try:
+            failed = tuple((str(f["check"]), str(f["reason"])) for f in data["failed"])
+            subagent = data.get("subagent")
+            return cls(
+                at=float(data["at"]),
+                agent=str(data["agent"]),
+                session_id=str(data["session_id"]),
+                mode=str(data["mode"]),
+                would_block=bool(data["would_block"]),
+                blocked=bool(data["blocked"]),
+                blocks=int(data["blocks"]),
+                failed=failed,
+                checks=int(data["checks"]),
+                subagent=None if subagent is None else str(subagent),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"a verdict lacks or mangles {exc}") from None
+
+
+def _record(
+    state_dir: Path,
+    stop: StopRequest,
+    mode: str,
+    verdicts: Sequence[CheckVerdict],
+    blocked: bool,
+    blocks: int,
+) -> str | None:
+    """Append the stop's verdict to `VERDICTS` (one write, so lines of concurrent hooks never
+    interleave). A record that cannot be written never changes the decision: a note says so."""
+    failed = tuple(
+        (without_escapes(v.description), without_escapes(v.reason or ""))
+        for v in verdicts
+        if not v.passed
+    )
+    verdict = Verdict(
+        at=time.time(),
+        agent=stop.agent,
+        session_id=stop.session_id,
+        subagent=stop.subagent,
+        mode=mode,
+        would_block=bool(failed),
+        blocked=blocked,
+        blocks=blocks,
+        failed=failed,
+        checks=len(verdicts),
+    )
+    line = (json.dumps(verdict.to_json(), ensure_ascii=False) + "\n").encode("utf-8")
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(state_dir / VERDICTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return f"the verdict could not be recorded in {state_dir / VERDICTS}: {exc}"
+    return None
+
+
+def read_verdicts(state_dir: Path) -> list[Verdict]:
+    """Every recorded verdict in `state_dir`, oldest first; a line that cannot be read is an
+    error naming the file and the line."""
+    path = state_dir / VERDICTS
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    verdicts = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            verdicts.append(Verdict.from_json(json.loads(line)))
+        except ValueError as exc:
+            raise ConfigurationError(f"{path}:{number}: not a recorded verdict: {exc}") from None
+    return verdicts
 
 
 def _final_text(stop: StopRequest) -> str | None:

@@ -8,6 +8,10 @@ its documented format (`_hook_agents`), all deciding alike (`_stop_core.verify_s
 - ``codex-stop``: Codex's ``Stop`` hook.
 - ``gemini-stop``: Gemini CLI's ``AfterAgent`` hook.
 - ``cursor-stop``: Cursor's ``stop`` hook.
+- ``qwen-stop``: Qwen Code's ``Stop`` hook.
+- ``copilot-stop``: GitHub Copilot CLI's ``agentStop`` hook.
+
+With ``--observe`` the checks run and the verdict is recorded, but no stop is blocked.
 
 `harness hook install --agent NAME` writes the agent's configuration (`_hook_install`).
 
@@ -102,6 +106,7 @@ async def agent_stop(
     workspace: Path | None = None,
     time_limit: float = DEFAULT_TIME_LIMIT,
     clock: Clock | None = None,
+    observe: bool = False,
 ) -> StopDecision:
     """Decide one stop of `agent` (a name in `ADAPTERS`, or an adapter) from its payload.
 
@@ -119,6 +124,7 @@ async def agent_stop(
         workspace=workspace,
         time_limit=time_limit,
         clock=clock,
+        observe=observe,
     )
 
 
@@ -223,6 +229,7 @@ def handle_stop(args: argparse.Namespace) -> int:
                     reentry=args.reentry,
                     workspace=args.workspace,
                     time_limit=args.timeout,
+                    observe=args.observe,
                 )
             )
 
@@ -253,6 +260,8 @@ def handle_install(args: argparse.Namespace) -> int:
             executable=args.executable,
             max_blocks=args.max_blocks,
             time_limit=args.timeout,
+            observe=args.observe,
+            record_trust=args.trust,
             dry_run=args.dry_run,
         )
     except (ConfigurationError, OSError) as exc:
@@ -266,4 +275,6 @@ def handle_install(args: argparse.Namespace) -> int:
         print(f"harness hook install: added the {args.agent} stop hook to {done.path}")
     else:
         print(f"harness hook install: {done.path} already has this hook; nothing changed")
+    for note in done.notes:
+        print(f"harness hook install: {note}")
     return EXIT_OK

@@ -45,7 +45,7 @@ from harness import (
     VerdictReached,
 )
 from harness.checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
-from harness.extend import Baseline, BaselineRecorded, ProtectedPathsChanged
+from harness.extend import Baseline, BaselineRecorded, ModelEscalated, ProtectedPathsChanged
 from termination import Budget
 
 from .._terminal import for_terminal
@@ -110,6 +110,12 @@ def _describe(event: Event) -> tuple[str, Tone] | None:
             return f"baseline: {_baseline(event.baseline)}", "plain"
         case RunWarning():
             return f"warning from {event.source}: {event.message}", "warn"
+        case ModelEscalated():
+            return (
+                f"model ladder: {event.from_model} -> {event.to_model} "
+                f"({event.trigger}: {short(event.detail, 80)})",
+                "warn",
+            )
         case ProtectedPathsChanged():
             changed = ", ".join(str(t) for t in event.changes)
             return f"protected files changed: {short(changed)}", "bad"
