@@ -283,6 +283,7 @@ def test_the_layering_test_sees_relative_imports(tmp_path: Path) -> None:
 HARNESS_LAYERS: dict[str, int] = {
     **dict.fromkeys(
         [
+            "harness._check_error",
             "harness._clock",
             "harness._errors",
             "harness._escalation",
@@ -298,6 +299,7 @@ HARNESS_LAYERS: dict[str, int] = {
             "harness._reference",
             "harness._result",
             "harness._schema",
+            "harness._shadowing",
             "harness._validate",
             "harness._verification",
             "harness._work_progress",
