@@ -24,15 +24,20 @@ class UsageLimit:
     `source` names who said so (``claude``, ``codex``, ``gemini``, a provider); `message` is
     the line that said it (text the agent controls: data, never markup); `retry_in` is the
     number of seconds from when it was read until the reset, or None when the reset could not
-    be read; `resets_at` is the reset as Unix time when the message gave one.
+    be read; `resets_at` is the reset as Unix time when the message gave one. `terminal` marks
+    a quota that is gone rather than a window that resets (a daily quota exhausted, credits
+    spent): waiting does not help, and the run halts at once.
     """
 
     source: str
     message: str
     retry_in: float | None = None
     resets_at: float | None = None
+    terminal: bool = False
 
     def describe(self) -> str:
+        if self.terminal:
+            return f"{self.source} quota exhausted: {self.message}"
         when = "an unknown time" if self.retry_in is None else f"{self.retry_in:g}s"
         return f"{self.source} usage limit (resets in {when}): {self.message}"
 
@@ -40,8 +45,8 @@ class UsageLimit:
 class UsageLimitError(ModelError):
     """A model client met a usage or rate limit that retrying soon cannot get past.
 
-    The session pauses the run until `limit`'s reset (bounded by `PauseSettings.max_pause`)
-    and runs the same turn again; the turn is charged to no budget.
+    The session pauses the run until `limit`'s reset (bounded by `PauseSettings`) and runs the
+    same turn again; the turn is charged to no budget. A terminal limit halts the run at once.
     """
 
     def __init__(self, limit: UsageLimit) -> None:

@@ -58,7 +58,8 @@ if typing.TYPE_CHECKING:
     from ._providers._retry import RETRY
     from ._reference import render_schema, render_variants
     from ._schema import REQUIRED, Key, Schema, Variants
-    from ._shell import CommandSandbox, is_secret_name
+    from ._secrets import is_secret_name
+    from ._shell import CommandSandbox
     from ._transcript import RunTally, TranscriptReader, UnknownEvent, UnknownHalt
     from ._verification import (
         Baseline,
@@ -89,7 +90,7 @@ __getattr__, __dir__ = lazy_exports(
         "render_schema": "harness._reference",
         "render_variants": "harness._reference",
         "CommandSandbox": "harness._shell",
-        "is_secret_name": "harness._shell",
+        "is_secret_name": "harness._secrets",
         "PathGuard": "harness._path_guard",
         "PAUSE": "harness._pause_table",
         "RunPaused": "harness._pause_events",

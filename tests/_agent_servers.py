@@ -87,6 +87,9 @@ class Limited:
     window: str = "five_hour"
     retry_delay: str | None = None
     """Gemini's ``RetryInfo.retryDelay`` (``"12.5s"``); default: from `resets_in`."""
+    retry_after: float | None = None
+    """The ``retry-after`` header in seconds; default: `resets_in`. Agents that retry a 429
+    themselves (Qwen Code, seven times) wait this long between tries."""
 
 
 Answer = Say | Limited
@@ -106,8 +109,9 @@ def limit(
     terminal: bool = False,
     window: str = "five_hour",
     retry_delay: str | None = None,
+    retry_after: float | None = None,
 ) -> Limited:
-    return Limited(resets_in, terminal, window, retry_delay)
+    return Limited(resets_in, terminal, window, retry_delay, retry_after)
 
 
 # ---------------------------------------------------------------------------- dialects
@@ -362,7 +366,8 @@ def _gemini(answer: Say, model: str, stream: bool) -> Wire:
 def _limited(answer: Limited, kind: str) -> Wire:
     now = time.time()
     reset = None if answer.resets_in is None else now + answer.resets_in
-    retry_after = {} if answer.resets_in is None else {"retry-after": f"{answer.resets_in:.0f}"}
+    after = answer.retry_after if answer.retry_after is not None else answer.resets_in
+    retry_after = {} if after is None else {"retry-after": f"{after:.0f}"}
     if kind == "anthropic":
         if answer.terminal:
             message = "Your credit balance is too low to access the Anthropic API."
@@ -400,8 +405,12 @@ def _limited(answer: Limited, kind: str) -> Wire:
         return _json(429, {"error": error}, retry_after)
     if kind == "chat":
         if answer.terminal:
-            return _json(429, _openai_quota())
-        message = "Rate limit reached for requests. Please try again later."
+            return _json(429, _openai_quota(), retry_after)
+        wait = "later" if answer.resets_in is None else f"in {answer.resets_in:g}s"
+        message = (
+            "Rate limit reached for qwen3-coder in organization org-scripted on requests per "
+            f"min (RPM): Limit 3, Used 3, Requested 1. Please try again {wait}."
+        )
         return _json(
             429,
             {"error": {"message": message, "type": "requests", "code": "rate_limit_exceeded"}},
