@@ -494,6 +494,11 @@ def strings(value: Any) -> Iterator[str]:
             yield from strings(item)
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """An agent that hangs up mid-retry is not an error of the test."""
+
+
 class AgentServer:
     """The scripted provider: `script` answers, point an agent at `url`, read `requests`.
 
@@ -540,7 +545,7 @@ class AgentServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._server.block_on_close = False
         self._thread = threading.Thread(
@@ -650,11 +655,16 @@ def agent_version(name: str) -> str:
     return str(lock["packages"][f"node_modules/{package}"]["version"])
 
 
-def agent_home(home: Path, name: str, server: AgentServer) -> dict[str, str]:
+def agent_home(
+    home: Path, name: str, server: AgentServer, *, subscriber: bool = False
+) -> dict[str, str]:
     """Prepare `home` for agent `name` against `server`; the environment to run it with.
 
-    Only PATH (with node), HOME, LANG and the agent's provider settings: no key or setting of
-    the machine's user reaches the agent.
+    Only PATH (with node), HOME, LANG, TZ and the agent's provider settings: no key or setting
+    of the machine's user reaches the agent. `subscriber` (Claude Code only) logs it in as a
+    Max subscriber (an OAuth token in HOME instead of an API key): only then does it print its
+    subscription limits (``You've hit your session limit · resets ...``) and emit
+    ``rate_limit_event`` lines.
     """
     home.mkdir(parents=True, exist_ok=True)
     env = {
@@ -679,6 +689,20 @@ def agent_home(home: Path, name: str, server: AgentServer) -> dict[str, str]:
             json.dumps({"hasCompletedOnboarding": True, "bypassPermissionsModeAccepted": True}),
             encoding="utf-8",
         )
+        if subscriber:
+            del env["ANTHROPIC_API_KEY"]
+            (home / ".claude").mkdir(exist_ok=True)
+            oauth = {
+                "accessToken": "sk-ant-oat01-scripted",
+                "refreshToken": "sk-ant-ort01-scripted",
+                "expiresAt": int((time.time() + 86400) * 1000),
+                "scopes": ["user:inference", "user:profile"],
+                "subscriptionType": "max",
+                "rateLimitTier": "default_claude_max_20x",
+            }
+            (home / ".claude" / ".credentials.json").write_text(
+                json.dumps({"claudeAiOauth": oauth}), encoding="utf-8"
+            )
     elif name == "codex":
         codex_home = home / ".codex"
         codex_home.mkdir(exist_ok=True)
@@ -770,10 +794,11 @@ def run_agent(
     cwd: Path | None = None,
     argv: Sequence[str] | None = None,
     timeout: float = 120.0,
+    subscriber: bool = False,
 ) -> AgentRun:
     """Run agent `name` once, headless, against `server` with HOME at `home`."""
     agent_binary(name)
-    env = agent_home(home, name, server)
+    env = agent_home(home, name, server, subscriber=subscriber)
     workdir = cwd or home / "work"
     workdir.mkdir(parents=True, exist_ok=True)
     command = list(argv) if argv is not None else agent_argv(name, prompt)
