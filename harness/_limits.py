@@ -13,6 +13,18 @@ from attrs import frozen
 
 from ._errors import ModelError
 
+# The defaults of `PauseSettings`, here so that the schema of a spec's pause table shows them
+# without importing the settings it builds.
+DEFAULT_MAX_PAUSE = 6 * 3600.0
+"""Six hours: the longest window of the coding agents' subscription limits but the weekly one."""
+DEFAULT_WAIT = 900.0
+"""Fifteen minutes: the wait when a limit's reset time cannot be read."""
+DEFAULT_MAX_TOTAL_PAUSE = 24 * 3600.0
+"""A day: the longest a run waits for usage limits in all (four five-hour windows)."""
+DEFAULT_MAX_PAUSES = 20
+"""The most usage-limit pauses in one run: an agent that reports a limit at every turn after
+each short wait (a quota it misreads as a window) halts after this many."""
+
 USAGE_LIMIT = "usage_limit"
 """The `ModelError.kind` of a `UsageLimitError`."""
 

@@ -23,20 +23,16 @@ from typing import TYPE_CHECKING, Any
 from attrs import field, frozen
 
 from ._errors import ConfigurationError
+from ._limits import (
+    DEFAULT_MAX_PAUSE,
+    DEFAULT_MAX_PAUSES,
+    DEFAULT_MAX_TOTAL_PAUSE,
+    DEFAULT_WAIT,
+)
 from ._validate import check_positive
 
 if TYPE_CHECKING:
     from ._limits import UsageLimit
-
-DEFAULT_MAX_PAUSE = 6 * 3600.0
-"""Six hours: the longest window of the coding agents' subscription limits but the weekly one."""
-DEFAULT_WAIT = 900.0
-"""Fifteen minutes: the wait when a limit's reset time cannot be read."""
-DEFAULT_MAX_TOTAL_PAUSE = 24 * 3600.0
-"""A day: the longest a run waits for usage limits in all (four five-hour windows)."""
-DEFAULT_MAX_PAUSES = 20
-"""The most usage-limit pauses in one run: an agent that reports a limit at every turn after
-each short wait (a quota it misreads as a window) halts after this many."""
 
 
 def _non_negative(instance: object, attribute: object, value: object) -> None:

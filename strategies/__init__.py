@@ -28,8 +28,8 @@ _LAZY = {
     "load_spec": "._spec",
     "spec_from_table": "._spec",
     # One verdict reading for the evaluator and QuestionAnsweredCheck's judge (checks._verdict).
-    "ModelVerdict": "._self_verifying",
-    "parse_verdict": "._self_verifying",
+    "ModelVerdict": "checks",
+    "parse_verdict": "checks",
 }
 
 

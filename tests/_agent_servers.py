@@ -633,8 +633,15 @@ AGENTS = ("claude", "codex", "gemini", "qwen")
 
 
 def agent_binary(name: str) -> Path:
-    """The installed binary of agent `name`; skips the test (naming the install) without it."""
+    """The installed binary of agent `name`; skips the test (naming the install) without it.
+
+    Claude Code's ``bin/claude.exe`` is a shell placeholder its install script replaces with
+    the native binary; installed without scripts, the native binary of its platform package
+    is run instead."""
     path = BIN / name
+    if name == "claude":
+        native = sorted(AGENTS_DIR.glob("node_modules/@anthropic-ai/claude-code-*/claude"))
+        path = native[0] if native else path
     if not path.exists():
         pytest.skip(f"{name} is not installed: run `{INSTALL}`")
     if shutil.which("node") is None:
@@ -650,6 +657,7 @@ def agent_version(name: str) -> str:
         "gemini": "@google/gemini-cli",
         "qwen": "@qwen-code/qwen-code",
         "opencode": "opencode-ai",
+        "copilot": "@github/copilot",
     }[name]
     lock = json.loads((AGENTS_DIR / "package-lock.json").read_text(encoding="utf-8"))
     return str(lock["packages"][f"node_modules/{package}"]["version"])
@@ -756,6 +764,14 @@ def agent_home(
         env.update(
             OPENAI_API_KEY="sk-scripted", OPENAI_BASE_URL=f"{url}/v1", OPENAI_MODEL="qwen3-coder"
         )
+    elif name == "copilot":  # GitHub Copilot CLI's own provider settings (BYOK), offline
+        env.update(
+            COPILOT_OFFLINE="1",
+            COPILOT_PROVIDER_TYPE="openai",
+            COPILOT_PROVIDER_BASE_URL=f"{url}/v1",
+            COPILOT_PROVIDER_API_KEY="sk-scripted",
+            COPILOT_MODEL="gpt-5",
+        )
     else:
         raise ValueError(f"unknown agent {name!r}")
     return env
@@ -764,13 +780,20 @@ def agent_home(
 def agent_argv(name: str, prompt: str | None = None) -> list[str]:
     """The headless command line of agent `name` (the prompt appended when given)."""
     argv = {
-        "claude": [str(BIN / "claude"), "-p", "--output-format", "stream-json", "--verbose"],
+        "claude": [
+            str(agent_binary("claude")),
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ],
         "codex": [str(BIN / "codex"), "exec", "--skip-git-repo-check", "--json"],
         "gemini": [str(BIN / "gemini"), "--output-format", "json"],
         "qwen": [str(BIN / "qwen"), "--output-format", "json"],
+        "copilot": [str(BIN / "copilot"), "--allow-all-tools", "--trust-folder"],
     }[name]
     if prompt is not None:
-        argv += ["-p", prompt] if name in ("gemini", "qwen") else [prompt]
+        argv += ["-p", prompt] if name in ("gemini", "qwen", "copilot") else [prompt]
     return argv
 
 

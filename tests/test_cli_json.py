@@ -24,6 +24,8 @@ KEYS = {
     "iterations",
     "usage",
     "elapsed",
+    "spent",
+    "verified_cost",
     "transcript",
     "workspace",
     "workspace_removed",
