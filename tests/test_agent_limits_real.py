@@ -15,7 +15,6 @@ from typing import Any, cast
 
 import pytest
 from _agent_servers import (
-    BIN,
     AgentServer,
     agent_binary,
     agent_home,
@@ -48,16 +47,16 @@ class SaysTheWord:
 def _client(name: str, server: AgentServer, home: Path) -> CliAgentClient:
     env = agent_home(home, name, server, subscriber=name == "claude")
     if name == "claude":
-        argv = [str(BIN / "claude"), "-p", "--output-format", "stream-json", "--verbose"]
+        argv = [str(agent_binary("claude")), "-p", "--output-format", "stream-json", "--verbose"]
         return CliAgentClient(argv, env=env, timeout=120)
     if name == "codex":
         # --json: events on stdout, the limit in an error event; without it Codex echoes the
         # prompt on stderr, which the harness reads with the answer.
-        argv = [str(BIN / "codex"), "exec", "--json", "--skip-git-repo-check", "{prompt}"]
+        argv = [str(agent_binary("codex")), "exec", "--json", "--skip-git-repo-check", "{prompt}"]
         return CliAgentClient(argv, prompt="argument", env=env, timeout=120)
     if name == "gemini":
-        return GeminiCliClient([str(BIN / "gemini"), "--output-format", "json"], env=env)
-    argv = [str(BIN / "qwen"), "--output-format", "json"]
+        return GeminiCliClient([str(agent_binary("gemini")), "--output-format", "json"], env=env)
+    argv = [str(agent_binary("qwen")), "--output-format", "json"]
     return CliAgentClient(argv, env=env, timeout=120)
 
 
