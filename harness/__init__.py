@@ -46,6 +46,7 @@ from ._messages import FEEDBACK_TAG, Message, Role, ToolCall, Usage
 from ._model import ModelClient
 from ._pause import PauseSettings
 from ._result import (
+    AttemptResult,
     BudgetExceeded,
     Cancelled,
     Completed,
@@ -187,6 +188,7 @@ __getattr__, __dir__ = _lazy_exports(
 
 __all__ = [
     "AnthropicClient",
+    "AttemptResult",
     "BudgetExceeded",
     "CancelToken",
     "Cancelled",

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ._events._run import SinkFailed
     from ._protected import Tampering
     from ._verification import Baseline
+    from ._work_progress import WorkProgress
 
 
 @frozen
@@ -219,6 +220,8 @@ class RunResult:
     """What the checks recorded before the agent's first turn (the failures that predate it)."""
     tampering: tuple[Tampering, ...] = ()
     """Every change to a protected path found at a claim, in the order found."""
+    attempts: tuple[AttemptResult, ...] = ()
+    """A best-of run's attempts, in order (see `strategies.BestOf`); empty otherwise."""
 
     @property
     def verified(self) -> bool:
@@ -297,3 +300,33 @@ def halt_from_dict(data: Mapping[str, Any]) -> HaltReason:
         except (TypeError, ValueError):
             pass
     return UnknownHalt(kind, rest)
+
+
+@frozen
+class AttemptResult:
+    """One attempt of a best-of run: why it halted, what the check measured of its work
+    (`progress`, None when not measured), the files it changed, whether it `won` (was
+    picked) and was `applied` to the user's workspace, and its own run's `result` (None for
+    an attempt that never started)."""
+
+    number: int
+    halt_reason: HaltReason
+    progress: WorkProgress | None = None
+    workspace: str = "shared"
+    changed: tuple[str, ...] = ()
+    won: bool = False
+    applied: bool = False
+    result: RunResult | None = None
+
+    @property
+    def verified(self) -> bool:
+        """True when the attempt's own check accepted its work."""
+        return self.halt_reason.verified
+
+    def describe(self) -> str:
+        """``attempt 2: completed: the completion check passed (5 of 5 tests) [applied]``:
+        one line, the halt's first line only."""
+        measured = f" ({self.progress.describe()})" if self.progress is not None else ""
+        mark = " [applied]" if self.applied else " [picked]" if self.won else ""
+        halt = self.halt_reason.describe().partition("\n")[0]
+        return f"attempt {self.number}: {halt}{measured}{mark}"

@@ -7,6 +7,14 @@ are exported where they were before (`harness`, `harness.extend`, `harness.check
 module gathers them for a consumer who reads, forwards or replays events.
 """
 
+from ._events._attempts import (
+    AttemptApplied,
+    AttemptEvent,
+    AttemptFinished,
+    AttemptRefused,
+    AttemptStarted,
+    AttemptWon,
+)
 from ._events._base import Event, UnknownEvent, event_from_dict
 from ._events._checkpoint import CheckpointFailed, CheckpointRestored, CheckpointSaved
 from ._events._context import ContextCompacted
@@ -33,6 +41,12 @@ from ._events._stream import EventStream, stream_events
 from ._events._verifier import BaselineRecorded, ProtectedPathsChanged, ProtectedPathsRecorded
 
 __all__ = [
+    "AttemptApplied",
+    "AttemptEvent",
+    "AttemptFinished",
+    "AttemptRefused",
+    "AttemptStarted",
+    "AttemptWon",
     "BaselineRecorded",
     "CheckFailed",
     "CheckPassed",

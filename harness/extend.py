@@ -17,8 +17,9 @@ A map by audience:
 - the verifier's records: `Baseline`, `BaselineRecorded`, `ProtectedPaths`,
   `ProtectedPathsRecorded`, `ProtectedPathsChanged`, `Tampering`, `PathGuard`;
 - a model client: `ModelClient`, `ModelRequest`, `ModelResponse`, `ToolSpec`, `KnowsPrices`,
-  `ReadsClock`, `UsageLimit`, `UsageLimitError`, `USAGE_LIMIT`, `find_usage_limit`,
-  `render_prompt`, `RunPaused`, `RunResumed`; a model that climbs when the run plateaus:
+  `ReadsClock`, `ForksAttempts`, `UsageLimit`, `UsageLimitError`, `USAGE_LIMIT`,
+  `find_usage_limit`, `render_prompt`, `RunPaused`, `RunResumed`; a model that climbs when
+  the run plateaus:
   `Escalates`, `JudgedTurn`, `Escalation`, `ModelEscalated`;
 - tools and processes: `as_tools`, `BUILTIN_TOOL_NAMES`, `builtin_tools`, `CommandSandbox`,
   `is_secret_name`, `ProcessResult`, `run_process`, `open_in_workspace`,
@@ -51,7 +52,7 @@ from ._loop._run import Run, SingleSession, Strategy
 from ._loop._run_state import RunConfig
 from ._loop._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
 from ._messages import NOT_EXECUTED, ModelRequest, ModelResponse, ToolSpec
-from ._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
+from ._model import ChecksConsumed, ForksAttempts, KnowsPrices, ModelClient, ReadsClock
 from ._policy import (
     CONTINUE,
     Decision,
@@ -159,6 +160,7 @@ __all__ = [
     "Escalation",
     "EventStream",
     "FileRefused",
+    "ForksAttempts",
     "HistoryView",
     "JudgedTurn",
     "Key",

@@ -175,6 +175,11 @@ def test_readme_lists_the_public_names_of_each_module() -> None:
 # Inside `strategies` the applications sit on top of the library: loop strategies < the run
 # spec < the board < the command line and the viewer. A module never imports a higher layer.
 STRATEGY_LAYERS: dict[str, int] = {
+    "strategies._apply_changes": 0,
+    "strategies._attempt_budget": 0,
+    "strategies._attempt_workspaces": 0,
+    "strategies._best_of": 0,
+    "strategies._git": 0,
     "strategies._loop": 0,
     "strategies._ralph": 0,
     "strategies._rollback": 0,

@@ -29,6 +29,7 @@ KEYS = {
     "transcript",
     "workspace",
     "workspace_removed",
+    "attempts",
     "error",
 }
 

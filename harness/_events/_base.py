@@ -44,6 +44,7 @@ _KIND_MODULES = (
     "harness._events._checkpoint",
     "harness._events._verifier",
     "harness._events._context",
+    "harness._events._attempts",
     "harness._events._escalation",
 )
 _KINDS: dict[str, type[Event]] = {}

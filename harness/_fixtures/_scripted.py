@@ -48,6 +48,7 @@ _LINE_KEYS = frozenset(
         "comment",
         "request_digest",
         "latency",
+        "attempt",
     }
 )
 _USAGE_KEYS = frozenset({"input_tokens", "output_tokens", "cached_tokens", "cost_usd"})
@@ -92,10 +93,16 @@ class ScriptLine:
     delay: float
     expect: Mapping[str, Any]
     agent: str | None
+    attempt: int | None = None
+    """The best-of attempt this line answers (None: the run's own model)."""
 
 
 class ScriptedModelClient:
-    """A model client that answers from a script, in order, and fails closed."""
+    """A model client that answers from a script, in order, and fails closed.
+
+    A best-of run gives each attempt the lines whose ``attempt`` is its number
+    (`for_attempt`); a fixture without such lines gives every attempt the whole script.
+    """
 
     def __init__(
         self,
@@ -111,6 +118,7 @@ class ScriptedModelClient:
         self._clock = clock
         self.name = name
         self.requests: list[ModelRequest] = []
+        self._forked = False
 
     @classmethod
     def from_jsonl(cls, path: str | Path, *, clock: Clock | None = None) -> ScriptedModelClient:
@@ -175,9 +183,39 @@ class ScriptedModelClient:
         assert line.response is not None
         return line.response
 
+    def for_attempt(self, attempt: int) -> ScriptedModelClient:
+        """A client over the lines for best-of attempt `attempt` (every line, when the
+        script names no attempt); each such client checks its own lines are used."""
+        tagged = [line for line in self._lines if line.attempt is not None]
+        if tagged:
+            untagged = next((line for line in self._lines if line.attempt is None), None)
+            if untagged is not None:
+                raise FixtureError(
+                    "a fixture with 'attempt' lines must give every line an attempt",
+                    path=untagged.path,
+                    line=untagged.line,
+                    field="attempt",
+                )
+            mine = [line for line in tagged if line.attempt == attempt]
+            if not mine:
+                raise FixtureError(
+                    f"best-of attempt {attempt} has no lines: the fixture gives lines to "
+                    f"attempts {sorted({line.attempt or 0 for line in tagged})}",
+                    path=self.name,
+                )
+        else:
+            mine = list(self._lines)
+        self._forked = True
+        return ScriptedModelClient(
+            mine, clock=self._clock, name=self.name, tool_servers=self._tool_servers
+        )
+
     def verify_consumed(self) -> None:
         """Raise `FixtureUnconsumed` naming the first line no call used (or the first
-        recorded MCP call no tool call used)."""
+        recorded MCP call no tool call used). Once forked for attempts, each attempt's
+        client checks its own lines instead."""
+        if self._forked:
+            return
         if self._tool_servers is not None and self._next >= len(self._lines):
             self._tool_servers.verify_consumed()
         if self._next < len(self._lines):
@@ -235,6 +273,11 @@ def _parse_line(row: object, path: str, lineno: int) -> ScriptLine:
         raise fail("text", f"must be a string (got {type(text).__name__})")
     calls = _parse_calls(row.get("tool_calls", []), lineno, fail)
     usage = _parse_usage(row.get("usage", {}), fail)
+    attempt = row.get("attempt")
+    if attempt is not None and (
+        isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1
+    ):
+        raise fail("attempt", f"must be an attempt number >= 1 (got {attempt!r})")
     for key in ("model", "stop_reason", "agent"):
         if key in row and not isinstance(row[key], str):
             raise fail(key, f"must be a string (got {type(row[key]).__name__})")
@@ -271,7 +314,9 @@ def _parse_line(row: object, path: str, lineno: int) -> ScriptLine:
             model=row.get("model"),
             stop_reason=row.get("stop_reason"),
         )
-    return ScriptLine(path, lineno, response, error, float(delay), expect, row.get("agent"))
+    return ScriptLine(
+        path, lineno, response, error, float(delay), expect, row.get("agent"), attempt
+    )
 
 
 def _did_you_mean(key: str, valid: frozenset[str] | tuple[str, ...]) -> str:

@@ -12,7 +12,7 @@ from .._messages import Message
 from .._model import ModelClient, ReadsClock
 from .._policy import Limit, PolicySession
 from .._protocols import implements
-from .._result import HaltReason, RunResult, SessionTranscript
+from .._result import AttemptResult, HaltReason, RunResult, SessionTranscript
 from .._state import SessionStateSnapshot
 from .._tools._base import Tool
 from .._work_progress import Assessment
@@ -52,6 +52,8 @@ class Run(RunState):
     extra_models: tuple[ModelClient, ...] = ()
     initial_reason: str | None = None
     """What a failed check before the first turn reported; the first builder session gets it."""
+    attempts: list[AttemptResult] = field(factory=list)
+    """A best-of strategy's attempts, for the result."""
 
     def new_session(
         self,
@@ -136,6 +138,7 @@ class Run(RunState):
             elapsed=self.elapsed(),
             baselines=tuple(self.baselines),
             tampering=tuple(self.tampering),
+            attempts=tuple(self.attempts),
         )
 
 

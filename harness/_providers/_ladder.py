@@ -25,7 +25,7 @@ from .._clock import Clock
 from .._errors import ConfigurationError
 from .._escalation import Escalation, JudgedTurn
 from .._messages import ModelRequest, ModelResponse
-from .._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
+from .._model import ChecksConsumed, ForksAttempts, KnowsPrices, ModelClient, ReadsClock
 from .._protocols import implements
 from .._validate import got
 from .._work_progress import WorkProgress
@@ -98,6 +98,14 @@ class ModelLadder:
     def for_run(self) -> ModelLadder:
         """A ladder over the same clients, at its first rung: one run's climb."""
         return self.with_models(self.models)
+
+    def for_attempt(self, attempt: int) -> ModelLadder:
+        """A ladder for best-of attempt `attempt` (`harness.extend.ForksAttempts`): each rung
+        forked for it where the rung can be (a scripted fixture's lines for that attempt, a
+        seed), at the first rung: every attempt starts cheap and climbs on its own."""
+        return self.with_models(
+            [m.for_attempt(attempt) if implements(m, ForksAttempts) else m for m in self.models]
+        )
 
     def with_models(self, models: Sequence[ModelClient]) -> ModelLadder:
         """A ladder with the same settings and names over `models` (each rung wrapped in a

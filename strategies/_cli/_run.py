@@ -35,6 +35,7 @@ from harness.testing import FastForwardClock
 from termination import TerminationPolicy
 
 from .._spec import DEFAULT_CAP, Spec, capped, load_spec
+from ._attempts import attempts_json, print_attempts
 from ._progress._display import ProgressDisplay
 from ._progress._open import open_progress
 from ._signals import SignalCancel
@@ -360,6 +361,7 @@ def _report(
     verified_cost = result.verified_cost
     if verified_cost is not None:
         print(f"  cost of the verified result: {verified_cost.describe()}", file=out)
+    print_attempts(result, out)
     if workspace is not None:
         note = (
             " (a temporary copy, removed; --keep-workspace keeps it)" if workspace_removed else ""
@@ -427,5 +429,6 @@ class Outcome:
             "transcript": str(self.transcript.resolve()) if self.transcript else None,
             "workspace": str(self.workspace.resolve()) if self.workspace else None,
             "workspace_removed": self.workspace_removed,
+            "attempts": attempts_json(result),
             "error": self.error,
         }

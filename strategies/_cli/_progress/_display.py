@@ -43,7 +43,20 @@ from harness import (
     VerdictReached,
 )
 from harness.checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
-from harness.extend import Baseline, BaselineRecorded, ModelEscalated, ProtectedPathsChanged
+from harness.events import (
+    AttemptApplied,
+    AttemptEvent,
+    AttemptFinished,
+    AttemptRefused,
+    AttemptStarted,
+    AttemptWon,
+)
+from harness.extend import (
+    Baseline,
+    BaselineRecorded,
+    ModelEscalated,
+    ProtectedPathsChanged,
+)
 from termination import Budget
 
 from .._terminal import for_terminal
@@ -70,6 +83,31 @@ def describe(event: Event) -> tuple[str, Tone] | None:
 
 def _describe(event: Event) -> tuple[str, Tone] | None:
     match event:
+        case AttemptEvent():
+            inner = _describe(event.inner)
+            return None if inner is None else (f"[attempt {event.attempt}] {inner[0]}", inner[1])
+        case AttemptStarted():
+            where = f" in a {event.workspace}" if event.workspace != "shared" else ""
+            return f"attempt {event.attempt} of {event.attempts} started{where}", "strong"
+        case AttemptFinished():
+            measured = f" ({event.progress.describe()})" if event.progress is not None else ""
+            tone: Tone = "good" if event.verified else "bad"
+            halt = short(event.reason.describe().partition("\n")[0], 120)
+            return f"attempt {event.attempt} ended: {halt}{measured}", tone
+        case AttemptWon():
+            return f"attempt {event.attempt} picked ({event.pick})", "strong"
+        case AttemptApplied():
+            return (
+                f"attempt {event.attempt} applied to the workspace "
+                f"({len(event.changed)} files) after the final check passed there",
+                "good",
+            )
+        case AttemptRefused():
+            return (
+                f"the final check refused attempt {event.attempt} in the workspace, "
+                f"which was left as it was: {short(event.reason)}",
+                "bad",
+            )
         case RunStarted():
             return f"run {event.run_id} started ({event.strategy}) in {event.workspace}", "plain"
         case IterationStarted():
@@ -82,7 +120,7 @@ def _describe(event: Event) -> tuple[str, Tone] | None:
         case ToolCalled() if event.is_error:
             return f"  {event.call.name} failed: {short(event.content, 80)}", "bad"
         case SensorRead():
-            tone: Tone = "bad" if event.status == "halt" else "warn"
+            tone = "bad" if event.status == "halt" else "warn"
             return f"sensor {event.sensor} {event.status}: {short(event.message)}", tone
         case CheckPassed():
             return "check passed", "good"
