@@ -181,6 +181,10 @@ def harness_fixture(request: pytest.FixtureRequest) -> Iterator[Callable[..., Ha
             from harness.testing import FastForwardClock
 
             options["clock"] = FastForwardClock()
+        elif "clock" not in options and realtime:
+            from harness.extend import SystemClock  # a replay's default is to fast-forward
+
+            options["clock"] = SystemClock()
         log = _RunLog()
         runs.append(log)
         options["sinks"] = [*options.get("sinks", ()), log]

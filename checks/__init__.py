@@ -8,13 +8,27 @@ Checks combine with ``&`` (`AllOf`) and ``|`` (`AnyOf`) and build from TOML tabl
 
 import typing
 
-from harness.extend import lazy_exports as _lazy_exports
+try:
+    from harness.extend import lazy_exports as _lazy_exports
+except ModuleNotFoundError as _error:  # a harness.py of the user's, found first on sys.path
+    import harness as _found
+
+    if _error.name != "harness.extend" or hasattr(_found, "__path__"):
+        raise
+    # The words of `harness`'s own check (harness._shadowing), which cannot run here.
+    raise ImportError(
+        f"{_found.__file__} shadows completion-harness's 'harness' package: Python finds it "
+        "first on sys.path (the current folder or PYTHONPATH). Rename it (for example to "
+        "myharness.py), or run from a folder that does not hold it.",
+        name="harness",
+        path=_found.__file__,
+    ) from None
 
 from ._always import AlwaysComplete
-from ._compose import AllOf, AnyOf, Combinable
+from ._compose import AllOf, AnyOf, Combinable, measures_progress
 from ._progress import Assessment, MeasuresProgress, WorkProgress
 from ._protocol import CompletionCheck, PreparesForRun
-from ._run_check import CheckVerdict, run_check
+from ._run_check import CheckCannotRun, CheckVerdict, run_check
 
 if typing.TYPE_CHECKING:
     from ._check_config import CHECK_TYPES, check_from_config
@@ -73,6 +87,7 @@ __all__ = [
     "Assessment",
     "BubblewrapSandbox",
     "CHECK_TYPES",
+    "CheckCannotRun",
     "CheckVerdict",
     "Combinable",
     "CommandCheck",
@@ -98,6 +113,7 @@ __all__ = [
     "check_from_config",
     "failing_tests",
     "load_features",
+    "measures_progress",
     "parse_verdict",
     "run_check",
     "sandbox_by_name",

@@ -236,14 +236,16 @@ CHECKS = Variants(
                 Key(
                     "function",
                     "string",
-                    "`package.module:name`: a `CompletionCheck`, or a callable that returns one "
-                    "(the module is imported as Python imports it: from `sys.path`).",
+                    "`package.module:name`: a `CompletionCheck`, an `async def check(state)`, "
+                    "or a callable that returns a check (the module is imported as Python "
+                    "imports it: from `sys.path`).",
                     default=REQUIRED,
                 ),
             ],
             help="A check of your own, written in Python. Every other key of the table is "
-            "passed to the callable as a keyword argument; a `CompletionCheck` named directly "
-            "takes no keys.",
+            "passed to the callable as a keyword argument (to an `async def check(state, ...)` "
+            "at every claim, after the state); a `CompletionCheck` named directly takes no "
+            "keys.",
             open=True,
         ),
         "all_of": Schema(
@@ -254,9 +256,17 @@ CHECKS = Variants(
                     "array of tables",
                     "The checks, each a table like this one.",
                     default=REQUIRED,
-                )
+                ),
+                Key(
+                    "progress",
+                    "boolean",
+                    "Ask every child even after a reason, so that the progress of the whole "
+                    'is measured (what `rollback = "on_regression"` compares).',
+                    default=False,
+                ),
             ],
-            help="`AllOf`: every child passes (stops at the first reason).",
+            help="`AllOf`: every child passes; it stops at the first reason unless "
+            "`progress` is asked for.",
         ),
         "any_of": Schema(
             "an any_of check",
@@ -272,7 +282,8 @@ CHECKS = Variants(
         ),
     },
     help="The completion check, run only when the agent claims done. Several tables are "
-    "combined with `AllOf`.",
+    "combined with `AllOf` (which stops at the first reason, unless the strategy rolls back "
+    "on regression: then every check runs, to measure the progress of the whole).",
 )
 CHECK_TYPES = tuple(sorted(CHECKS.schemas))
 
@@ -324,7 +335,9 @@ def _build(
             check_from_config(child, where=f"{where}.checks[{i}]", model_factory=model_factory)
             for i, child in enumerate(options["checks"])
         ]
-        return AllOf(children) if kind == "all_of" else AnyOf(children)
+        if kind == "all_of":
+            return AllOf(children, progress=options.get("progress", False))
+        return AnyOf(children)
     assert kind == "question_answered"
     if model_factory is None:
         raise ConfigurationError(
@@ -371,6 +384,8 @@ def _python_check(options: dict[str, Any], where: str) -> CompletionCheck:
             f"{at}: {spec!r} is neither a CompletionCheck nor callable "
             f"(it is a {type(target).__name__})"
         )
+    if inspect.iscoroutinefunction(target):
+        return _function_check(target, options, spec, at)
     try:
         made = target(**options)
     except ConfigurationError as exc:
@@ -392,6 +407,23 @@ def _python_check(options: dict[str, Any], where: str) -> CompletionCheck:
             "(an object with async check(state) and description())"
         )
     return made
+
+
+def _function_check(target: Any, options: dict[str, Any], spec: str, at: str) -> CompletionCheck:
+    """A bare ``async def check(state, ...)``: the check itself, called with the state and the
+    table's other keys at every claim (they must fit its signature, checked now)."""
+    from ._function_check import FunctionCheck
+
+    try:
+        inspect.signature(target).bind(None, **options)
+    except TypeError as exc:
+        raise ConfigurationError(
+            f"{at}: {spec!r} is an async check, called as {spec}(state"
+            f"{''.join(f', {k}=...' for k in options)}), which does not fit it: {exc}"
+        ) from None
+    except ValueError:  # no signature to read (a builtin): called as it is
+        pass
+    return FunctionCheck(target, options)
 
 
 def _keywords(options: Mapping[str, Any]) -> str:

@@ -8,6 +8,7 @@ when the command could not even be run. Nothing here raises for the agent's doin
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from attrs import field, frozen
@@ -15,6 +16,7 @@ from attrs import field, frozen
 from harness import ConfigurationError, SessionStateSnapshot, WorkspaceEscape, resolve_in_workspace
 from harness.extend import ProcessResult, positive
 
+from ._cannot_run import CheckCannotRun, cannot_start, preflight_command
 from ._compose import Combinable
 from ._sandbox import LocalSandbox, SandboxProvider
 
@@ -66,16 +68,37 @@ async def run_in_workspace(
     sandbox: SandboxProvider,
     env: Mapping[str, str],
 ) -> ProcessResult | str:
-    """The command's result, or why it could not run (no workspace, a folder outside it)."""
+    """The command's result, or why it could not run (no workspace, a folder outside it).
+
+    A command that could not start at all (`cannot_start`: not found, not executable, its
+    runner's module missing) raises `CheckCannotRun`, whose message is the claim's reason."""
     if state.workspace is None:
         return f"`{command_text(command)}` cannot run: the run has no workspace"
     try:
         cwd = resolve_in_workspace(state.workspace, working_dir)
     except WorkspaceEscape as exc:
         return f"`{command_text(command)}` cannot run: {exc}"
-    return await sandbox.run(
+    result = await sandbox.run(
         command, cwd=cwd, timeout=timeout, env={**FRESH_BYTECODE, **env}, workspace=state.workspace
     )
+    why = cannot_start(command, result, state.workspace, working_dir)
+    if why is not None:
+        raise CheckCannotRun(with_output(f"`{command_text(command)}` {why}", result))
+    return result
+
+
+def preflight_of(
+    command: str | Sequence[str],
+    working_dir: str,
+    env: Mapping[str, str],
+    sandbox: SandboxProvider,
+    workspace: Path | None,
+    what: str,
+) -> None:
+    """`preflight_command` for a command run by the local sandbox (a sandbox of another kind
+    sees other paths: it is left to say so at the claim)."""
+    if isinstance(sandbox, LocalSandbox):
+        preflight_command(command, working_dir=working_dir, env=env, workspace=workspace, what=what)
 
 
 def tail(text: str, limit: int = TAIL_CHARS) -> str:
@@ -129,6 +152,13 @@ class CommandCheck(Combinable):
         where = "" if self.working_dir in (".", "") else f" in {self.working_dir}"
         run = f"`{command_text(self.command)}`{where} exits with code 0"
         return f"{self.what}: {run}." if self.what else f"The command {run}."
+
+    def preflight(self, workspace: Path | None) -> None:
+        """Before the first model call: the command's program can be found (see
+        `preflight_command`), else a `ConfigurationError`."""
+        preflight_of(
+            self.command, self.working_dir, self.env, self.sandbox, workspace, "CommandCheck"
+        )
 
     async def check(self, state: SessionStateSnapshot) -> str | None:
         result = await run_in_workspace(

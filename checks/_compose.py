@@ -1,10 +1,14 @@
 """Composition: `AllOf` and `AnyOf` are values, and `a & b`, `a | b` build them.
 
-`AllOf` asks its checks in order and stops at the first reason, so cheap checks go first;
-`AnyOf` stops at the first pass and otherwise joins every reason. A check that raises counts
-as "not complete" with the error as its reason (fail closed), so one broken alternative
-cannot sink an `AnyOf` whose other alternative holds, nor let an `AllOf` pass. Nested
-combinations of the same kind flatten: ``(a & b) & c == AllOf.of(a, b, c)``.
+One rule: `AllOf` asks its checks in order and stops at the first reason, so cheap checks go
+first, unless progress is asked for (``AllOf(checks, progress=True)``: every part runs, so
+the progress of the whole can be summed); `AnyOf` stops at the first pass and otherwise joins
+every reason. A check that raises counts as "not complete" with the error as its reason (fail
+closed), so one broken alternative cannot sink an `AnyOf` whose other alternative holds, nor
+let an `AllOf` pass; a part that could not judge the work at all (it raised, or its command
+could not start) makes the whole say so, with the part's error (`CheckVerdict.error`), when
+the whole cannot pass without it. Nested combinations of the same kind flatten:
+``(a & b) & c == AllOf.of(a, b, c)``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from ._protocol import CompletionCheck, PreparesForRun
 from ._run_check import CheckVerdict, ask
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from harness.extend import Baseline
 
 
@@ -80,6 +86,13 @@ async def _prepare_all(
     return tuple(found)
 
 
+def _preflight_all(checks: Iterable[CompletionCheck], workspace: Path | None) -> None:
+    for check in checks:
+        preflight = getattr(check, "preflight", None)
+        if preflight is not None:
+            preflight(workspace)
+
+
 def _flatten(value: object, kind: type[AllOf | AnyOf]) -> tuple[CompletionCheck, ...]:
     if isinstance(value, str) or not isinstance(value, Iterable):
         raise ConfigurationError(f"{kind.__name__} takes a sequence of checks (got {value!r})")
@@ -102,28 +115,39 @@ def _any_of(value: object) -> tuple[CompletionCheck, ...]:
 
 @frozen
 class AllOf(Combinable):
-    """Complete when every check is; the first reason (in order) is the verdict."""
+    """Complete when every check is; the first reason (in order) is the verdict, and the
+    checks after it are not asked. With `progress`, every check is asked, so that the progress
+    of the whole (the sum of the parts') can be measured: what a rollback on regression needs.
+    """
 
     checks: tuple[CompletionCheck, ...] = field(converter=_all_of)
+    progress: bool = field(default=False, kw_only=True)
 
     @classmethod
-    def of(cls, *checks: CompletionCheck) -> AllOf:
-        return cls(checks)
+    def of(cls, *checks: CompletionCheck, progress: bool = False) -> AllOf:
+        return cls(checks, progress=progress)
+
+    def preflight(self, workspace: Path | None) -> None:
+        _preflight_all(self.checks, workspace)
 
     async def prepare(self, state: SessionStateSnapshot) -> tuple[Baseline, ...]:
         return await _prepare_all(self.checks, state)
 
     async def check(self, state: SessionStateSnapshot) -> str | None:
-        for check in self.checks:
-            reason = (await ask(check, state)).reason
-            if reason is not None:
-                return reason
-        return None
+        return (await self.measure(state)).reason
 
     async def measure(self, state: SessionStateSnapshot) -> Assessment:
-        """Every check's answer (none skipped, so the progress is whole): the first reason,
-        and the sum of the progress the checks report."""
-        answers = [await ask(check, state) for check in self.checks]
+        """The first reason (None: every check passed), and the sum of the progress the
+        checks report when each was asked: always when they all pass, and with `progress`
+        whatever they say (otherwise, after a reason, the whole is not measured)."""
+        answers: list[CheckVerdict] = []
+        for check in self.checks:
+            answer = await ask(check, state)
+            if answer.error is not None:  # it could not judge: nor can the whole
+                return Assessment(answer.reason, error=answer.error)
+            answers.append(answer)
+            if answer.reason is not None and not self.progress:
+                return Assessment(answer.reason)
         reason = next((a.reason for a in answers if a.reason is not None), None)
         return Assessment(reason, WorkProgress.sum_of([a.progress for a in answers]))
 
@@ -143,27 +167,27 @@ class AnyOf(Combinable):
     def of(cls, *checks: CompletionCheck) -> AnyOf:
         return cls(checks)
 
+    def preflight(self, workspace: Path | None) -> None:
+        _preflight_all(self.checks, workspace)
+
     async def prepare(self, state: SessionStateSnapshot) -> tuple[Baseline, ...]:
         return await _prepare_all(self.checks, state)
 
     async def check(self, state: SessionStateSnapshot) -> str | None:
-        reasons: list[str] = []
-        for check in self.checks:
-            reason = (await ask(check, state)).reason
-            if reason is None:
-                return None
-            reasons.append(reason)
-        return _alternatives(reasons)
+        return (await self.measure(state)).reason
 
     async def measure(self, state: SessionStateSnapshot) -> Assessment:
-        """As `check` (the first alternative that holds ends it), with the progress of the
-        alternative furthest along."""
+        """The first alternative that holds ends it; otherwise every reason, with the
+        progress of the alternative furthest along. When no alternative could judge the work
+        at all, the first one's error is the whole's."""
         answers: list[CheckVerdict] = []
         for check in self.checks:
             answer = await ask(check, state)
             if answer.reason is None:
                 return Assessment(None, answer.progress)
             answers.append(answer)
+        if all(a.error is not None for a in answers):
+            return Assessment(answers[0].reason, error=answers[0].error)
         reasons = [a.reason for a in answers if a.reason is not None]
         return Assessment(
             _alternatives(reasons), WorkProgress.best_of([a.progress for a in answers])
@@ -173,6 +197,17 @@ class AnyOf(Combinable):
         if len(self.checks) == 1:
             return self.checks[0].description()
         return _bullets("At least one of these must hold:", self.checks)
+
+
+def measures_progress(check: CompletionCheck) -> bool:
+    """Whether asking `check` gives the progress of the work: it `measure`s, and (an `AllOf`)
+    asks every part (`progress=True`) of which one measures, or (an `AnyOf`) one of its
+    alternatives measures. A wrapper without `measure` does not, whatever it wraps."""
+    if isinstance(check, AllOf):
+        return check.progress and any(measures_progress(c) for c in check.checks)
+    if isinstance(check, AnyOf):
+        return any(measures_progress(c) for c in check.checks)
+    return getattr(check, "measure", None) is not None
 
 
 def _alternatives(reasons: list[str]) -> str:

@@ -6,7 +6,7 @@ import json
 from collections import OrderedDict, deque
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from attrs import Factory, define, field, frozen
 
@@ -140,6 +140,9 @@ class FeatureListCheck(Combinable):
     anything but ``passes``, is "not complete". Baselines are kept for the newest `max_runs`
     runs that share this check.
     """
+
+    baseline: ClassVar[bool] = False
+    """`prepare` keeps the list for itself and returns no `harness.extend.Baseline`."""
 
     # Reads one small JSON file with plain file I/O, as `prepare` does: nothing to wait for.
 

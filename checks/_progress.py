@@ -6,8 +6,9 @@ passing, files present). `run_check` asks `measure` when a check has it, fails c
 way, and puts the progress on the `CheckVerdict`; a check that cannot measure gives none.
 
 Composition: `AllOf` sums its parts' progress (every part must be done) and `AnyOf` takes the
-alternative furthest along (one suffices); parts that do not measure are left out. Measuring
-an `AllOf` runs every part, where `check` stops at the first reason: the sum needs them all.
+alternative furthest along (one suffices); parts that do not measure are left out. An `AllOf`
+stops at the first reason, as ever, unless progress is asked for (``progress=True``): the sum
+needs every part, so then every part runs.
 """
 
 from __future__ import annotations

@@ -29,8 +29,10 @@ class PreparesForRun(Protocol):
     """A check that records a baseline when the run starts (before any agent action).
 
     `prepare` may return what it recorded, a `harness.Baseline` (or a tuple of them, for a
-    composition), which the run writes to its transcript and lists on the result; None
-    otherwise.
+    composition), which the run writes to its transcript and lists on the result. A check
+    that returns None is named in a ``run.warning`` at the start (a wrapper that forgets to
+    return its inner check's baseline would drop it silently), unless its `baseline`
+    attribute is False: it records nothing the run should keep.
     """
 
     async def prepare(self, state: SessionStateSnapshot) -> object: ...

@@ -11,19 +11,25 @@ stop hooks all ask a check through here, so the agent reads the same reason on e
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from attrs import frozen
 
 from harness import SessionStateSnapshot
-from harness.extend import Clock, SystemClock
+from harness.extend import CheckError, Clock, SystemClock
 
 from ._progress import Assessment, WorkProgress
 from ._protocol import CompletionCheck
 
 if TYPE_CHECKING:
     from harness.extend import Tampering
+
+
+class CheckCannotRun(Exception):
+    """Raised by a check whose command could not start (the message says why, and is the
+    claim's reason): not the agent's work, so the run counts it toward `CheckBroken`."""
 
 
 @frozen
@@ -35,6 +41,9 @@ class CheckVerdict:
     reason: str | None
     progress: WorkProgress | None = None
     """How far the work is (`done` of `total`), when the check measures it."""
+    error: CheckError | None = None
+    """Why the check could not judge the work, when it could not: it raised (with the
+    traceback) or its command could not start (`CheckCannotRun`)."""
 
     @property
     def passed(self) -> bool:
@@ -67,7 +76,7 @@ async def run_check(
     if not snapshot.tampering:
         return verdict
     reason = tampering_reason(snapshot.tampering, verdict.reason)
-    return CheckVerdict(check, reason, verdict.progress)
+    return CheckVerdict(check, reason, verdict.progress, verdict.error)
 
 
 async def ask(
@@ -91,12 +100,19 @@ async def ask(
                 return CheckVerdict(
                     check, f"the completion check {name} did not finish within {time_limit:g}s"
                 )
+    except CheckCannotRun as exc:
+        reason = str(exc) or f"the completion check {name} cannot run"
+        return CheckVerdict(check, reason, error=CheckError(reason, cannot_run=True))
     except Exception as exc:
+        summary = f"{type(exc).__name__}: {exc}"
+        trace = "".join(traceback.format_exception(exc))
         return CheckVerdict(
-            check, f"the completion check {name} failed with {type(exc).__name__}: {exc}"
+            check,
+            f"the completion check {name} failed with {summary}",
+            error=CheckError(summary, trace),
         )
     if isinstance(answer, Assessment):
-        return CheckVerdict(check, _reason(answer.reason, name), answer.progress)
+        return CheckVerdict(check, _reason(answer.reason, name), answer.progress, answer.error)
     return CheckVerdict(check, _reason(answer, name))
 
 

@@ -19,11 +19,12 @@ Understood, from the runners' own output (samples in ``fixtures/test_output/``):
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
 
 from attrs import frozen
+
+from ._junit_xml import parse_report
 
 _PYTEST_SUMMARY = re.compile(r"^(?:FAILED|ERROR) (?P<id>[^\s(].*?)(?: - .*)?$")
 _PYTEST_VERBOSE = re.compile(r"^(?P<id>\S+::\S+(?:\[.*?\])?) (?:FAILED|ERROR)(?:\s+\[\s*\d+%\])?$")
@@ -317,21 +318,9 @@ def _shows_a_test_ran(line: str) -> bool | None:
     return None
 
 
-class JunitError(ValueError):
-    """The JUnit XML report cannot be read."""
-
-
 def junit_failures(path: Path, *, label: str) -> tuple[int, list[str]]:
     """(how many test cases the report has, the failing ones as ``classname.name``)."""
-    try:
-        root = ET.parse(path).getroot()
-    except FileNotFoundError:
-        raise JunitError(f"{label} was not written") from None
-    except ET.ParseError as exc:
-        line, column = exc.position
-        raise JunitError(f"{label} is not valid XML (line {line}, column {column})") from None
-    except OSError as exc:
-        raise JunitError(f"{label} cannot be read: {exc.strerror}") from None
+    root = parse_report(path, label=label)
     cases = list(root.iter("testcase"))
     failing: list[str] = []
     for case in cases:

@@ -29,8 +29,6 @@ from typing import Literal
 
 from attrs import field, frozen
 
-from ._test_output import JunitError
-
 Outcome = Literal["passed", "failed", "skipped"]
 _RANK: dict[Outcome, int] = {"skipped": 0, "passed": 1, "failed": 2}
 
@@ -122,17 +120,10 @@ def read_results(output: str, *, truncated: bool = False) -> TestResults | Unrea
 def junit_results(path: Path, *, label: str) -> TestResults:
     """Every ``<testcase>`` of a JUnit XML report: failed (``<failure>``/``<error>``),
     skipped (``<skipped>``) or passed. Raises `JunitError` when it cannot be read."""
-    import xml.etree.ElementTree as ET  # only a check configured with a JUnit report reads one
+    # Loaded here: only a check configured with a JUnit report reads one.
+    from ._junit_xml import parse_report
 
-    try:
-        root = ET.parse(path).getroot()
-    except FileNotFoundError:
-        raise JunitError(f"{label} was not written") from None
-    except ET.ParseError as exc:
-        line, column = exc.position
-        raise JunitError(f"{label} is not valid XML (line {line}, column {column})") from None
-    except OSError as exc:
-        raise JunitError(f"{label} cannot be read: {exc.strerror}") from None
+    root = parse_report(path, label=label)
     listing = _Listing()
     for case in root.iter("testcase"):
         name = case.get("name", "?")

@@ -13,20 +13,23 @@ from harness.checkpoints import WorkProgress
 from harness.extend import Baseline, ProcessResult, positive
 
 from ._baseline import Comparison, PerRun, SuiteBaseline, compare
+from ._cannot_run import CheckCannotRun
 from ._command import (
     command_text,
     convert_command,
     convert_env,
     failure_headline,
+    preflight_of,
     run_in_workspace,
     validate_sandbox,
     with_output,
 )
 from ._compose import Combinable
+from ._junit_xml import JunitError
 from ._progress import Assessment
 from ._sandbox import LocalSandbox, SandboxProvider
 from ._suite_tally import tally
-from ._test_output import JunitError, SuiteOutput, junit_failures, read_output
+from ._test_output import SuiteOutput, junit_failures, read_output
 from ._test_results import TestResults, Unreadable, junit_results, names, read_results
 
 _SHOW = 8
@@ -118,7 +121,10 @@ class TestSuiteCheck(Combinable):
         if not self.baseline:
             return None
         shown = f"`{command_text(self.command)}`"
-        ran = await self._run(state)
+        try:
+            ran = await self._run(state)
+        except CheckCannotRun as exc:  # said again at every claim, where the run counts it
+            ran = str(exc)
         if isinstance(ran, str):
             recorded = SuiteBaseline(shown, None, None, f"the suite could not run: {ran}")
         elif ran.result.timed_out or ran.result.exit_code < 0:
@@ -137,6 +143,13 @@ class TestSuiteCheck(Combinable):
             failing=recorded.failing,
             exit_code=recorded.exit_code,
             unreadable=recorded.unreadable,
+        )
+
+    def preflight(self, workspace: Path | None) -> None:
+        """Before the first model call: the suite's program can be found (see
+        `preflight_command`), else a `ConfigurationError`."""
+        preflight_of(
+            self.command, self.working_dir, self.env, self.sandbox, workspace, "TestSuiteCheck"
         )
 
     def baseline_for(self, run_id: str) -> SuiteBaseline | None:

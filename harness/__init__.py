@@ -29,6 +29,7 @@ from ._events._run import (
     IterationStarted,
     RunHalted,
     RunStarted,
+    RunWarning,
     SensorRead,
     ToolCalled,
     ToolServerStarted,
@@ -49,6 +50,7 @@ from ._result import (
     AttemptResult,
     BudgetExceeded,
     Cancelled,
+    CheckBroken,
     Completed,
     HaltReason,
     ModelFailed,
@@ -60,6 +62,7 @@ from ._result import (
     ToolServerFailed,
     UsageLimitReached,
 )
+from ._shadowing import refuse_shadowing as _refuse_shadowing
 from ._state import SessionStateSnapshot
 from ._tools._arguments import ToolArgumentError
 from ._tools._base import Tool, ToolContext, ToolResult, tool
@@ -192,6 +195,7 @@ __all__ = [
     "BudgetExceeded",
     "CancelToken",
     "Cancelled",
+    "CheckBroken",
     "CheckFailed",
     "CheckPassed",
     "CliAgentClient",
@@ -235,6 +239,7 @@ __all__ = [
     "RunHalted",
     "RunResult",
     "RunStarted",
+    "RunWarning",
     "ScriptedModelClient",
     "SensorRead",
     "SensorTripped",
@@ -271,3 +276,7 @@ __all__ = [
     "workspace_tools",
     "write_file",
 ]
+
+# Every other package imports this one first: a checks.py of the user's found before the
+# library's `checks` is named here, instead of failing deep inside an import.
+_refuse_shadowing()

@@ -93,3 +93,18 @@ class ModelError(HarnessError):
         self.retryable = retryable
         self.status_code = status_code
         self.retry_after = retry_after
+
+
+# A traceback names an error by its module: the public one a user imports it from, not this
+# private module (``harness.FixtureError``, not ``harness._errors.FixtureError``); pickling
+# finds them there too.
+for _error in (
+    HarnessError,
+    ConfigurationError,
+    FixtureError,
+    FixtureExhausted,
+    FixtureUnconsumed,
+    ModelError,
+):
+    _error.__module__ = "harness"
+FixtureAssertionError.__module__ = "harness.testing"

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from attrs import frozen
 
+from ._check_error import CheckError
 from ._clock import Clock
 from ._messages import Message
 from ._result import BudgetExceeded, HaltReason
@@ -64,6 +65,8 @@ class Decision:
     checked: bool = False
     rejection: str | None = None
     progress: WorkProgress | None = None
+    error: CheckError | None = None
+    """Why the check could not judge the work, when it could not (see `CheckError`)."""
 
 
 CONTINUE = Decision()
@@ -155,9 +158,10 @@ class Policy(Protocol):
         """What "done" means, told to the agent at the start of every session."""
         ...
 
-    async def start_run(self, snapshot: SessionStateSnapshot) -> Sequence[Baseline] | None:
+    async def start_run(self, snapshot: SessionStateSnapshot) -> Sequence[Baseline | str] | None:
         """Called once before the agent's first turn (checks record baselines here); the
-        baselines returned go into the transcript and onto the result."""
+        baselines returned go into the transcript and onto the result, and a text among them
+        is a warning the run says at its start (a ``run.warning`` event)."""
         ...
 
     def start_session(self, *, clock: Clock, limit: Limit | None = None) -> PolicySession: ...

@@ -86,9 +86,27 @@ class RejectionLimit(HaltReason):
 
     def describe(self) -> str:
         return (
-            f"the completion check rejected {self.rejections} claims of done; "
+            f"the completion check rejected {self.rejections} "
+            f"{'claim' if self.rejections == 1 else 'claims'} of done; "
             f"last reason: {self.last_reason}"
         )
+
+
+@frozen
+class CheckBroken(HaltReason):
+    """The completion check could not judge the work at `claims` claims in a row: its command
+    could not start (`cannot_run`) or it raised the same error each time (`message`). The
+    agent cannot fix that, so the run stops (the policy's `max_check_errors`); the work was
+    not verified."""
+
+    claims: int
+    message: str
+    cannot_run: bool = False
+
+    def describe(self) -> str:
+        what = "could not run" if self.cannot_run else "raised the same error"
+        claims = "1 claim" if self.claims == 1 else f"{self.claims} claims in a row"
+        return f"the completion check {what} at {claims}: {self.message}"
 
 
 @frozen

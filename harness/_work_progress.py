@@ -16,6 +16,7 @@ from typing import Any
 
 from attrs import field, frozen
 
+from ._check_error import CheckError
 from ._errors import ConfigurationError
 
 MIXED_UNIT = "items"
@@ -135,6 +136,9 @@ class Assessment:
 
     reason: str | None
     progress: WorkProgress | None = None
+    error: CheckError | None = None
+    """Why the check could not judge the work, when it could not (it raised, or its command
+    could not start); `reason` then says it too."""
 
 
 def _int(data: Mapping[str, Any], name: str) -> int:

@@ -13,7 +13,7 @@ A map by audience:
   `rejection_feedback`, `DONE_TOOL`, `NOT_EXECUTED`;
 - a policy, a sensor or a check: `Policy`, `PolicySession`, `Decision`, `CONTINUE`, `Limit`,
   `Scope`, `ScopesRun`, `SensorReading`, `ProtectsPaths`, `SessionStateSnapshot`,
-  `SessionStore`, `HistoryView`, `ToolOutcome`, `ChecksConsumed`;
+  `SessionStore`, `HistoryView`, `ToolOutcome`, `ChecksConsumed`, `CheckError`;
 - the verifier's records: `Baseline`, `BaselineRecorded`, `ProtectedPaths`,
   `ProtectedPathsRecorded`, `ProtectedPathsChanged`, `Tampering`, `PathGuard`;
 - a model client: `ModelClient`, `ModelRequest`, `ModelResponse`, `ToolSpec`, `KnowsPrices`,
@@ -40,6 +40,7 @@ a spec or use those features does not pay to import them.
 
 import typing
 
+from ._check_error import CheckError
 from ._clock import Clock, SystemClock
 from ._events._run import SinkFailed
 from ._events._stream import EventStream, stream_events
@@ -150,6 +151,7 @@ __all__ = [
     "Baseline",
     "BaselineRecorded",
     "CONTINUE",
+    "CheckError",
     "ChecksConsumed",
     "Clock",
     "CommandSandbox",

@@ -83,6 +83,8 @@ class Ralph:
             saved = await run.checkpoint(f"iteration {iteration} ended", assessed.progress)
             if assessed.reason is None:
                 return Completed()
+            if run.check_broken is not None:  # the check cannot judge: no iteration can fix it
+                return run.check_broken
             last_reason = assessed.reason
             rolled_back = await guard.after(iteration, saved) if guard is not None else None
             carry = _carry(

@@ -10,13 +10,17 @@ own checkpoint, for a person to look at).
 
 An iteration whose check could not measure the work, after one that could, counts as a
 regression: nothing shows that it did not break anything. A check that never measures
-(`checks.MeasuresProgress`) never triggers a rollback.
+(`checks.measures_progress`: a wrapper without `measure`, an `AllOf` without
+``progress=True``) never triggers a rollback, and the run says so at its start (a
+``run.warning`` event, logged as a warning).
 """
 
 from __future__ import annotations
 
 from attrs import define
 
+from checks import measures_progress
+from harness import RunWarning
 from harness.checkpoints import Checkpoint, improves_on
 from harness.extend import Run
 
@@ -37,7 +41,11 @@ class RollbackGuard:
         """Begin from the run's start checkpoint (the `Harness` takes it, measured, for a
         strategy that `measures_start`); a run driven without one gets it here. Without
         checkpoints (no workspace, or it cannot be checkpointed: a ``checkpoint.failed``
-        event says why) nothing is rolled back."""
+        event says why) nothing is rolled back; nor with a check that cannot measure the
+        work, which a ``run.warning`` says."""
+        check = getattr(run.policy, "completion_check", None)
+        if check is not None and not measures_progress(check):
+            run.emit(RunWarning(run.elapsed(), ROLLBACK_SOURCE, cannot_measure(check)))
         if not await run.start_checkpoints():
             return cls(run)
         start = run.last_checkpoint
@@ -63,6 +71,21 @@ class RollbackGuard:
         if await self.run.restore(best, why) is None:
             return None  # the restore failed (checkpoint.failed): the workspace is as it was
         return told(iteration, saved, best)
+
+
+def cannot_measure(check: object) -> str:
+    """Why a rollback on regression will never happen with `check`."""
+    name = type(check).__name__
+    how = (
+        "build it with AllOf(..., progress=True) so that every part is asked"
+        if name == "AllOf"
+        else "give it measure(state) -> Assessment (checks.MeasuresProgress), passing on "
+        "what the check it wraps measures"
+    )
+    return (
+        f'rollback = "on_regression" will never roll back: the completion check {name} '
+        f"cannot measure the progress of the work; {how}"
+    )
 
 
 def told(iteration: int, ended: Checkpoint, best: Checkpoint) -> str:

@@ -586,7 +586,10 @@ def _policy(
         )
         for i, t in enumerate(check_tables)
     ]
-    check: CompletionCheck = built[0] if len(built) == 1 else AllOf(tuple(built))
+    # A rollback on regression compares the progress of the whole: every check must be asked.
+    strategy = data.get("strategy")
+    progress = isinstance(strategy, Mapping) and strategy.get("rollback") == "on_regression"
+    check: CompletionCheck = built[0] if len(built) == 1 else AllOf(tuple(built), progress=progress)
     sensors = [
         _sensor(_table(t, f"{where}: sensors[{i}]"), where=f"{where}: sensors[{i}]")
         for i, t in enumerate(_list(data.get("sensors", []), f"{where}: sensors"))

@@ -3,6 +3,7 @@ stops."""
 
 import typing
 
+import checks as _checks  # noqa: F401  (first: it names a harness.py of the user's that shadows)
 from harness.extend import lazy_exports as _lazy_exports
 
 from ._budget import Budget

@@ -83,6 +83,14 @@ POLICY = Schema(
             default=10,
         ),
         Key(
+            "max_check_errors",
+            "integer",
+            "Claims in a row at which the same check error halts the run with `CheckBroken`: "
+            "the check's command could not start (exit 126 or 127, its runner's module "
+            "missing) or the check raised the same exception. The agent cannot fix either.",
+            default=3,
+        ),
+        Key(
             "check_timeout",
             "number",
             "Seconds the completion check may take; a check that takes longer fails closed.",

@@ -32,8 +32,10 @@ class NoProgressSensor:
     In a run, the workspace is read through the run's `WorkspaceMonitor` (a file watcher, or
     a walk in a worker thread): a turn costs what changed, and files written by any process
     count. A file is hashed only where its stat moved, so rewriting it with the same bytes is
-    not progress. A change whose event arrives after its turn ended counts for the next turn,
-    except on a turn whose reading would warn or halt, which first waits for pending events.
+    not progress. A turn that made tool calls and whose changes have not arrived yet waits for
+    pending events before it is read (a write's event arrives a few milliseconds after it:
+    counted for the next turn, it would trip the sensor a turn late); so does a turn whose
+    reading would warn or halt. A turn without tool calls does not wait.
     Files and folders named in `ignore` (``.git`` and tool caches by default) are skipped. The
     plan is the latest `harness.Plan` in the session store. Per-session memory: the policy
     binds a fresh instance to every session, and the baseline is taken before the session's
@@ -67,6 +69,7 @@ class NoProgressSensor:
 
 class _BoundNoProgress:
     __slots__ = (
+        "_calls",
         "_config",
         "_ignore",
         "_mark",
@@ -86,6 +89,7 @@ class _BoundNoProgress:
         self._plan: Any = None
         self._still = 0
         self._started = False
+        self._calls = 0
 
     def attach(self, monitor: WorkspaceMonitor) -> None:
         self._monitor = monitor
@@ -97,6 +101,8 @@ class _BoundNoProgress:
             return False
         if monitor.changed_since(self._mark, self._ignore):
             return False
+        if snapshot.tool_calls != self._calls:  # a tool may have written: its event may be due
+            return True
         config = self._config
         return self._still + 1 >= (config.warn_at or config.limit)
 
@@ -107,12 +113,14 @@ class _BoundNoProgress:
     def start(self, snapshot: SessionStateSnapshot) -> None:
         self._changed(snapshot)
         self._started = True
+        self._calls = snapshot.tool_calls
 
     def read(self, snapshot: SessionStateSnapshot) -> SensorReading:
         if not self._started:  # used without start(): this first turn only sets the baseline
             self.start(snapshot)
             return SensorReading.ok()
         self._still = 0 if self._changed(snapshot) else self._still + 1
+        self._calls = snapshot.tool_calls
         still = self._still
         config = self._config
         return graded(

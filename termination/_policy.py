@@ -100,7 +100,11 @@ class TerminationPolicy:
     the completion check (None completes the run; a reason goes into the next turn). The
     check fails closed: an exception or `check_timeout` is a reason, never a pass. After
     `max_rejections` rejected claims the run halts with `RejectionLimit`; otherwise sensors
-    that read verdicts (`ReadsVerdicts`) are read again with the new rejection.
+    that read verdicts (`ReadsVerdicts`) are read again with the new rejection. A check that
+    cannot judge the work (it raised, or its command could not start) with the same error at
+    `max_check_errors` claims in a row halts the run, `CheckBroken` (the run counts them, see
+    `harness.extend.CheckError`); and `preflight` (before the first model call) refuses a
+    check whose command's program cannot be found.
 
     Feedback providers come last and only when the session goes on (no halt, and no claim of
     done the check accepted or that ends the session): guidance for a turn that halts would
@@ -121,6 +125,7 @@ class TerminationPolicy:
     completion_check: CompletionCheck = field(factory=AlwaysComplete, converter=_check)
     check_timeout: float | None = 600.0
     max_rejections: int | None = 10
+    max_check_errors: int | None = 3
     check_before_first_turn: bool = False
     feedback: tuple[FeedbackProviderConfig, ...] = field(default=(), converter=_feedback)
     feedback_max_chars: int = 2000
@@ -140,6 +145,7 @@ class TerminationPolicy:
     def __attrs_post_init__(self) -> None:
         check_positive("check_timeout", self.check_timeout, allow_none=True)
         check_positive("max_rejections", self.max_rejections, integer=True, allow_none=True)
+        check_positive("max_check_errors", self.max_check_errors, integer=True, allow_none=True)
         check_type("check_before_first_turn", self.check_before_first_turn, bool, "True or False")
         size = self.feedback_max_chars
         if isinstance(size, bool) or not isinstance(size, int) or size < 200:
@@ -187,12 +193,30 @@ class TerminationPolicy:
     def description(self) -> str:
         return self.completion_check.description()
 
-    async def start_run(self, snapshot: SessionStateSnapshot) -> tuple[Baseline, ...]:
+    def preflight(self, workspace: Path | None) -> None:
+        """Before the first model call: a `ConfigurationError` when the completion check
+        cannot run at all (a command-based check's program is not on PATH, or a path outside
+        the workspace that does not exist; one inside may be the agent's to create)."""
+        preflight = getattr(self.completion_check, "preflight", None)
+        if preflight is not None:
+            preflight(workspace)
+
+    async def start_run(self, snapshot: SessionStateSnapshot) -> tuple[Baseline | str, ...]:
         """Let the check record its baselines before the first turn; they are returned for
-        the transcript."""
+        the transcript. A check that prepares and returns none, unless it says it takes none
+        (``baseline = False``), is named in a warning: a wrapper whose `prepare` forgets to
+        return what it recorded would drop the baseline without a word."""
         if not self._prepares:
             return ()
-        recorded = await self.completion_check.prepare(snapshot)  # type: ignore[attr-defined]
+        check = self.completion_check
+        recorded = await check.prepare(snapshot)  # type: ignore[attr-defined]
+        if recorded is None and getattr(check, "baseline", None) is not False:
+            name = type(check).__name__
+            return (
+                f"the completion check {name} prepared for the run and returned None, so no "
+                "baseline is recorded: a check that takes one returns it (a "
+                "harness.extend.Baseline, or a tuple of them)",
+            )
         return baselines_of(recorded)
 
     def run_scope(self, snapshot: SessionStateSnapshot) -> AbstractAsyncContextManager[object]:
@@ -383,6 +407,7 @@ class _PolicySession:
             checked=True,
             rejection=reason,
             progress=assessed.progress,
+            error=assessed.error,
         )
 
     def _read_verdicts(
@@ -405,7 +430,7 @@ class _PolicySession:
         verdict = await run_check(
             self._check, snapshot, time_limit=self._policy.check_timeout, clock=self._clock
         )
-        return Assessment(verdict.reason, verdict.progress)
+        return Assessment(verdict.reason, verdict.progress, verdict.error)
 
 
 def _read(

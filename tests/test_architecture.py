@@ -283,6 +283,7 @@ def test_the_layering_test_sees_relative_imports(tmp_path: Path) -> None:
 HARNESS_LAYERS: dict[str, int] = {
     **dict.fromkeys(
         [
+            "harness._check_error",
             "harness._clock",
             "harness._errors",
             "harness._escalation",
@@ -299,6 +300,7 @@ HARNESS_LAYERS: dict[str, int] = {
             "harness._result",
             "harness._schema",
             "harness._secrets",
+            "harness._shadowing",
             "harness._validate",
             "harness._verification",
             "harness._work_progress",

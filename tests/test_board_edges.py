@@ -317,6 +317,29 @@ def test_a_full_disk_is_a_clear_error_with_its_own_exit_code(tmp_path: Path) -> 
     assert TRACEBACK not in done.stderr
 
 
+def test_a_disk_that_fills_while_attempts_run_is_exit_3_in_one_line(tmp_path: Path) -> None:
+    """The state folder on a small file system with room for the database but not for all
+    the attempts' records: wherever the disk fills (the database, a transcript, inside the
+    board's task group), the board stops with exit 3 and one line, never an ExceptionGroup's
+    traceback with exit 1; or, with room enough, completes."""
+    tasks = {"t": task_toml("t"), "u": task_toml("u")}
+    make_board(tmp_path, tasks, {"t": writes("t.txt"), "u": writes("u.txt")})
+    codes = []
+    for free in (160, 200, 256, 288):  # KiB left on a 512 KiB disk
+        disk = tmp_path / f"disk{free}"
+        disk.mkdir()
+        with _mounted("-t", "tmpfs", "-o", "size=512k", "tmpfs", target=disk):
+            (disk / "filler").write_bytes(b"\0" * ((512 - free) * 1024))
+            done = _board("run", str(tmp_path), "-q", "--state", str(disk / "state"))
+        assert TRACEBACK not in done.stderr, (free, done.stderr)
+        assert done.returncode in (0, 3), (free, done.stderr)
+        if done.returncode == 3:
+            assert done.stderr.startswith("harness board: "), done.stderr
+            assert "the disk is full" in done.stderr
+        codes.append(done.returncode)
+    assert 3 in codes
+
+
 def test_a_resumed_attempt_with_nothing_left_to_spend_is_complete_when_the_check_passes(
     tmp_path: Path,
 ) -> None:

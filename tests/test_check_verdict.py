@@ -11,7 +11,7 @@ import anyio
 import attrs
 import pytest
 
-from checks import AllOf, AnyOf, CheckVerdict, CompletionCheck, run_check
+from checks import AllOf, AnyOf, CompletionCheck, run_check
 from harness import CheckFailed, Harness, RejectionLimit, ScriptedModelClient, SessionStateSnapshot
 from harness.testing import FakeClock, ListSink
 from strategies import Ralph, RalphCompletionUnmet, Spec, load_spec
@@ -65,9 +65,13 @@ async def test_an_exception_is_not_complete_with_the_error_as_reason() -> None:
     """A check that raises gives a verdict naming the check and the error, never a pass."""
     check = Raises()
     verdict = await run_check(check, SNAPSHOT)
-    assert verdict == CheckVerdict(
-        check, "the completion check Raises failed with RuntimeError: the test runner crashed"
+    assert verdict.reason == (
+        "the completion check Raises failed with RuntimeError: the test runner crashed"
     )
+    assert verdict.error is not None  # with where it raised, for the check's event
+    assert verdict.error.summary == "RuntimeError: the test runner crashed"
+    assert verdict.error.traceback is not None
+    assert verdict.error.traceback.startswith("Traceback (most recent call last):")
     assert not verdict.passed
     assert verdict.description == "A check that crashes."
 

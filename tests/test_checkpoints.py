@@ -365,6 +365,43 @@ async def test_a_snapshot_with_missing_content_is_refused_before_anything_change
     assert (ws / "a.txt").read_text() == "changed"
 
 
+async def test_an_altered_blob_is_refused_before_anything_changes(tmp_path: Path) -> None:
+    """The store is content-addressed by sha256: a blob whose bytes no longer hash to its
+    name (bit rot, a hand edit, an agent that found the state folder) fails the restore with
+    a CheckpointError naming it, and no file of the workspace is touched."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("original")
+    (ws / "b.txt").write_text("kept")
+    state = tmp_path / "state"
+    store = await open_checkpoints(ws, series="s", backend="snapshot", state_dir=state)
+    saved = await store.save("start", at=0.0)
+    blobs = [b for b in (state / "blobs").rglob("*") if b.is_file()]
+    altered = next(b for b in blobs if b.read_bytes() == b"original")
+    altered.write_bytes(b"tampered")
+    (ws / "a.txt").write_text("changed")
+    (ws / "b.txt").unlink()
+    with pytest.raises(CheckpointError, match="corrupt") as raised:
+        await store.restore(saved)
+    assert altered.name in str(raised.value)
+    assert (ws / "a.txt").read_text() == "changed"
+    assert not (ws / "b.txt").exists()
+
+
+async def test_an_os_error_of_the_store_is_a_checkpoint_error(tmp_path: Path) -> None:
+    """The docs promise CheckpointError: a state folder that cannot be written (here it lies
+    under a file) is one, naming the cause, not a bare OSError."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("x")
+    (tmp_path / "file").write_text("not a folder")
+    store = await open_checkpoints(
+        ws, series="s", backend="snapshot", state_dir=tmp_path / "file" / "state"
+    )
+    with pytest.raises(CheckpointError, match="Not a directory"):
+        await store.save("start", at=0.0)
+
+
 async def test_a_torn_last_record_is_ignored_and_a_bad_one_named(tmp_path: Path) -> None:
     """A save cut short leaves a partial last line, which is skipped; a bad line elsewhere is
     an error naming the file and line."""

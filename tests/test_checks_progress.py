@@ -172,7 +172,9 @@ async def test_features_and_files_report_what_is_done(tmp_path: Path) -> None:
     assert listed.progress == WorkProgress(1, 3, "features", ("median", "mode"))
     files = await assess(FilesCheck(["stats.py", "README.md"]), state)
     assert files.progress == WorkProgress(1, 2, "files", ("README.md",))
-    both = await assess(AllOf.of(FilesCheck(["stats.py", "README.md"]), FeatureListCheck()), state)
+    both = await assess(
+        AllOf.of(FilesCheck(["stats.py", "README.md"]), FeatureListCheck(), progress=True), state
+    )
     assert both.progress == WorkProgress(2, 5, "items", ("README.md", "median", "mode"))
     assert both.reason == files.reason
 
@@ -180,14 +182,15 @@ async def test_features_and_files_report_what_is_done(tmp_path: Path) -> None:
 async def test_composition_measures_every_part_of_an_all_and_the_best_alternative(
     tmp_path: Path,
 ) -> None:
-    """AllOf measures all its parts (the first reason is the verdict); AnyOf reports the
-    alternative furthest along, or the one that passed; parts that cannot measure count none."""
+    """AllOf with progress asked for measures all its parts (the first reason is the verdict);
+    AnyOf reports the alternative furthest along, or the one that passed; parts that cannot
+    measure count none."""
     state = snapshot(tmp_path)
     low = Measured("low", WorkProgress(1, 4, "tests"))
     high = Measured("high", WorkProgress(3, 4, "tests"))
     done = Measured(None, WorkProgress(2, 2, "features"))
     assert isinstance(AllOf.of(low, high), MeasuresProgress)
-    every = await assess(AllOf.of(Plain(), low, high), state)
+    every = await assess(AllOf.of(Plain(), low, high, progress=True), state)
     assert every == Assessment("plain says no", WorkProgress(4, 8, "tests"))
     anyone = await assess(AnyOf.of(low, high, Plain()), state)
     assert anyone.progress == WorkProgress(3, 4, "tests")
@@ -204,6 +207,40 @@ async def test_a_measure_that_fails_is_a_reason_and_no_progress(tmp_path: Path) 
     assert answer == Assessment("the completion check Broken failed with RuntimeError: no disk")
     blank = await assess(Measured("  ", WorkProgress(1, 2)), state)
     assert blank.reason == "the completion check Measured returned an empty reason"
-    inside = await assess(AllOf.of(Broken(), Measured(None, WorkProgress(1, 1))), state)
-    assert inside.reason is not None
-    assert inside.progress == WorkProgress(1, 1)
+    inside = await assess(
+        AllOf.of(Broken(), Measured(None, WorkProgress(1, 1)), progress=True), state
+    )
+    assert inside.reason == answer.reason  # a part that cannot judge: nor can the whole
+    assert inside.progress is None
+
+
+async def test_an_all_of_run_by_the_loop_stops_at_the_first_reason(tmp_path: Path) -> None:
+    """The one rule: asked through `run_check` (as the loop, `harness check` and the hooks
+    ask), an AllOf stops at the first reason and the checks after it do not run, even when
+    they could measure; only with progress asked for does every part run."""
+    asked: list[str] = []
+
+    class Counting:
+        def __init__(self, name: str, reason: str | None) -> None:
+            self.name, self.reason = name, reason
+
+        async def check(self, state: SessionStateSnapshot) -> str | None:
+            return (await self.measure(state)).reason
+
+        async def measure(self, state: SessionStateSnapshot) -> Assessment:
+            asked.append(self.name)
+            return Assessment(self.reason, WorkProgress(0, 1))
+
+        def description(self) -> str:
+            return self.name
+
+    first, second = Counting("first", "first says no"), Counting("second", "second says no")
+    verdict = await run_check(AllOf.of(first, second), snapshot(tmp_path))
+    assert (verdict.reason, verdict.progress, asked) == ("first says no", None, ["first"])
+    asked.clear()
+    whole = await run_check(AllOf.of(first, second, progress=True), snapshot(tmp_path))
+    assert (whole.reason, whole.progress, asked) == (
+        "first says no",
+        WorkProgress(0, 2),
+        ["first", "second"],
+    )

@@ -97,7 +97,7 @@ def test_a_class_and_a_check_object_are_named_directly(module: str) -> None:
         ("{m}:missing", {}, "c.function: '{m}' has no attribute 'missing'"),
         ("{m}:NOT_CALLABLE", {}, "is neither a CompletionCheck nor callable (it is a int)"),
         ("{m}:gives_text", {}, "returned str, not a CompletionCheck"),
-        ("{m}:is_async", {"path": "a"}, "is async; the function must return a CompletionCheck"),
+        ("{m}:is_async", {"path": "a"}, "an async check, called as {m}:is_async(state, path=..."),
         ("{m}:refuses", {"path": "x"}, "c: calling {m}:refuses(path='x') failed: ValueError"),
         ("{m}:line_count", {"colour": 1}, "c: calling {m}:line_count(colour=1) failed: TypeError"),
         ("{m}:READY", {"lines": 3}, "is a check, not a function that makes one"),

@@ -287,3 +287,57 @@ def test_a_killed_harness_leaves_nothing_of_its_commands_running(tmp_path: Path)
         for pid in pids:
             if running(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+# An agent that ignores SIGTERM and SIGINT, so that stopping it takes the whole grace.
+STUBBORN = """
+trap '' TERM INT
+sleep 1000 &
+echo $! > "$PIDS/sleep.tmp" && mv "$PIDS/sleep.tmp" "$PIDS/sleep.pid"
+wait
+"""
+
+
+@pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: s.name)
+def test_a_second_signal_while_the_run_stops_kills_the_command(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    """The first signal stops the run gracefully; a second one, 20 ms later while the agent's
+    tree is still being stopped, kills the command by that signal instead of being ignored
+    until the outcome is printed."""
+    pids_dir = tmp_path / "pids"
+    pids_dir.mkdir()
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "stubborn.sh").write_text(STUBBORN)
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        'prompt = "work"\nworkspace = "ws"\n'
+        f'[model]\ntype = "cli_agent"\nargv = ["sh", "{tmp_path / "stubborn.sh"}"]\n'
+        f'env = {{ PIDS = "{pids_dir}" }}\n'
+        '[[checks]]\ntype = "files"\npaths = ["done.txt"]\n'
+    )
+    child = subprocess.Popen(
+        _harness("run", str(spec), "-q"),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+    )
+    sleeper = pids_dir / "sleep.pid"
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not sleeper.exists():
+            assert child.poll() is None, child.communicate()
+            assert time.monotonic() < deadline, "the agent never started"
+            time.sleep(0.02)  # polling for the file, not waiting for an effect
+        child.send_signal(signum)
+        time.sleep(0.02)  # the second signal, as an impatient user sends it
+        child.send_signal(signum)
+        _, stderr = child.communicate(timeout=TIMEOUT)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+        if sleeper.exists() and running(pid := int(sleeper.read_text())):
+            os.kill(pid, signal.SIGKILL)
+    assert child.returncode == -signum, stderr.decode()

@@ -340,3 +340,25 @@ def test_baselines_and_tampering_have_progress_lines() -> None:
         "protected files changed: t.py (deleted; protected by 't.py')",
         "bad",
     )
+
+
+def test_a_retry_warning_reads_as_a_progress_line() -> None:
+    """Among the progress lines, a model call's retry is one of them (``[  0.01s] ...``), not
+    a structlog console line with its own timestamp and padding."""
+    import io
+    import re
+
+    from harness.extend import LibraryLogger
+    from strategies._cli._progress._open import open_progress
+    from strategies._cli._run import logging_to_stderr
+
+    stream = io.StringIO()
+    progress = open_progress(stream, live=False)
+    with progress, logging_to_stderr(False, progress):
+        LibraryLogger("harness.providers").warning(
+            "model.retry", what="gpt-4o", attempt=1, wait=2.0, kind="rate_limit", status_code=429
+        )
+    assert re.fullmatch(
+        r"\[ *\d+\.\d\ds\] gpt-4o call failed \(rate_limit, HTTP 429\): retry 1 in 2s\n",
+        stream.getvalue(),
+    ), stream.getvalue()

@@ -8,6 +8,16 @@ from harness import ConfigurationError, ModelPrice, PriceTable
 from harness._providers import DEFAULT_PRICES
 
 
+@pytest.fixture
+def builtin_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`import genai_prices` fails, as where the ``prices`` extra is not installed: the
+    built-in table decides."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "genai_prices", None)
+
+
+@pytest.mark.usefixtures("builtin_only")
 def test_a_listed_model_and_its_dated_snapshots_share_a_price() -> None:
     """Exact names and dated snapshots match; a longer name never borrows a shorter one's."""
     table = PriceTable.default()
@@ -23,6 +33,7 @@ def test_a_listed_model_and_its_dated_snapshots_share_a_price() -> None:
     assert "llama3" not in table
 
 
+@pytest.mark.usefixtures("builtin_only")
 def test_users_extend_and_override_the_table() -> None:
     """with_prices adds models and replaces listed ones, leaving the original untouched."""
     local = ModelPrice(0.0, 0.0)
@@ -32,6 +43,26 @@ def test_users_extend_and_override_the_table() -> None:
     assert PriceTable.default().lookup("gpt-4o") == DEFAULT_PRICES["gpt-4o"]
     with pytest.raises(ConfigurationError, match="'x'"):
         PriceTable.default().with_prices({"x": 1.0})  # type: ignore[dict-item]
+
+
+def test_genai_prices_knows_more_models_and_their_tiers() -> None:
+    """With genai-prices installed: a model the built-in table does not list has a price, a
+    long prompt is billed at its tier's rate, a model nobody lists stays unknown (never
+    zero), and a price given to the table still wins."""
+    pytest.importorskip("genai_prices")
+    table = PriceTable.default()
+    assert "gemini-2.5-pro" not in DEFAULT_PRICES
+    gemini = table.lookup("gemini-2.5-pro")
+    assert gemini is not None
+    assert gemini.cost(fresh_input=1_000_000, output=0) > 0
+    sonnet = table.lookup("claude-sonnet-4-5-20250929")
+    assert sonnet is not None
+    short = sonnet.cost(fresh_input=100_000, output=0)
+    long = sonnet.cost(fresh_input=300_000, output=0)
+    assert long > 3 * short  # past 200k tokens the whole prompt costs more per token
+    assert table.lookup("my-finetune-of-nothing") is None
+    own = ModelPrice(1.0, 2.0)
+    assert table.with_prices({"gemini-2.5-pro": own}).lookup("gemini-2.5-pro") is own
 
 
 def test_cost_prices_each_kind_of_token_at_its_rate() -> None:

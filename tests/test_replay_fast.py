@@ -161,3 +161,30 @@ async def test_a_harness_from_a_spec_replays_fast_too(
         result = await harness.run("write a.txt")
     assert_halted(result, Completed)
     assert result.elapsed >= 2 * HOUR
+
+
+def test_a_python_api_replay_fast_forwards_by_default(tmp_path: Path) -> None:
+    """`Harness(model=ScriptedModelClient.from_jsonl(...))` replays an hour's recorded
+    delay at once, as `harness run` and the plugin do (the clock skips it); a clock given is
+    kept."""
+    from harness import Harness, ScriptedModelClient
+    from harness.extend import SystemClock
+    from harness.testing import FastForwardClock
+    from termination import Budget, TerminationPolicy
+
+    fixture = tmp_path / "slow.jsonl"
+    fixture.write_text('{"text": "done", "delay": 3600}\n')
+    harness = Harness(
+        model=ScriptedModelClient.from_jsonl(fixture),
+        policy=TerminationPolicy(budget=Budget(max_wall_time=7200)),
+    )
+    clock = harness.clock
+    assert isinstance(clock, FastForwardClock)
+    result = anyio.run(harness.run, "work")
+    assert result.verified
+    assert clock.skipped > 3599  # the hour was skipped, not waited
+    given = SystemClock()
+    kept = Harness(
+        model=ScriptedModelClient.from_jsonl(fixture), policy=harness.policy, clock=given
+    )
+    assert kept.clock is given

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from checks._test_output import JunitError
+from checks._junit_xml import JunitError
 from checks._test_results import TestResults, Unreadable, junit_results, read_results
 
 SAMPLES = Path(__file__).resolve().parent.parent / "fixtures" / "test_output"
@@ -215,3 +215,48 @@ def test_results_round_trip_through_json() -> None:
     assert TestResults.from_json(read.to_json()) == read
     with pytest.raises(ValueError, match="not a test outcome"):
         TestResults.from_json({"runner": "x", "outcomes": {"a": "exploded"}})
+
+
+LAUGHS = b"""<?xml version="1.0"?>
+<!-- written by the agent -->
+<!DOCTYPE lolz [
+ <!ENTITY lol "lol">
+ <!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+]>
+<testsuite><testcase classname="t" name="a&lol3;"/></testsuite>
+"""
+PLAIN = b"""<?xml version="1.0" encoding="utf-8"?>
+<!-- a comment, then the suite; "<!DOCTYPE" inside a message is only text -->
+<testsuite><testcase classname="t" name="a"><failure message="&lt;!DOCTYPE x&gt;"/></testcase>
+<testcase classname="t" name="b"/></testsuite>
+"""
+
+
+@pytest.mark.parametrize("defused", [True, False], ids=["defusedxml", "stdlib"])
+def test_a_junit_report_with_a_dtd_is_refused_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, defused: bool
+) -> None:
+    """The agent writes the report: a DTD (an entity bomb's way in) is refused with a reason
+    naming the report, by defusedxml when installed and without it alike; a plain report,
+    comments and all, reads as ever."""
+    import sys
+
+    from checks._test_output import junit_failures
+    from checks._test_results import junit_results
+
+    if defused:
+        pytest.importorskip("defusedxml")
+    else:
+        monkeypatch.setitem(sys.modules, "defusedxml", None)
+        monkeypatch.setitem(sys.modules, "defusedxml.ElementTree", None)
+    bomb = tmp_path / "bomb.xml"
+    bomb.write_bytes(LAUGHS)
+    with pytest.raises(JunitError, match=r"report\.xml declares a DTD"):
+        junit_results(bomb, label="report.xml")
+    with pytest.raises(JunitError, match=r"report\.xml declares a DTD"):
+        junit_failures(bomb, label="report.xml")
+    plain = tmp_path / "plain.xml"
+    plain.write_bytes(PLAIN)
+    assert junit_failures(plain, label="report.xml") == (2, ["t.a"])
+    assert junit_results(plain, label="report.xml").failed == frozenset({"t.a"})

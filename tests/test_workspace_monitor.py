@@ -153,6 +153,24 @@ async def test_a_subprocess_write_just_before_the_turn_ends_is_progress(tmp_path
     assert monitor.statistics().settles >= 1
 
 
+@pytest.mark.parametrize("watch", [True, False], ids=["watch", "walk"])
+async def test_no_progress_trips_on_the_same_turn_watching_or_walking(
+    tmp_path: Path, watch: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """limit=3 and a write on turn 2: turns 3, 4 and 5 are still, so the sensor trips on turn
+    5, with the watcher as with the walk (a write whose event arrived after its turn ended
+    was counted for the next turn, and the watcher tripped on turn 6)."""
+    if not watch:
+        monkeypatch.setitem(sys.modules, "watchfiles", None)
+    policy = TerminationPolicy(budget=Budget(max_turns=10), sensors=[NoProgressSensor(limit=3)])
+    rows = [_call("look"), _call("shell_write", path="a.txt"), *[_call("look")] * 3]
+    result = await _run(tmp_path, rows, policy)
+    reason = result.halt_reason
+    assert isinstance(reason, SensorTripped), reason
+    assert result.turns == 5
+    assert SEEN["monitor"].mode == ("watch" if watch else "walk")
+
+
 async def test_a_glob_trigger_fires_on_the_turn_a_subprocess_wrote_the_file(
     tmp_path: Path,
 ) -> None:

@@ -23,9 +23,9 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -43,6 +43,8 @@ from ._base import (
     one_line,
     remove_files,
 )
+
+T = TypeVar("T")
 
 EXCLUDED = frozenset(
     {
@@ -114,28 +116,39 @@ class SnapshotCheckpoints:
     ) -> Checkpoint:
         label = one_line(label)
         async with self._lock:
-            return await anyio.to_thread.run_sync(self._save, label, at, progress)
+            return await self._work("save a checkpoint", self._save, label, at, progress)
 
     async def checkpoints(self, series: str | None = None) -> list[Checkpoint]:
         if series is not None:
             check_series(series)
-        return await anyio.to_thread.run_sync(self._list, series)
+        return await self._work("list the checkpoints", self._list, series)
 
     async def find(self, ident: str) -> Checkpoint:
         return match_id(ident, await self.checkpoints(), self._workspace)
 
     async def diff(self, old: Checkpoint, new: Checkpoint | None = None) -> CheckpointDiff:
         async with self._lock:
-            return await anyio.to_thread.run_sync(self._diff, old, new)
+            return await self._work("compare checkpoints", self._diff, old, new)
 
     async def restore(self, checkpoint: Checkpoint) -> CheckpointDiff:
         if checkpoint.kind != "snapshot":
             raise CheckpointError(f"checkpoint {checkpoint.short_id} is not a snapshot")
         async with self._lock:
-            return await anyio.to_thread.run_sync(self._restore, checkpoint)
+            return await self._work("restore a checkpoint", self._restore, checkpoint)
 
     async def aclose(self) -> None:
         """Nothing to release (the snapshots stay in the state folder)."""
+
+    async def _work(self, what: str, work: Callable[..., T], *args: Any) -> T:
+        """`work(*args)` in a worker thread; an OSError (a full disk, a folder that cannot be
+        written) becomes the `CheckpointError` the API promises, naming what failed."""
+        try:
+            return await anyio.to_thread.run_sync(work, *args)
+        except OSError as exc:
+            raise CheckpointError(
+                f"could not {what} of {str(self._workspace)!r} (snapshots in "
+                f"{str(self._state)!r}): {exc}"
+            ) from exc
 
     # -- the work, in a worker thread ------------------------------------------------------
 
@@ -194,6 +207,15 @@ class SnapshotCheckpoints:
                 )
         current = self._walk(store=False)
         changes = _compare(current, target)
+        # Content-addressed: a blob must still hash to its name, checked before any file of
+        # the workspace changes (an altered store never half-restores a workspace).
+        for path in (*changes.added, *changes.modified):
+            entry = target[path]
+            if entry.kind == "file" and _hash_file(str(self._blob(entry.value))) != entry.value:
+                raise CheckpointError(
+                    f"checkpoint {checkpoint.short_id} is corrupt: the content of {path!r} in "
+                    f"{str(self._blob(entry.value))!r} no longer matches its sha256"
+                )
         remove_files(self._workspace, changes.deleted)
         for path in (*changes.added, *changes.modified):
             self._put(path, target[path])

@@ -107,6 +107,8 @@ class CheckFailed(Event):
     turn: int
     check: str = field(metadata=omitted(""))
     reason: str
+    error: str | None = None
+    """The traceback, when the check raised (the reason says only its last line)."""
 
 
 @frozen
@@ -134,6 +136,18 @@ class RunHalted(Event):
     turns: int
     tool_calls: int
     usage: Usage
+
+
+@frozen
+class RunWarning(Event):
+    """Something the run cannot do as configured, said once at its start (a rollback whose
+    check cannot measure progress, a check's `prepare` that recorded no baseline): the run
+    goes on, and the log has the line."""
+
+    name: ClassVar[str] = "run.warning"
+    level: ClassVar[str] = "warning"
+    source: str
+    message: str
 
 
 @frozen

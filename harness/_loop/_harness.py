@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from attrs import define, evolve, field
+from attrs import Factory, define, evolve, field
 
 from .._clock import Clock, SystemClock
 from .._errors import ConfigurationError, FixtureError
 from .._escalation import Escalates
 from .._events._base import Event
-from .._events._run import RunHalted, RunStarted
+from .._events._run import RunHalted, RunStarted, RunWarning
 from .._events._sinks import EventSink, JsonlTranscript, StructlogSink
 from .._events._stream import EventStream, stream_events
 from .._fs._jsonl import check_output_file
@@ -55,6 +55,17 @@ def _checkpointing(value: object) -> Checkpointing | None:
     return Checkpointing.convert(value)
 
 
+def _default_clock(model: object) -> Clock:
+    """A replay fast-forwards; anything else runs on the system clock."""
+    from .._fixtures._scripted import ScriptedModelClient
+
+    if isinstance(model, ScriptedModelClient):
+        from .._fixtures._fast_forward import FastForwardClock
+
+        return FastForwardClock()
+    return SystemClock()
+
+
 def _compaction(value: object) -> Compaction | None:
     if value is None:
         return None
@@ -78,6 +89,12 @@ class Harness:
     session inside `context_window` (see `Compaction`). `mcp_servers` (`MCPServer`s) are
     started once per run, before the first model call, and their tools offered to every
     session of the run (see ``docs/mcp.md``).
+
+    `clock` is the system clock, except for a model that replays a script (a
+    `ScriptedModelClient`: a fixture file): that run fast-forwards by default
+    (`harness.testing.FastForwardClock`: recorded delays take no time, real work keeps real
+    deadlines), as `harness run` and the pytest plugin replay. Give ``clock=SystemClock()``
+    to replay at the recorded pace.
     """
 
     model: ModelClient
@@ -86,7 +103,7 @@ class Harness:
     strategy: Strategy = field(factory=SingleSession)
     workspace: Path | str | None = None
     system_prompt: str | None = None
-    clock: Clock = field(factory=SystemClock)
+    clock: Clock = field(default=Factory(lambda self: _default_clock(self.model), takes_self=True))
     sinks: Sequence[EventSink] = ()
     transcript: Path | str | None = None
     tool_timeout: float = 120.0
@@ -177,6 +194,9 @@ class Harness:
         `cancel` lets someone outside stop the run and still get its result, halted
         `Cancelled` (see `CancelToken`); cancelling the caller's own scope propagates instead.
         """
+        preflight = getattr(self.policy, "preflight", None)
+        if preflight is not None:  # a check that cannot run: refused before anything starts
+            preflight(self._workspace)
         run_id = os.urandom(6).hex()  # 12 hex digits, as random as a uuid4's first 12
         transcript = JsonlTranscript(self.transcript) if self.transcript is not None else None
         all_sinks: list[EventSink] = [StructlogSink(run_id, self.logger), *self.sinks, *sinks]
@@ -366,6 +386,9 @@ class Harness:
         from .._events._verifier import BaselineRecorded
 
         for baseline in baselines:
+            if isinstance(baseline, str):  # what the policy could not record, said at the start
+                run.emit(RunWarning(run.elapsed(), "policy", baseline))
+                continue
             run.baselines.append(baseline)
             run.emit(BaselineRecorded(run.elapsed(), baseline))
 

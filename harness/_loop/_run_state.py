@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 import anyio
 from attrs import define, evolve, field, frozen
 
+from .._check_error import CheckError
 from .._clock import Clock, clock_reader
 from .._events._base import Event
 from .._events._run import CheckFailed, CheckPassed, SinkFailed
@@ -21,9 +22,14 @@ from .._messages import NO_USAGE, Message, Usage
 from .._model import ModelClient
 from .._pause import PauseSettings
 from .._policy import Policy
+from .._result import CheckBroken
 from .._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
 from .._tools._base import Tool
 from .._work_progress import WorkProgress
+
+DEFAULT_MAX_CHECK_ERRORS = 3
+"""Claims in a row at which the same check error halts a run (`CheckBroken`), for a policy
+that does not say."""
 
 if TYPE_CHECKING:
     # The features a plain run does not use load where they are configured or first needed
@@ -79,6 +85,10 @@ class RunState:
     tool_calls: int = 0
     usage: Usage = NO_USAGE
     check_reasons: list[str] = field(factory=list)
+    check_errors: tuple[CheckError, int] | None = None
+    """The completion check's last error and at how many claims in a row it came."""
+    check_broken: CheckBroken | None = None
+    """Set when the check could not judge the work at `max_check_errors` claims in a row."""
     store: SessionStore = field(factory=SessionStore)
     checkpoints: CheckpointStore | None = None
     """Where the workspace is checkpointed (see `start_checkpoints`); None: it is not."""
@@ -168,13 +178,32 @@ class RunState:
             self.sink_failures.append(failure)
             self.emit(failure)  # a sink failing on this is detached in turn
 
-    def record_check(self, agent: str, turn: int, reason: str | None) -> None:
-        """Keep a completion check's verdict (a reason joins `check_reasons`) and emit it."""
+    def record_check(
+        self, agent: str, turn: int, reason: str | None, error: CheckError | None = None
+    ) -> None:
+        """Keep a completion check's verdict (a reason joins `check_reasons`) and emit it.
+
+        `error` says the check could not judge the work (it raised, or its command could not
+        start): the same error at the policy's `max_check_errors` claims in a row sets
+        `check_broken`, which ends the run (the session and the strategies read it)."""
         if reason is None:
             self.emit(CheckPassed(self.elapsed(), agent, turn, self.description))
         else:
             self.check_reasons.append(reason)
-            self.emit(CheckFailed(self.elapsed(), agent, turn, self.description, reason))
+            traceback = None if error is None else error.traceback
+            self.emit(CheckFailed(self.elapsed(), agent, turn, self.description, reason, traceback))
+        self._count_check_error(error)
+
+    def _count_check_error(self, error: CheckError | None) -> None:
+        if error is None:
+            self.check_errors = None
+            return
+        last = self.check_errors
+        count = last[1] + 1 if last is not None and last[0].key == error.key else 1
+        self.check_errors = (error, count)
+        limit = getattr(self.policy, "max_check_errors", DEFAULT_MAX_CHECK_ERRORS)
+        if limit is not None and count >= limit and self.check_broken is None:
+            self.check_broken = CheckBroken(count, error.summary, error.cannot_run)
 
     async def start_checkpoints(self, settings: Checkpointing | None = None) -> bool:
         """Checkpoint the workspace from now on (a series named by the run's id), unless it
@@ -278,7 +307,7 @@ class RunState:
             return await judge(snapshot)
         from .._events._verifier import ProtectedPathsChanged
 
-        self.tampering.extend(changes)
+        self.tampering.extend(c for c in changes if c not in self.tampering)  # each change once
         self.tampered_claims += 1
         self.emit(ProtectedPathsChanged(self.elapsed(), snapshot.agent, snapshot.turns, changes))
         async with guard.pristine(workspace, changes) as copy:

@@ -164,7 +164,7 @@ class Session:
     async def assess(self, snapshot: SessionStateSnapshot) -> Assessment:
         """As `check`, with the progress the check measured (None when it does not measure)."""
         assessed = await self._run.judge(snapshot, self._policy.assess)
-        self._run.record_check(snapshot.agent, snapshot.turns, assessed.reason)
+        self._run.record_check(snapshot.agent, snapshot.turns, assessed.reason, assessed.error)
         self.report_verdict(assessed.reason, assessed.progress)
         return assessed
 
@@ -227,6 +227,8 @@ class Session:
             self._apply(decision)
             if decision.halt is not None:
                 return SessionEnd(decision.halt, snapshot)
+            if decision.checked and self._run.check_broken is not None:
+                return SessionEnd(self._run.check_broken, snapshot)
             if decision.rejection is not None and self._run.checkpoints is not None:
                 await self._run.checkpoint(
                     f"claim rejected ({self.agent}, iteration {self.iteration}, turn {self.turns})",
@@ -503,7 +505,7 @@ class Session:
                 )
             )
         if decision.checked:
-            run.record_check(self.agent, self.turns, decision.rejection)
+            run.record_check(self.agent, self.turns, decision.rejection, decision.error)
         for message in decision.feedback:
             self._append_feedback(message)
         if decision.rejection is not None and decision.halt is None:

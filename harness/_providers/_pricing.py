@@ -1,8 +1,12 @@
 """Prices per model, and the cost of one call.
 
-Prices are US dollars per million tokens. A model that is not in the table has an unknown
-price: its calls report ``cost_usd=None``, never zero, and a cost budget refuses to run with
-it. Extend the table with `PriceTable.with_prices` (or give a client its own `ModelPrice`).
+Prices are US dollars per million tokens. With `genai-prices` installed (the ``prices``
+extra), a model's price comes from its data, which knows far more models, their dated
+snapshots and their tiers (a long prompt billed at a higher rate), and is kept current by its
+maintainers; the table here is the fallback, for a model it does not list or where it is not
+installed. A price of your own (`PriceTable.with_prices`, or a client's `ModelPrice`) wins
+over both. A model neither knows has an unknown price: its calls report ``cost_usd=None``,
+never zero, and a cost budget refuses to run with it.
 """
 
 from __future__ import annotations
@@ -92,6 +96,55 @@ class ModelPrice:
 
 
 @frozen
+class ListedPrice(ModelPrice):
+    """A price from `genai-prices`: the rates of its base tier for display, and the cost of a
+    call computed by it, tiers included."""
+
+    model_ref: str = ""
+
+    def cost(
+        self, *, fresh_input: int, output: int, cache_read: int = 0, cache_write: int = 0
+    ) -> float:
+        from genai_prices import Usage, calc_price
+
+        usage = Usage(
+            input_tokens=fresh_input + cache_read + cache_write,
+            cache_read_tokens=cache_read,
+            cache_write_tokens=cache_write,
+            output_tokens=output,
+        )
+        return float(calc_price(usage, self.model_ref).total_price)
+
+
+def listed_price(model: str) -> ListedPrice | None:
+    """`model`'s price in `genai-prices`, or None (not installed, or it does not list it)."""
+    try:
+        from genai_prices import Usage, calc_price
+    except ImportError:
+        return None
+    try:
+        found = calc_price(Usage(input_tokens=0, output_tokens=0), model).model_price
+    except LookupError:
+        return None
+
+    def rate(value: object) -> float | None:
+        if value is None:
+            return None
+        return float(getattr(value, "base", value))  # type: ignore[arg-type]
+
+    input_rate, output_rate = rate(found.input_mtok), rate(found.output_mtok)
+    if input_rate is None or output_rate is None:
+        return None  # a model priced some other way (per request, say): not a token price
+    return ListedPrice(
+        input_rate,
+        output_rate,
+        rate(found.cache_read_mtok),
+        rate(found.cache_write_mtok),
+        model_ref=model,
+    )
+
+
+@frozen
 class PriceTable:
     """Model name to `ModelPrice`; a dated snapshot of a listed model has the same price."""
 
@@ -112,9 +165,16 @@ class PriceTable:
         return PriceTable({**self.prices, **extra})
 
     def lookup(self, model: str | None) -> ModelPrice | None:
-        """The price of `model`, or None when it is unknown."""
+        """The price of `model`, or None when it is unknown: a price given to this table
+        first, then `genai-prices`' when it is installed, then the built-in list."""
         if not model:
             return None
+        own = self._match(model)
+        if own is not None and own is not _builtin(model):  # a price given to this table
+            return own
+        return listed_price(model) or own
+
+    def _match(self, model: str) -> ModelPrice | None:
         exact = self.prices.get(model)
         if exact is not None:
             return exact
@@ -148,3 +208,8 @@ DEFAULT_PRICES: Mapping[str, ModelPrice] = {
     "claude-haiku-4-5": ModelPrice(1.00, 5.00, 0.10, 1.25),
     "claude-3-5-haiku": ModelPrice(0.80, 4.00, 0.08, 1.00),
 }
+
+
+def _builtin(model: str) -> ModelPrice | None:
+    """The built-in list's price of `model` (a dated snapshot of a listed one included)."""
+    return PriceTable(DEFAULT_PRICES)._match(model)

@@ -23,7 +23,7 @@ from . import (
     _run_args,
     _view_args,
 )
-from ._exits import exit_code_for, signal_handlers_kept
+from ._exits import EXIT_CONFIGURATION, exit_code_for, shadowed, signal_handlers_kept
 from ._hooks import _args as _hook_args
 from ._streams import safe_std_streams
 
@@ -90,19 +90,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         if unknown:  # the usage of the command that was given them, not the top level's
             chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exc:
-        if exc.code == _hook_args.EXIT_ARGPARSE and argv[:1] == ["hook"]:
+        if (
+            exc.code == _hook_args.EXIT_ARGPARSE
+            and argv[:1] == ["hook"]
+            and argv[1:2] != ["install"]
+        ):
             # To the agent, exit 2 from a Stop hook blocks the stop: a typo in the hook's
-            # command line would send the agent back to work at every stop, for ever.
+            # command line would send the agent back to work at every stop, for ever. A
+            # person runs `hook install`: its usage errors exit 2, as every command's do.
             return _hook_args.EXIT_BROKEN
         raise
-    # A reader that goes away (`| head -1`) never ends the command; a signal's stop ignores
-    # further signals until the command returns, and the handlers are back after it.
+    # A reader that goes away (`| head -1`) never ends the command; after a signal's stop
+    # a second signal kills the command, and the handlers are back after it.
     with signal_handlers_kept(), safe_std_streams():
         try:
             code: int = args.handler(args)
         except KeyboardInterrupt:  # Ctrl-C outside a run (loading a spec, say): nothing to stop
             print("harness: interrupted", file=sys.stderr)
             return exit_code_for(signal.SIGINT)
+        except ImportError as error:
+            if (said := shadowed(error)) is None:
+                raise
+            print(f"harness: {said}", file=sys.stderr)
+            return EXIT_CONFIGURATION
     return code
 
 

@@ -13,6 +13,7 @@ import sqlite3
 import sys
 import time
 from contextlib import nullcontext
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
@@ -101,7 +102,7 @@ def handle_run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, progress: ProgressDisplay | None) -> int:
     from strategies.board import Board, BoardBusy, BoardStateError
-    from strategies.board._errors import state_error
+    from strategies.board._errors import STATE_ERRNOS, state_error
 
     stderr = _Stderr(progress)
     watchers: list[AttemptWatcher] = []
@@ -147,6 +148,32 @@ def _run(args: argparse.Namespace, progress: ProgressDisplay | None) -> int:
                     refused.append(exc)
                 except sqlite3.Error as exc:  # read outside a transaction: a damaged page
                     refused.append(state_error(exc, board_state(args.folder, args.state)))
+                except Exception as exc:  # the board's task group: an ExceptionGroup
+                    found = _refusal(exc)
+                    if found is None:
+                        raise
+                    refused.append(found)
+        return None
+
+    def _refusal(exc: BaseException) -> Exception | None:
+        """What in `exc` (an ExceptionGroup from the board's tasks, or a bare OSError) says
+        the board cannot go on: its own refusal, or its state folder's disk, which is said
+        in one line with exit 3, as documented, never as a traceback."""
+        leaves = exc.exceptions if isinstance(exc, BaseExceptionGroup) else (exc,)
+        for leaf in leaves:
+            if isinstance(leaf, BaseExceptionGroup):
+                found = _refusal(leaf)
+            elif isinstance(leaf, ConfigurationError | BoardBusy | BoardStateError):
+                found = leaf
+            elif isinstance(leaf, sqlite3.Error):
+                found = state_error(leaf, board_state(args.folder, args.state))
+            elif isinstance(leaf, OSError) and leaf.errno in STATE_ERRNOS:
+                where = leaf.filename or board_state(args.folder, args.state)
+                found = state_error(leaf, Path(where))
+            else:
+                found = None
+            if found is not None:
+                return found
         return None
 
     result: BoardResult | None = None

@@ -1,6 +1,10 @@
 """`harness check SPEC.toml`: run only the spec's checks; exit 0 only when all pass.
 
-SIGTERM or SIGINT stops the checks (their process trees killed) and exits 128 + the signal.
+Exit 1 when a check says the work is not done; 2, the configuration code, when the spec is
+wrong or a check cannot run at all (its program is not found, or it could not start: exit
+126 or 127, its runner's module missing). With ``-v``, a check that raised shows its
+traceback. SIGTERM or SIGINT stops the checks (their process trees killed) and exits 128 + the
+signal.
 """
 
 from __future__ import annotations
@@ -31,6 +35,14 @@ def handle(args: argparse.Namespace) -> int:
         print(f"harness: workspace {str(workspace)!r} is not a folder", file=sys.stderr)
         return 2
 
+    try:
+        for check in spec.checks:
+            preflight = getattr(check, "preflight", None)
+            if preflight is not None:
+                preflight(workspace.resolve() if workspace is not None else None)
+    except ConfigurationError as exc:
+        print(f"harness: {exc}", file=sys.stderr)
+        return 2
     watch = SignalCancel()
 
     async def go() -> Checked | None:
@@ -46,6 +58,13 @@ def handle(args: argparse.Namespace) -> int:
         if verdict.reason is not None:
             for line in verdict.reason.splitlines():
                 print(f"      {for_terminal(line)}")
+        error = verdict.error
+        if args.verbose and error is not None and error.traceback is not None:
+            for line in error.traceback.rstrip().splitlines():
+                print(f"      {for_terminal(line)}")
     failed = sum(not v.passed for v in verdicts)
     print(f"{len(verdicts) - failed} passed, {failed} failed")
+    if any(v.error is not None and v.error.cannot_run for v in verdicts):
+        print("harness: a check could not run: fix its command, not the work", file=sys.stderr)
+        return 2
     return 0 if failed == 0 else 1

@@ -15,4 +15,10 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--answer", help="the agent's final answer, for checks that read it (signal, judge)"
     )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print the traceback of a check that raised",
+    )
     parser.set_defaults(handler=Handler("._check", "handle"))

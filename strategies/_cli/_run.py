@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import time
 from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -36,7 +37,7 @@ from termination import TerminationPolicy
 
 from .._spec import DEFAULT_CAP, Spec, capped, load_spec
 from ._attempts import attempts_json, print_attempts
-from ._progress._display import ProgressDisplay
+from ._progress._display import ProgressDisplay, TracebackPrinter
 from ._progress._open import open_progress
 from ._signals import SignalCancel
 from ._telemetry import otel_sink_for, shutdown_provider, tracer_provider_from_env
@@ -78,6 +79,8 @@ def logging_to_stderr(verbose: bool, progress: ProgressDisplay | None = None) ->
     level = logging.DEBUG if verbose else logging.WARNING
     # The values an agent controls reach the terminal escaped, whatever renders them.
     *before, renderer = saved["processors"] or [structlog.dev.ConsoleRenderer()]
+    if progress is not None and not verbose:  # a warning among the progress lines, as one
+        before, renderer = [structlog.processors.add_log_level], ProgressLine()
     structlog.configure(
         processors=[*before, terminal_safe_values, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(level),
@@ -91,6 +94,31 @@ def logging_to_stderr(verbose: bool, progress: ProgressDisplay | None = None) ->
             structlog.configure(**saved)
         else:
             structlog.reset_defaults()
+
+
+class ProgressLine:
+    """Renders a log line as the progress lines read: ``[  12.34s] what happened``, the
+    seconds since the command started (a run's own clock starts with it); a model call's
+    retry in words."""
+
+    def __init__(self) -> None:
+        self._started = time.monotonic()
+
+    def __call__(self, _logger: Any, _method: str, event: MutableMapping[str, Any]) -> str:
+        name = str(event.pop("event", ""))
+        event.pop("timestamp", None)
+        level = event.pop("level", None)
+        if name == "model.retry":
+            status = event.get("status_code")
+            why = f"{event.get('kind')}" + (f", HTTP {status}" if status else "")
+            text = (
+                f"{event.get('what', 'model')} call failed ({why}): retry "
+                f"{event.get('attempt')} in {float(event.get('wait') or 0):g}s"
+            )
+        else:
+            fields = " ".join(f"{key}={value}" for key, value in event.items())
+            text = f"{level or 'warning'}: {name}" + (f" {fields}" if fields else "")
+        return f"[{time.monotonic() - self._started:7.2f}s] {text}"
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -198,6 +226,8 @@ def _run_spec(
         sinks: list[EventSink] = []
         if progress is not None:
             sinks.append(progress.track(budget=policy.budget))
+        if args.verbose:
+            sinks.append(TracebackPrinter(sys.stderr.write if progress is None else progress.write))
         if args.otel:
             provider = tracer_provider_from_env()
             sinks.append(otel_sink(spec, provider))

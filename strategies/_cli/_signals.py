@@ -4,12 +4,13 @@ Only the command line installs this; a library caller decides for itself what a 
 (and can do the same with a `CancelToken`). While a command runs, the first SIGTERM or SIGINT
 cancels its `CancelToken`: the model call, tools and checks in flight are cancelled and their
 process trees killed (SIGTERM, a grace, SIGKILL), and the run returns its result, halted
-`Cancelled("SIGTERM")`. Further signals are ignored from then on until the command returns
-(`signal_handlers_kept` restores the handlers then): while the work stops, and after, while
-the exporter flushes, the temporary workspace is removed and the outcome (``--json`` too) is
-printed, so an impatient second Ctrl-C or a supervisor's repeated SIGTERM never loses the
-outcome. The stop takes a few seconds at most. The exit code is 128 + the first signal's
-number, as a shell reports a command a signal ended: 143 for SIGTERM, 130 for SIGINT.
+`Cancelled("SIGTERM")`. The exit code is 128 + the signal's number, as a shell reports a
+command a signal ended: 143 for SIGTERM, 130 for SIGINT. The stop takes a few seconds at most.
+
+A second signal means "now": it kills the command by that signal (return code -15 or -2, the
+default action), while the work stops or after, while the outcome is printed. Whoever sends
+it chose not to wait; a supervisor that must keep the outcome sends one signal and waits.
+(`signal_handlers_kept` puts the handlers of before back when the command returns.)
 """
 
 from __future__ import annotations
@@ -26,7 +27,13 @@ from attrs import define, field
 
 from harness import CancelToken
 
-from ._exits import CANCEL_SIGNALS, exit_code_for, ignore, signal_handlers_kept
+from ._exits import (
+    CANCEL_SIGNALS,
+    default_action,
+    exit_code_for,
+    kill_by,
+    signal_handlers_kept,
+)
 
 __all__ = [
     "CANCEL_SIGNALS",
@@ -51,10 +58,10 @@ class SignalCancel:
 
     @asynccontextmanager
     async def installed(self) -> AsyncIterator[CancelToken]:
-        """Receive the signals for the block's duration. After it the default handling
-        returns, unless a signal was received: then the signals stay ignored, so the command
-        finishes stopping and prints its outcome (wrap the command in `signal_handlers_kept`
-        to have them back when it returns)."""
+        """Receive the signals for the block's duration. After it the handling of before
+        returns, unless a signal was received: then the next one kills the process (the
+        default action), while the command finishes stopping and prints its outcome (wrap the
+        command in `signal_handlers_kept` to have the handlers back when it returns)."""
         failure: Exception | None = None
         try:
             async with anyio.create_task_group() as group:
@@ -67,7 +74,7 @@ class SignalCancel:
                     group.cancel_scope.cancel()
         finally:
             if self.received is not None:
-                ignore(CANCEL_SIGNALS)
+                default_action(CANCEL_SIGNALS)
         if failure is not None:
             raise failure
 
@@ -87,11 +94,13 @@ class SignalCancel:
         return exit_code_for(received)
 
     async def _watch(self, *, task_status: TaskStatus[None]) -> None:
-        # Each signal in turn: the first cancels, the others (while the work stops) are read
-        # and dropped here, and after the block `installed` ignores them.
+        # The first signal cancels; a second (while the work stops) kills the process by it,
+        # and after the block `installed` leaves the default action to do the same.
         with anyio.open_signal_receiver(*CANCEL_SIGNALS) as signals:
             task_status.started()
             async for signum in signals:
                 if self.received is None:
                     self.received = signal.Signals(signum)
                     self.token.cancel(self.received.name)
+                else:
+                    kill_by(signal.Signals(signum))

@@ -164,7 +164,10 @@ class _RunBuilder:
                 note = _note(event, line, "good", "completion check passed", event.check)
                 self._session_note(event.agent, note)
             case CheckFailed():
-                note = _note(event, line, "bad", "completion check failed", event.reason)
+                body = event.reason
+                if event.error is not None:  # the check raised: where, as data
+                    body = f"{body}\n\n{event.error.rstrip()}"
+                note = _note(event, line, "bad", "completion check failed", body)
                 self.last_rejection = note
                 self._session_note(event.agent, note)
             case FeedbackInjected():

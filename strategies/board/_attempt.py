@@ -137,6 +137,8 @@ def classify(halt: Mapping[str, Any], verified: bool) -> Outcome:
         return "paused"
     if halt.get("type") == "ModelFailed":
         return "retry" if halt.get("kind") in TRANSIENT else "failed"
+    if halt.get("type") == "CheckBroken":  # the check cannot judge: no attempt can pass it
+        return "failed"
     return "review"
 
 

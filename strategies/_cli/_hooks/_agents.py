@@ -273,8 +273,16 @@ def _subagent(payload: dict[str, Any], transcript: Path | None) -> str:
 
 
 def _object(data: object) -> dict[str, Any]:
+    if data is None:  # an empty stdin reads as null: the agent sent nothing
+        raise HookPayloadError(
+            "the payload on stdin is empty: the agent sends a JSON object when it stops "
+            "(this command is meant to be run by the agent, as its hook)"
+        )
     if not isinstance(data, dict):
-        raise HookPayloadError(f"the payload must be a JSON object (got {type(data).__name__})")
+        kind = {list: "an array", str: "a string", bool: "true or false"}.get(
+            type(data), "a number"
+        )
+        raise HookPayloadError(f"the payload must be a JSON object (got {kind})")
     return data
 
 

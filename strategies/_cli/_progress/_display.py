@@ -23,6 +23,7 @@ The pieces, for `harness run` and for anything else that runs several at once (a
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from types import TracebackType
 from typing import Literal, Protocol, TextIO
 
@@ -37,6 +38,7 @@ from harness import (
     IterationStarted,
     RunHalted,
     RunStarted,
+    RunWarning,
     SensorRead,
     ToolCalled,
     TurnFinished,
@@ -68,6 +70,7 @@ __all__ = [
     "ProgressPrinter",
     "RunStatus",
     "RunTracker",
+    "TracebackPrinter",
     "describe",
 ]
 
@@ -143,6 +146,8 @@ def _describe(event: Event) -> tuple[str, Tone] | None:
             return f"halted: {event.reason.describe()}", "good" if event.verified else "strong"
         case BaselineRecorded():
             return f"baseline: {_baseline(event.baseline)}", "plain"
+        case RunWarning():
+            return f"warning from {event.source}: {event.message}", "warn"
         case ModelEscalated():
             return (
                 f"model ladder: {event.from_model} -> {event.to_model} "
@@ -153,6 +158,23 @@ def _describe(event: Event) -> tuple[str, Tone] | None:
             changed = ", ".join(str(t) for t in event.changes)
             return f"protected files changed: {short(changed)}", "bad"
     return None
+
+
+class TracebackPrinter:
+    """With ``-v``: an event sink that prints the traceback of a check that raised (the
+    ``check.failed`` event's `error`), escaped, through `write` (a display's, or stderr's)."""
+
+    __slots__ = ("_write",)
+
+    def __init__(self, write: Callable[[str], object]) -> None:
+        self._write = write
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, CheckFailed) and event.error is not None:
+            self._write(
+                f"the completion check raised ({event.agent}, turn {event.turn}):\n"
+                f"{for_terminal(event.error.rstrip(), lines=True)}\n"
+            )
 
 
 def _baseline(baseline: Baseline) -> str:
