@@ -19,6 +19,11 @@ DEFAULT_MAX_PAUSE = 6 * 3600.0
 """Six hours: the longest window of the coding agents' subscription limits but the weekly one."""
 DEFAULT_WAIT = 900.0
 """Fifteen minutes: the wait when a limit's reset time cannot be read."""
+DEFAULT_MAX_TOTAL_PAUSE = 24 * 3600.0
+"""A day: the longest a run waits for usage limits in all (four five-hour windows)."""
+DEFAULT_MAX_PAUSES = 20
+"""The most usage-limit pauses in one run: an agent that reports a limit at every turn after
+each short wait (a quota it misreads as a window) halts after this many."""
 
 USAGE_LIMIT = "usage_limit"
 """The `ModelError.kind` of a `UsageLimitError`."""
@@ -31,15 +36,20 @@ class UsageLimit:
     `source` names who said so (``claude``, ``codex``, ``gemini``, a provider); `message` is
     the line that said it (text the agent controls: data, never markup); `retry_in` is the
     number of seconds from when it was read until the reset, or None when the reset could not
-    be read; `resets_at` is the reset as Unix time when the message gave one.
+    be read; `resets_at` is the reset as Unix time when the message gave one. `terminal` marks
+    a quota that is gone rather than a window that resets (a daily quota exhausted, credits
+    spent): waiting does not help, and the run halts at once.
     """
 
     source: str
     message: str
     retry_in: float | None = None
     resets_at: float | None = None
+    terminal: bool = False
 
     def describe(self) -> str:
+        if self.terminal:
+            return f"{self.source} quota exhausted: {self.message}"
         when = "an unknown time" if self.retry_in is None else f"{self.retry_in:g}s"
         return f"{self.source} usage limit (resets in {when}): {self.message}"
 
@@ -47,8 +57,8 @@ class UsageLimit:
 class UsageLimitError(ModelError):
     """A model client met a usage or rate limit that retrying soon cannot get past.
 
-    The session pauses the run until `limit`'s reset (bounded by `PauseSettings.max_pause`)
-    and runs the same turn again; the turn is charged to no budget.
+    The session pauses the run until `limit`'s reset (bounded by `PauseSettings`) and runs the
+    same turn again; the turn is charged to no budget. A terminal limit halts the run at once.
     """
 
     def __init__(self, limit: UsageLimit) -> None:

@@ -3,8 +3,11 @@
 When a model client raises `UsageLimitError`, the session pauses: it waits on the run's clock
 until the limit's reset plus jitter (or `default_wait` when the reset could not be read), then
 runs the same turn again. The turn is charged to no budget: not to turns, iterations,
-rejections or a board's attempts. A wait longer than `max_pause` halts the run at once with
-`UsageLimitReached`. The `CancelToken` stops a pause like anything else in the run.
+rejections or a board's attempts. The run halts at once with `UsageLimitReached` instead of
+waiting when the limit is terminal (a quota that is gone, not a window: waiting does not
+help), when the wait is longer than `max_pause`, when it would take the run's pauses past
+`max_total_pause` seconds in all, or when the run has paused `max_pauses` times already. The
+`CancelToken` stops a pause like anything else in the run.
 
 Whether the pause counts toward wall time is `counts_toward_wall_time` (default: it does not:
 the run's and the session's wall-time deadlines move back by the time spent paused). The
@@ -20,7 +23,12 @@ from typing import TYPE_CHECKING, Any
 from attrs import field, frozen
 
 from ._errors import ConfigurationError
-from ._limits import DEFAULT_MAX_PAUSE, DEFAULT_WAIT
+from ._limits import (
+    DEFAULT_MAX_PAUSE,
+    DEFAULT_MAX_PAUSES,
+    DEFAULT_MAX_TOTAL_PAUSE,
+    DEFAULT_WAIT,
+)
 from ._validate import check_positive
 
 if TYPE_CHECKING:
@@ -31,6 +39,12 @@ def _non_negative(instance: object, attribute: object, value: object) -> None:
     name = getattr(attribute, "name", "value")
     if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
         raise ConfigurationError(f"{name!r} must be a number >= 0 (got {value!r})")
+
+
+def _count(instance: object, attribute: object, value: object) -> None:
+    name = getattr(attribute, "name", "value")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigurationError(f"{name!r} must be a whole number >= 0 (got {value!r})")
 
 
 def _positive(instance: object, attribute: object, value: object) -> None:
@@ -48,13 +62,16 @@ class PauseSettings:
     """How a run waits out a usage limit (see the module docstring).
 
     `max_pause`: the longest single wait in seconds (0: never pause, halt at once);
-    `default_wait`: the wait when the reset time cannot be read; `jitter`: up to this many
-    seconds added after the reset, so agents that share an account do not all return at the
-    same instant; `counts_toward_wall_time`: whether time spent paused uses up
-    ``max_wall_time``.
+    `max_total_pause`: the most seconds a run waits in all its pauses; `max_pauses`: the most
+    pauses in a run (0: never pause); `default_wait`: the wait when the reset time cannot be
+    read; `jitter`: up to this many seconds added after the reset, so agents that share an
+    account do not all return at the same instant; `counts_toward_wall_time`: whether time
+    spent paused uses up ``max_wall_time``.
     """
 
     max_pause: float = field(default=DEFAULT_MAX_PAUSE, validator=_non_negative)
+    max_total_pause: float = field(default=DEFAULT_MAX_TOTAL_PAUSE, validator=_non_negative)
+    max_pauses: int = field(default=DEFAULT_MAX_PAUSES, validator=_count)
     default_wait: float = field(default=DEFAULT_WAIT, validator=_positive)
     jitter: float = field(default=30.0, validator=_non_negative)
     counts_toward_wall_time: bool = field(default=False, validator=_boolean)
@@ -81,4 +98,10 @@ class PauseSettings:
         return base + random.Random(seed).uniform(0.0, self.jitter)
 
 
-__all__ = ["DEFAULT_MAX_PAUSE", "DEFAULT_WAIT", "PauseSettings"]
+__all__ = [
+    "DEFAULT_MAX_PAUSE",
+    "DEFAULT_MAX_PAUSES",
+    "DEFAULT_MAX_TOTAL_PAUSE",
+    "DEFAULT_WAIT",
+    "PauseSettings",
+]

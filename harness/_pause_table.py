@@ -5,7 +5,7 @@ Apart from `_pause` so that a run configured in Python does not build the schema
 
 from __future__ import annotations
 
-from ._limits import DEFAULT_MAX_PAUSE, DEFAULT_WAIT
+from ._limits import DEFAULT_MAX_PAUSE, DEFAULT_MAX_PAUSES, DEFAULT_MAX_TOTAL_PAUSE, DEFAULT_WAIT
 from ._schema import Key, Schema
 
 PAUSE = Schema(
@@ -17,6 +17,20 @@ PAUSE = Schema(
             "The longest single wait for a usage limit, in seconds; a longer one halts the run "
             "(`UsageLimitReached`). 0 never pauses.",
             default=DEFAULT_MAX_PAUSE,
+        ),
+        Key(
+            "max_total_pause",
+            "number",
+            "The most seconds a run waits for usage limits in all its pauses; a wait that "
+            "would go past it halts the run (`UsageLimitReached`).",
+            default=DEFAULT_MAX_TOTAL_PAUSE,
+        ),
+        Key(
+            "max_pauses",
+            "integer",
+            "The most usage-limit pauses in one run; the next limit halts the run "
+            "(`UsageLimitReached`). 0 never pauses.",
+            default=DEFAULT_MAX_PAUSES,
         ),
         Key(
             "default_wait",

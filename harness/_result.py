@@ -122,17 +122,34 @@ class ModelFailed(HaltReason):
 
 @frozen
 class UsageLimitReached(HaltReason):
-    """The model met a usage limit whose wait (`wait` seconds, the reset plus jitter) is longer
-    than `max_pause`; the run stopped instead of pausing. `retry_in` is what the limit
-    reported (None: the reset could not be read)."""
+    """The model met a usage limit the run would not wait out, so it stopped instead of
+    pausing. `cause` says why: ``max_pause`` (this wait, `wait` seconds with jitter, is longer
+    than `max_pause`), ``terminal`` (the quota is gone, not a window that resets: a daily
+    quota exhausted, credits spent), ``max_total_pause`` (this wait would take the run's
+    pauses past that total) or ``max_pauses`` (the run has paused that many times already).
+    `retry_in` is what the limit reported (None: the reset could not be read); `max_pause` is
+    the bound that was exceeded, in seconds or (``max_pauses``) pauses."""
 
     source: str
     message: str
     retry_in: float | None
     wait: float
     max_pause: float
+    cause: str = "max_pause"
 
     def describe(self) -> str:
+        if self.cause == "terminal":
+            return f"{self.source} quota exhausted (waiting does not reset it): {self.message}"
+        if self.cause == "max_total_pause":
+            return (
+                f"{self.source} usage limit: a wait of {self.wait:g}s would take the run's "
+                f"pauses past max_total_pause {self.max_pause:g}s: {self.message}"
+            )
+        if self.cause == "max_pauses":
+            return (
+                f"{self.source} usage limit: the run has already paused {self.max_pause:g} "
+                f"times (max_pauses): {self.message}"
+            )
         return (
             f"{self.source} usage limit: the wait of {self.wait:g}s is longer than max_pause "
             f"{self.max_pause:g}s: {self.message}"

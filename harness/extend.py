@@ -91,9 +91,10 @@ if typing.TYPE_CHECKING:
     from ._reference import render_schema, render_variants
     from ._result import UnknownHalt
     from ._schema import REQUIRED, Key, Schema, Variants
+    from ._secrets import is_secret_name
     from ._sinks._notify import NOTIFY, NOTIFY_EVENTS, notifiers_from_config
     from ._tools._registry import BUILTIN_TOOL_NAMES, builtin_tools
-    from ._tools._shell import CommandSandbox, is_secret_name
+    from ._tools._shell import CommandSandbox
     from ._verification import Baseline
 
 __getattr__, __dir__ = lazy_exports(
@@ -119,7 +120,7 @@ __getattr__, __dir__ = lazy_exports(
         "BUILTIN_TOOL_NAMES": "harness._tools._registry",
         "builtin_tools": "harness._tools._registry",
         "CommandSandbox": "harness._tools._shell",
-        "is_secret_name": "harness._tools._shell",
+        "is_secret_name": "harness._secrets",
         "PathGuard": "harness._fs._path_guard",
         "PAUSE": "harness._pause_table",
         "RunPaused": "harness._events._pause",

@@ -87,6 +87,9 @@ class Limited:
     window: str = "five_hour"
     retry_delay: str | None = None
     """Gemini's ``RetryInfo.retryDelay`` (``"12.5s"``); default: from `resets_in`."""
+    retry_after: float | None = None
+    """The ``retry-after`` header in seconds; default: `resets_in`. Agents that retry a 429
+    themselves (Qwen Code, seven times) wait this long between tries."""
 
 
 Answer = Say | Limited
@@ -106,8 +109,9 @@ def limit(
     terminal: bool = False,
     window: str = "five_hour",
     retry_delay: str | None = None,
+    retry_after: float | None = None,
 ) -> Limited:
-    return Limited(resets_in, terminal, window, retry_delay)
+    return Limited(resets_in, terminal, window, retry_delay, retry_after)
 
 
 # ---------------------------------------------------------------------------- dialects
@@ -362,7 +366,8 @@ def _gemini(answer: Say, model: str, stream: bool) -> Wire:
 def _limited(answer: Limited, kind: str) -> Wire:
     now = time.time()
     reset = None if answer.resets_in is None else now + answer.resets_in
-    retry_after = {} if answer.resets_in is None else {"retry-after": f"{answer.resets_in:.0f}"}
+    after = answer.retry_after if answer.retry_after is not None else answer.resets_in
+    retry_after = {} if after is None else {"retry-after": f"{after:.0f}"}
     if kind == "anthropic":
         if answer.terminal:
             message = "Your credit balance is too low to access the Anthropic API."
@@ -400,8 +405,12 @@ def _limited(answer: Limited, kind: str) -> Wire:
         return _json(429, {"error": error}, retry_after)
     if kind == "chat":
         if answer.terminal:
-            return _json(429, _openai_quota())
-        message = "Rate limit reached for requests. Please try again later."
+            return _json(429, _openai_quota(), retry_after)
+        wait = "later" if answer.resets_in is None else f"in {answer.resets_in:g}s"
+        message = (
+            "Rate limit reached for qwen3-coder in organization org-scripted on requests per "
+            f"min (RPM): Limit 3, Used 3, Requested 1. Please try again {wait}."
+        )
         return _json(
             429,
             {"error": {"message": message, "type": "requests", "code": "rate_limit_exceeded"}},
@@ -485,6 +494,11 @@ def strings(value: Any) -> Iterator[str]:
             yield from strings(item)
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """An agent that hangs up mid-retry is not an error of the test."""
+
+
 class AgentServer:
     """The scripted provider: `script` answers, point an agent at `url`, read `requests`.
 
@@ -531,7 +545,7 @@ class AgentServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._server.block_on_close = False
         self._thread = threading.Thread(
@@ -649,11 +663,16 @@ def agent_version(name: str) -> str:
     return str(lock["packages"][f"node_modules/{package}"]["version"])
 
 
-def agent_home(home: Path, name: str, server: AgentServer) -> dict[str, str]:
+def agent_home(
+    home: Path, name: str, server: AgentServer, *, subscriber: bool = False
+) -> dict[str, str]:
     """Prepare `home` for agent `name` against `server`; the environment to run it with.
 
-    Only PATH (with node), HOME, LANG and the agent's provider settings: no key or setting of
-    the machine's user reaches the agent.
+    Only PATH (with node), HOME, LANG, TZ and the agent's provider settings: no key or setting
+    of the machine's user reaches the agent. `subscriber` (Claude Code only) logs it in as a
+    Max subscriber (an OAuth token in HOME instead of an API key): only then does it print its
+    subscription limits (``You've hit your session limit · resets ...``) and emit
+    ``rate_limit_event`` lines.
     """
     home.mkdir(parents=True, exist_ok=True)
     env = {
@@ -678,6 +697,20 @@ def agent_home(home: Path, name: str, server: AgentServer) -> dict[str, str]:
             json.dumps({"hasCompletedOnboarding": True, "bypassPermissionsModeAccepted": True}),
             encoding="utf-8",
         )
+        if subscriber:
+            del env["ANTHROPIC_API_KEY"]
+            (home / ".claude").mkdir(exist_ok=True)
+            oauth = {
+                "accessToken": "sk-ant-oat01-scripted",
+                "refreshToken": "sk-ant-ort01-scripted",
+                "expiresAt": int((time.time() + 86400) * 1000),
+                "scopes": ["user:inference", "user:profile"],
+                "subscriptionType": "max",
+                "rateLimitTier": "default_claude_max_20x",
+            }
+            (home / ".claude" / ".credentials.json").write_text(
+                json.dumps({"claudeAiOauth": oauth}), encoding="utf-8"
+            )
     elif name == "codex":
         codex_home = home / ".codex"
         codex_home.mkdir(exist_ok=True)
@@ -784,10 +817,11 @@ def run_agent(
     cwd: Path | None = None,
     argv: Sequence[str] | None = None,
     timeout: float = 120.0,
+    subscriber: bool = False,
 ) -> AgentRun:
     """Run agent `name` once, headless, against `server` with HOME at `home`."""
     agent_binary(name)
-    env = agent_home(home, name, server)
+    env = agent_home(home, name, server, subscriber=subscriber)
     workdir = cwd or home / "work"
     workdir.mkdir(parents=True, exist_ok=True)
     command = list(argv) if argv is not None else agent_argv(name, prompt)

@@ -299,6 +299,7 @@ HARNESS_LAYERS: dict[str, int] = {
             "harness._reference",
             "harness._result",
             "harness._schema",
+            "harness._secrets",
             "harness._shadowing",
             "harness._validate",
             "harness._verification",

@@ -116,6 +116,7 @@ def _run_harness(
     needed: int = 2,
     pause: PauseSettings | None = None,
     max_turns: int = 10,
+    pass_env: tuple[str, ...] = (),
 ) -> tuple[Harness, ListSink, Path]:
     script = tmp_path / "agent.py"
     script.write_text(AGENT.format(python=sys.executable))
@@ -123,7 +124,7 @@ def _run_harness(
     workspace = tmp_path / "ws"
     workspace.mkdir()
     env = {"TURNS": json.dumps(turns), "COUNTER": str(tmp_path / "counter")}
-    client = CliAgentClient([str(script)], env=env)
+    client = CliAgentClient([str(script)], env=env, pass_env=pass_env)
     sink = ListSink()
     harness = Harness(
         model=client,
@@ -221,3 +222,172 @@ async def test_a_failing_command_without_a_limit_still_fails(tmp_path: Path) -> 
     result = await harness.run("Add steps to progress.txt.")
     assert isinstance(result.halt_reason, ModelFailed)
     assert "exited with code 3" in result.halt_reason.message
+
+
+# The forms the real binaries print (tests/test_agent_limits_real.py runs them): Claude Code
+# 2.1.197 as a subscriber at its session limit (text and stream-json output), Codex 0.171.0
+# (a curly apostrophe; a time with no date when the reset is today), Gemini CLI 0.61.0 (its
+# exit code 173) with a window of an hour, and an OpenAI-compatible rate limit as Qwen Code
+# 0.15.10 prints it.
+CLAUDE_SESSION = {"text": "You've hit your session limit · resets {CLOCK+2h} (UTC)", "code": 1}
+CLAUDE_WEEKLY = {"text": "You've hit your weekly limit · resets {CLOCK+2h} (UTC)", "code": 1}
+CLAUDE_OPUS = {"text": "You\u2019ve hit your Opus limit · resets {CLOCK+2h}", "code": 1}
+CODEX_TODAY = {
+    "text": '{"type":"error","message":"You\u2019ve hit your usage limit. Upgrade to Pro '
+    "(https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase "
+    'more credits or try again at {CLOCK+2h AM/PM}."}',
+    "code": 1,
+}
+GEMINI_WINDOW = {
+    "text": "TerminalQuotaError: You exceeded your current quota, please check your plan and "
+    "billing details. * Quota exceeded for metric: generativelanguage.googleapis.com/"
+    "generate_content_free_tier_requests, limit: 50\nPlease retry in 3600s.\n"
+    "Suggested retry after 3600s.",
+    "code": 173,
+}
+QWEN_RATE = {
+    "text": "[API Error: 429 Rate limit reached for qwen3-coder in organization org-1 on "
+    "requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s.]",
+    "code": 1,
+}
+
+
+def _clock_in(hours: int, style: str) -> str:
+    """The wall-clock time `hours` from now in UTC, as Claude (``3:05pm``) or Codex
+    (``3:05 PM``) print it."""
+    import datetime as dt
+
+    when = dt.datetime.now(dt.UTC) + dt.timedelta(hours=hours)
+    hour = when.hour % 12 or 12
+    suffix = "am" if when.hour < 12 else "pm"
+    if style == "codex":
+        return f"{hour}:{when.minute:02d} {suffix.upper()}"
+    return f"{hour}:{when.minute:02d}{suffix}"
+
+
+def _at_clock(turn: dict[str, Any]) -> dict[str, Any]:
+    text = turn["text"].replace("{CLOCK+2h AM/PM}", _clock_in(2, "codex"))
+    return {**turn, "text": text.replace("{CLOCK+2h}", _clock_in(2, "claude"))}
+
+
+@pytest.mark.parametrize(
+    ("limit", "source", "retry_in"),
+    [
+        (CLAUDE_SESSION, "claude", 7200.0),
+        (CLAUDE_WEEKLY, "claude", 7200.0),
+        (CLAUDE_OPUS, "claude", 7200.0),
+        (CODEX_TODAY, "codex", 7200.0),
+        (GEMINI_WINDOW, "gemini", 3600.0),
+        (QWEN_RATE, "openai", 20.0),
+    ],
+    ids=["claude-session", "claude-weekly", "claude-opus", "codex-today", "gemini", "qwen"],
+)
+async def test_the_real_agents_limit_messages_pause_until_their_reset(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    limit: dict[str, Any],
+    source: str,
+    retry_in: float,
+) -> None:
+    """Point 5: Claude Code's ``You've hit your session limit · resets 9:46am (UTC)`` was read
+    as ModelFailed and Codex's ``You\u2019ve hit your usage limit ... try again at 9:49 AM.`` not
+    at all; each now pauses until its reset (read in the agent's time zone: TZ reaches it)."""
+    monkeypatch.setenv("TZ", "UTC")
+    harness, sink, _ = _run_harness(tmp_path, [WORK, _at_clock(limit), WORK])
+    result = await harness.run("Add steps to progress.txt.")
+    assert result.verified, result.halt_reason
+    (paused,) = sink.of_type(RunPaused)
+    assert isinstance(paused, RunPaused)
+    assert paused.source == source
+    assert paused.retry_in is not None
+    assert retry_in - 65 <= paused.retry_in <= retry_in  # minutes are printed, not seconds
+
+
+@pytest.mark.parametrize(
+    ("limit", "source"),
+    [
+        (
+            {
+                "text": "TerminalQuotaError: You have exhausted your daily quota on this model."
+                "\n  cause: {code: 429, message: 'You exceeded your current quota. "
+                "Please retry in 12.5s.'}",
+                "code": 173,
+            },
+            "gemini",
+        ),
+        ({"text": "Quota exceeded. Check your plan and billing details.", "code": 1}, "codex"),
+        ({"text": "You've hit your monthly spend limit.", "code": 1}, "claude"),
+        (
+            {
+                "text": "429 You exceeded your current quota, please check your plan and "
+                "billing details. (insufficient_quota)",
+                "code": 1,
+            },
+            "openai",
+        ),
+    ],
+    ids=["gemini-daily", "codex-api-key", "claude-spend", "openai-insufficient-quota"],
+)
+async def test_a_terminal_quota_halts_the_run_at_once(
+    tmp_path: Path, limit: dict[str, Any], source: str
+) -> None:
+    """Point 7: Gemini CLI's exhausted daily quota (exit 173) says "Please retry in 12.5s":
+    the run paused and retried 8 times in 106 s. A quota that is gone halts at once."""
+    harness, sink, _ = _run_harness(tmp_path, [limit, WORK, WORK])
+    result = await harness.run("Add steps to progress.txt.")
+    halt = result.halt_reason
+    assert isinstance(halt, UsageLimitReached), halt
+    assert (halt.source, halt.cause) == (source, "terminal")
+    assert not sink.of_type(RunPaused)
+
+
+async def test_a_settings_value_is_not_redacted_from_the_limit_event(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Point 6: every pass_env value, even ``1``, was replaced in the agent's output before
+    the limit scan: a rate_limit_event's digits were mangled and the pause became
+    ModelFailed. Only values of secret-looking names are redacted, and after the scan."""
+    monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-0123456789")
+    harness, sink, _ = _run_harness(
+        tmp_path,
+        [CLAUDE_STREAM, WORK, WORK],
+        pass_env=("CLAUDE_CODE_USE_BEDROCK", "ANTHROPIC_API_KEY"),
+    )
+    result = await harness.run("Add steps to progress.txt.")
+    assert result.verified, result.halt_reason
+    (paused,) = sink.of_type(RunPaused)
+    assert isinstance(paused, RunPaused)
+    assert paused.retry_in is not None
+    assert 3595 <= paused.retry_in <= 3600
+
+
+async def test_the_answer_keeps_ordinary_values_and_loses_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer and the transcript were corrupted the same way: ``1`` became
+    ``[redacted]`` in every number. A secret is still redacted from the answer, and from the
+    message of a limit that quotes it."""
+    monkeypatch.setenv("MAX_THREADS", "1")
+    monkeypatch.setenv("SERVICE_TOKEN", "tok-0123456789")
+    answer = {"text": "wrote 1 file in 10 s with tok-0123456789", "work": True}
+    harness, sink, _ = _run_harness(
+        tmp_path, [answer, WORK], pass_env=("MAX_THREADS", "SERVICE_TOKEN")
+    )
+    result = await harness.run("Add steps to progress.txt.")
+    assert result.verified
+    first = cast(TurnFinished, sink.of_type(TurnFinished)[0]).response
+    assert first.text == "wrote 1 file in 10 s with [redacted]"
+
+
+def test_the_secret_rule_is_the_one_run_command_uses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One rule: the client redacts the values of exactly the names run_command refuses, and
+    never a value too short to be a credential."""
+    from harness.extend import is_secret_name
+
+    env = {"OPENAI_API_KEY": "sk-0123456789", "CI": "1", "GH_TOKEN": "short", "MODE": "x" * 20}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    client = CliAgentClient(["true"], pass_env=list(env))
+    assert client.redact(" ".join(env.values())) == f"[redacted] 1 short {'x' * 20}"
+    assert [n for n in env if is_secret_name(n)] == ["OPENAI_API_KEY", "GH_TOKEN"]

@@ -139,6 +139,67 @@ async def test_a_wait_beyond_max_pause_halts_with_a_typed_reason(clock: Clock) -
     assert "run.paused" not in sink.names()
 
 
+SHORT_LIMIT = {"kind": "usage_limit", "source": "gemini", "message": "retry in 12.5s"}
+
+
+def _endless_limits(count: int, retry_in: float = 12.5) -> list[dict[str, Any]]:
+    """An agent that reports a short limit at every turn (Gemini CLI's exhausted daily quota
+    read as a window: "Please retry in 12.5s")."""
+    return [{"delay": 1, "error": {**SHORT_LIMIT, "retry_in": retry_in}}] * count
+
+
+async def test_the_number_of_pauses_is_bounded(clock: Clock) -> None:
+    """Point 7: nothing bounded the count of short pauses; after `max_pauses` the run halts
+    `UsageLimitReached` instead of pausing again."""
+    sink = ListSink()
+    pause = PauseSettings(max_pauses=3, jitter=0)
+    result = await _harness(clock, _endless_limits(4), pause=pause).run("x", sinks=[sink])
+    halt = result.halt_reason
+    assert isinstance(halt, UsageLimitReached)
+    assert (halt.cause, halt.max_pause) == ("max_pauses", 3)
+    assert "already paused 3 times (max_pauses)" in halt.describe()
+    assert sink.names().count("run.paused") == 3
+    assert result.turns == 0
+
+
+async def test_the_total_time_paused_is_bounded(clock: Clock) -> None:
+    """Each wait is within max_pause, but the sum may not pass max_total_pause: the wait that
+    would go past it halts the run before it starts, whether pauses count toward wall time
+    or not."""
+    sink = ListSink()
+    pause = PauseSettings(max_total_pause=3000, jitter=0)
+    start = clock.now()
+    result = await _harness(clock, _endless_limits(4, 1000), pause=pause).run("x", sinks=[sink])
+    halt = result.halt_reason
+    assert isinstance(halt, UsageLimitReached)
+    assert (halt.cause, halt.wait, halt.max_pause) == ("max_total_pause", 1000, 3000)
+    assert sink.names().count("run.paused") == 3
+    assert clock.now() - start == pytest.approx(3004, abs=1)
+
+
+async def test_the_default_bounds_stop_an_endless_run_of_short_limits(clock: Clock) -> None:
+    """With the documented defaults, a limit at every turn ends after 20 pauses."""
+    result = await _harness(clock, _endless_limits(21)).run("x")
+    halt = result.halt_reason
+    assert isinstance(halt, UsageLimitReached)
+    assert (halt.cause, halt.max_pause) == ("max_pauses", 20)
+
+
+async def test_a_terminal_quota_halts_at_once(clock: Clock) -> None:
+    """A quota that is gone (a daily quota exhausted) is not waited for, even when the message
+    also says when to retry."""
+    sink = ListSink()
+    terminal = {**SHORT_LIMIT, "retry_in": 12.5, "terminal": True}
+    start = clock.now()
+    result = await _harness(clock, [{"error": terminal}]).run("x", sinks=[sink])
+    halt = result.halt_reason
+    assert isinstance(halt, UsageLimitReached)
+    assert halt.cause == "terminal"
+    assert "quota exhausted" in halt.describe()
+    assert "run.paused" not in sink.names()
+    assert clock.now() - start < 1
+
+
 async def test_an_unreadable_reset_waits_the_default(clock: Clock) -> None:
     """A limit with no reset time waits `default_wait`, never crashes."""
     script = [SCRIPT[0], {"error": {"kind": "usage_limit", "message": "quota"}}, *SCRIPT[2:]]
@@ -283,6 +344,9 @@ async def test_a_pause_reads_back_and_the_tally_does_not_count_the_cut_off_turn(
         ({"default_wait": 0}, "'default_wait' must be a positive number (got 0)"),
         ({"jitter": "5"}, "'jitter' must be a number >= 0 (got '5')"),
         ({"counts_toward_wall_time": 1}, "'counts_toward_wall_time' must be true or false"),
+        ({"max_total_pause": -1}, "'max_total_pause' must be a number >= 0 (got -1)"),
+        ({"max_pauses": 1.5}, "'max_pauses' must be a whole number >= 0 (got 1.5)"),
+        ({"max_pauses": True}, "'max_pauses' must be a whole number >= 0 (got True)"),
     ],
 )
 def test_bad_pause_settings_are_refused_by_name(settings: dict[str, Any], message: str) -> None:
@@ -298,8 +362,18 @@ def test_a_specs_pause_table_is_read_and_checked(tmp_path: Path) -> None:
     loaded = load_spec(spec, purpose="checks")
     assert loaded.pause == PauseSettings(max_pause=60, jitter=0)
     assert loaded.harness(model=ScriptedModelClient.from_responses([])).pause == loaded.pause
-    spec.write_text(f"[pause]\nmax_pauses = 60\n{checks}")
+    spec.write_text(f"[pause]\nmax_pause_count = 60\n{checks}")
+    with pytest.raises(SpecError, match=rf"{re.escape(str(spec))}: pause.*max_pause_count"):
+        load_spec(spec, purpose="checks")
+    spec.write_text(f"[pause]\nmax_total_pause = 7200\nmax_pauses = 3\n{checks}")
+    assert load_spec(spec, purpose="checks").pause == PauseSettings(
+        max_total_pause=7200, max_pauses=3
+    )
+    spec.write_text(f"[pause]\nmax_pauses = 2.5\n{checks}")
     with pytest.raises(SpecError, match=rf"{re.escape(str(spec))}: pause.*max_pauses"):
+        load_spec(spec, purpose="checks")
+    spec.write_text(f"[pause]\nmax_total_pause = -1\n{checks}")
+    with pytest.raises(SpecError, match=r"pause: 'max_total_pause' must be a number >= 0"):
         load_spec(spec, purpose="checks")
     spec.write_text(f"[pause]\ndefault_wait = -5\n{checks}")
     with pytest.raises(SpecError, match=r"pause: 'default_wait' must be a positive number"):

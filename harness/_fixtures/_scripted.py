@@ -331,7 +331,8 @@ def _did_you_mean(key: str, valid: frozenset[str] | tuple[str, ...]) -> str:
 
 def _parse_limit(spec: Mapping[str, Any], fail: Any) -> UsageLimit:
     """A ``usage_limit`` error line: ``{"kind": "usage_limit", "message": ..., "source": ...,
-    "retry_in": seconds or null, "resets_at": Unix time or null}``."""
+    "retry_in": seconds or null, "resets_at": Unix time or null, "terminal": a quota that is
+    gone, not a window (default false)}``."""
     source = spec.get("source", "fixture")
     if not isinstance(source, str):
         raise fail("error.source", f"must be a string (got {type(source).__name__})")
@@ -343,7 +344,12 @@ def _parse_limit(spec: Mapping[str, Any], fail: Any) -> UsageLimit:
         ):
             raise fail(f"error.{key}", f"must be a number >= 0 or null (got {value!r})")
         numbers[key] = None if value is None else float(value)
-    return UsageLimit(source, spec["message"], numbers["retry_in"], numbers["resets_at"])
+    terminal = spec.get("terminal", False)
+    if not isinstance(terminal, bool):
+        raise fail("error.terminal", f"must be true or false (got {terminal!r})")
+    return UsageLimit(
+        source, spec["message"], numbers["retry_in"], numbers["resets_at"], terminal=terminal
+    )
 
 
 def _parse_calls(value: object, lineno: int, fail: Any) -> tuple[ToolCall, ...]:
@@ -546,7 +552,8 @@ def _line_cut_off(latency: float, next_event: Event) -> dict[str, Any]:
         return {"delay": latency, "error": _limit_error(limit)}
     if isinstance(next_event, RunHalted) and isinstance(next_event.reason, UsageLimitReached):
         reason = next_event.reason
-        limit = UsageLimit(reason.source, reason.message, reason.retry_in)
+        terminal = reason.cause == "terminal"
+        limit = UsageLimit(reason.source, reason.message, reason.retry_in, terminal=terminal)
         return {"delay": latency, "error": _limit_error(limit)}
     if isinstance(next_event, RunHalted) and isinstance(next_event.reason, ModelFailed):
         kind = next_event.reason.kind
@@ -570,6 +577,8 @@ def _limit_error(limit: UsageLimit) -> dict[str, Any]:
         error["retry_in"] = limit.retry_in
     if limit.resets_at is not None:
         error["resets_at"] = limit.resets_at
+    if limit.terminal:
+        error["terminal"] = True
     return error
 
 

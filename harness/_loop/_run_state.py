@@ -105,6 +105,11 @@ class RunState:
     paused: float = 0.0
     """Seconds spent paused for usage limits that do not count toward wall time: budgets
     measure the run's time from `started_at` plus this (events keep the clock's time)."""
+    pauses: int = 0
+    """Usage-limit pauses taken so far (`PauseSettings.max_pauses` bounds them)."""
+    paused_total: float = 0.0
+    """Seconds waited in those pauses, counted toward wall time or not
+    (`PauseSettings.max_total_pause` bounds them)."""
     wall_scopes: list[anyio.CancelScope] = field(factory=list)
     """The run's wall-time cancel scopes in force, which such a pause postpones."""
     description: str = field(init=False, repr=False)

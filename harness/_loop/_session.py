@@ -273,7 +273,8 @@ class Session:
 
     async def _pause(self, limit: UsageLimit) -> HaltReason | None:
         """Wait out a usage limit on the run's clock (see `PauseSettings`): None once it is
-        over and the turn may run again, or `UsageLimitReached` when the wait is too long.
+        over and the turn may run again, or `UsageLimitReached` when the run will not wait: a
+        terminal limit, or a wait past `max_pause`, `max_total_pause` or `max_pauses`.
 
         The turn the limit cut off was not executed: it is taken off the turn counts.
         """
@@ -285,11 +286,21 @@ class Session:
         turn = self.turns + 1
         settings = run.config.pause
         seed = f"{run.task}|{self.agent}|{self.iteration}|{turn}|{limit.retry_in}"
-        wait = settings.wait_for(limit, seed)
-        if wait > settings.max_pause:
+        wait = 0.0 if limit.terminal else settings.wait_for(limit, seed)
+        bound: tuple[str, float] | None = None
+        if limit.terminal:
+            bound = ("terminal", 0.0)
+        elif wait > settings.max_pause:
+            bound = ("max_pause", settings.max_pause)
+        elif run.pauses >= settings.max_pauses:
+            bound = ("max_pauses", settings.max_pauses)
+        elif run.paused_total + wait > settings.max_total_pause:
+            bound = ("max_total_pause", settings.max_total_pause)
+        if bound is not None:
             return UsageLimitReached(
-                limit.source, limit.message, limit.retry_in, wait, settings.max_pause
+                limit.source, limit.message, limit.retry_in, wait, bound[1], bound[0]
             )
+        run.pauses += 1
         counted = settings.counts_toward_wall_time
         paused_at = run.now()
         run.emit(
@@ -311,6 +322,7 @@ class Session:
         await run.clock.sleep(wait)
         self._read_clock()
         paused_for = self._last_reading - paused_at
+        run.paused_total += paused_for
         if not counted and paused_for != wait:
             self._postpone(paused_for - wait)
         at = self._last_reading - run.started_at

@@ -195,17 +195,25 @@ class _JsonAgentClient(CliAgentClient, ABC):
         """The answer and usage in the agent's JSON output (each agent prints its own shape)."""
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        response = await super().complete(request)
+        # The JSON is parsed as the agent printed it; secrets are redacted from the answer.
+        response = await self.run_turn(request)
         if response.stop_reason == "exit":
-            found = self.answer(response.text)
-            return evolve(response, text=found.text, usage=found.usage)
+            found = self._answer(response.text)
+            return evolve(response, text=self.redact(found.text), usage=found.usage)
         if response.stop_reason == "timeout":  # keep what a stream said before the cut
             try:
-                found = self.answer(response.text)
+                found = self._answer(response.text)
             except ModelError:
-                return response
-            return evolve(response, text=found.text or response.text, usage=found.usage)
-        return response
+                return evolve(response, text=self.redact(response.text))
+            text = found.text or response.text
+            return evolve(response, text=self.redact(text), usage=found.usage)
+        return evolve(response, text=self.redact(response.text))
+
+    def _answer(self, output: str) -> AgentAnswer:
+        try:
+            return self.answer(output)
+        except ModelError as exc:
+            raise ModelError(self.redact(str(exc)), kind=exc.kind) from None
 
 
 class GeminiCliClient(_JsonAgentClient):

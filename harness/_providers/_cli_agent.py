@@ -11,9 +11,12 @@ carries on.
 
 A turn that reports a usage limit (Claude Code's, Codex's, Gemini CLI's: see
 `harness._providers._limit_messages`) raises `UsageLimitError`: the run pauses until the reset
-and runs the turn again. Messages in words are read only from a short output or a command that
-failed (an agent's long answer may quote one); Claude Code's ``rate_limit_event`` lines are read
-from any output. Otherwise a command that exits non-zero fails the run with a `ModelError`,
+and runs the turn again (a terminal quota halts it). Messages in words are read only from a
+short output or a command that failed (an agent's long answer may quote one); Claude Code's
+``rate_limit_event`` lines are read from any output. The output is read as the agent printed
+it: values of `pass_env` variables whose names look like secrets (`harness._secrets`) are
+redacted afterwards, from the answer and any error, never from what the limit scan or a JSON
+client's parser reads. Otherwise a command that exits non-zero fails the run with a `ModelError`,
 and one that exits 0 having printed nothing, or only an error message, did no work: its turn
 is marked ``stop_reason="not_executed"``, which is neither a claim of done nor progress.
 """
@@ -27,16 +30,21 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
+from attrs import evolve
+
 from .._clock import Clock, SystemClock
 from .._errors import ConfigurationError, ModelError
 from .._limits import UsageLimitError
 from .._messages import NOT_EXECUTED, ModelRequest, ModelResponse, Usage
 from .._process._child import DEFAULT_MAX_OUTPUT, run_process
+from .._secrets import redact, secret_values
 from .._validate import check_positive
 
 PromptMode = Literal["stdin", "argument"]
 PROMPT_FIELD = "{prompt}"
-_REDACTED = "[redacted]"
+_PASSED = ("TZ",)
+"""Passed through when set, besides PATH, HOME and LANG: an agent prints a reset time in its
+own time zone, which must be the one the harness reads it in."""
 SHORT_OUTPUT = 2000
 """An output at most this long (stripped) may be only a message: a limit or an error."""
 _ERROR_LINE = re.compile(r"^\W{0,3}\[?(?:API Error|Error|ERROR|error)\b")
@@ -69,9 +77,11 @@ class CliAgentClient:
 
     `prompt` is ``"stdin"`` (the prompt is written to the command's stdin) or ``"argument"``
     (an argv item equal to ``"{prompt}"`` is replaced by it, or it is appended). The command
-    runs in `cwd`, else the run's workspace; it sees only PATH, HOME and LANG from this
+    runs in `cwd`, else the run's workspace; it sees only PATH, HOME, LANG and TZ from this
     process, plus the variables named in `pass_env` and those in `env`. Values of `pass_env`
-    variables are redacted from the output. `render` replaces `render_prompt`.
+    variables whose names look like secrets (``*_API_KEY``, ``*_TOKEN``...: the rule
+    `run_command` uses) are redacted from the answer, after the limit scan. `render` replaces
+    `render_prompt`.
     Token usage is not known, so the cost is unknown and a cost budget is refused.
     """
 
@@ -127,6 +137,16 @@ class CliAgentClient:
         return [*self.argv, prompt]
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        response = await self.run_turn(request)
+        return evolve(response, text=self.redact(response.text))
+
+    def redact(self, text: str) -> str:
+        """`text` with the values of the secret-looking `pass_env` variables redacted."""
+        return redact(text, secret_values(os.environ, self.pass_env))
+
+    async def run_turn(self, request: ModelRequest) -> ModelResponse:
+        """One turn, its output as the agent printed it (unredacted: see `complete`); a usage
+        limit raises `UsageLimitError`, a failed command `ModelError` (its text redacted)."""
         cwd = self.cwd or request.workspace
         if cwd is None:
             raise ConfigurationError(
@@ -137,8 +157,7 @@ class CliAgentClient:
         # surrogateescape: a non-UTF-8 file name reaches the agent as its own bytes, as it does
         # in an argument.
         stdin = prompt.encode("utf-8", "surrogateescape") if self.prompt_mode == "stdin" else None
-        secrets = [os.environ[n] for n in self.pass_env if os.environ.get(n)]
-        env = {n: os.environ[n] for n in self.pass_env if n in os.environ}
+        env = {n: os.environ[n] for n in (*_PASSED, *self.pass_env) if n in os.environ}
         env.update(self.env)
         result = await run_process(
             self.command(prompt),
@@ -149,7 +168,7 @@ class CliAgentClient:
             max_output=self.max_output,
             stdin=stdin,
         )
-        output = _redact(result.output_tail, secrets)
+        output = result.output_tail
         text = output.strip()
         short = len(text) <= SHORT_OUTPUT
         failed = result.exit_code != 0 and not result.timed_out
@@ -158,17 +177,17 @@ class CliAgentClient:
 
         limit = find_usage_limit(text, now=time.time(), words=short or failed)
         if limit is not None:
-            raise UsageLimitError(limit)
+            raise UsageLimitError(evolve(limit, message=self.redact(limit.message)))
         if result.timed_out:
             return ModelResponse(
-                text=f"{output.strip()}\n\n[{self.name} was stopped after {self.timeout:g}s]",
+                text=f"{text}\n\n[{self.name} was stopped after {self.timeout:g}s]",
                 usage=Usage(cost_usd=None),
                 model=self.name,
                 stop_reason="timeout",
             )
         if result.exit_code != 0:
             raise ModelError(
-                f"{self.name} exited with code {result.exit_code}: {output.strip()[-1000:]}",
+                self.redact(f"{self.name} exited with code {result.exit_code}: {text[-1000:]}"),
                 kind="other",
             )
         did_nothing = not text or (short and _ERROR_LINE.match(text) is not None)
@@ -181,9 +200,3 @@ class CliAgentClient:
 
     def __repr__(self) -> str:
         return f"CliAgentClient({list(self.argv)!r}, prompt={self.prompt_mode!r})"
-
-
-def _redact(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, _REDACTED)
-    return text

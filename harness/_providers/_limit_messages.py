@@ -2,23 +2,35 @@
 `UsageLimit` (see `_limits`).
 
 What is recognised, and where each format comes from (the samples are in
-``tests/test_usage_limits.py``):
+``tests/test_usage_limits.py`` and ``tests/test_cli_agent_limits.py``; the real binaries'
+own forms are proven by ``tests/test_agent_limits_real.py``):
 
-- Claude Code's limit message with its reset time as a Unix epoch
-  (``Claude AI usage limit reached|1755615600``) and in words (``5-hour limit reached ∙
-  resets 3pm``, ``You've hit your limit · resets Feb 7, 11am (Asia/Seoul)``, ``Your limit will
-  reset at 5pm (Europe/Warsaw)``), as its users report them in its issue tracker;
-- Claude Code's ``rate_limit_event`` lines in ``--output-format stream-json`` whose
-  ``rate_limit_info.status`` is ``rejected`` (``resetsAt`` in Unix seconds); ``allowed`` and
-  ``allowed_warning`` are informational and ignored;
-- Codex's ``You've hit your usage limit ... try again in 2 days 17 hours 14 minutes`` (or
-  ``try again at Jul 5th, 2026 8:19 PM``) and its ``usage_limit_reached`` error body
-  (``resets_in_seconds``, ``resets_at``);
-- Gemini CLI's quota exhaustion (``RESOURCE_EXHAUSTED``, ``Quota exceeded``, ``Resource has
-  been exhausted``), with ``Please retry in 41.2s`` or ``"retryDelay": "41s"`` when given.
+- Claude Code (2.1.197, read from its binary and its output against a scripted provider):
+  ``You've hit your session limit · resets 1:17pm (UTC)`` (also ``weekly``, ``Opus``,
+  ``Sonnet`` limits; the reset in the agent's time zone, named in brackets, with a date when
+  it is not today: ``resets Feb 7, 11am (Asia/Seoul)``), the older ``Claude AI usage limit
+  reached|1755615600`` and ``5-hour limit reached ∙ resets 3pm``; its ``rate_limit_event``
+  lines in ``--output-format stream-json`` whose ``rate_limit_info.status`` is ``rejected``
+  (``resetsAt`` in Unix seconds; ``allowed`` and ``allowed_warning`` are informational);
+  terminal: ``You've hit your monthly spend limit``, ``Credit balance is too low``;
+- Codex (0.171.0, whose binary spells ``You've`` with a curly apostrophe, U+2019):
+  ``You've hit your usage limit. ... try again at 9:49 AM.`` (a time alone is today, or
+  tomorrow once past, in the agent's time zone), ``... try again at Nov 30th, 2026 7:51 PM.``,
+  ``... try again in 2 days 17 hours``, ``Try again later.`` (no reset), its
+  ``usage_limit_reached`` error body (``resets_in_seconds``, ``resets_at``); terminal:
+  ``Quota exceeded. Check your plan and billing details.`` (an API key's ``insufficient_quota``);
+- Gemini CLI (0.61.0): quota exhaustion (``RESOURCE_EXHAUSTED``, ``Quota exceeded``,
+  ``Resource has been exhausted``, ``TerminalQuotaError``) with ``Please retry in 41.2s``,
+  ``Suggested retry after 3600s.`` or ``"retryDelay": "41s"``; terminal: ``You have
+  exhausted your daily quota on this model.`` (its exit code 173), a quota whose ``limit: 0``,
+  ``INSUFFICIENT_G1_CREDITS_BALANCE``;
+- an OpenAI-compatible provider's words as Qwen Code prints them: ``Rate limit reached for ...
+  Please try again in 20s.``; terminal: ``insufficient_quota`` / ``You exceeded your current
+  quota`` without a time to retry.
 
 A reset that cannot be read leaves `UsageLimit.retry_in` None: the run then waits the
-documented default (`PauseSettings.default_wait`), never crashes.
+documented default (`PauseSettings.default_wait`), never crashes. A terminal limit
+(`UsageLimit.terminal`) halts the run at once.
 """
 
 from __future__ import annotations
@@ -30,11 +42,16 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .._limits import UsageLimit
 
+_APOSTROPHE = "['\u2019]"  # Codex 0.171.0 prints a right single quotation mark
 _CLAUDE_EPOCH = re.compile(r"Claude AI usage limit reached\|(\d{9,13})(?!\d)")
 _CLAUDE_WORDS = re.compile(
-    r"(?i)(?:usage limit reached|you'?ve hit your (?:usage )?limit|"
-    r"\b(?:5-hour|five[- ]hour|weekly|session|daily|opus|sonnet|usage|rate) limit reached|"
+    rf"(?i)(?:usage limit reached|you{_APOSTROPHE}?ve hit your (?:[\w-]+ ){{0,3}}limit|"
+    r"\b(?:5-hour|five[- ]hour|weekly|session|daily|opus|sonnet|usage|rate) limit reached"
+    r"(?! for)|"
     r"limit will reset)"
+)
+_CLAUDE_TERMINAL = re.compile(
+    rf"(?i)you{_APOSTROPHE}?ve hit your monthly spend limit|credit balance is too low"
 )
 _RESETS = re.compile(
     r"(?i)\breset(?:s|ting)?(?:\s+at)?\s+"
@@ -42,14 +59,25 @@ _RESETS = re.compile(
     r"(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?\s*(?P<ampm>[ap]\.?m\.?)"
     r"(?:\s*\((?P<zone>[A-Za-z0-9_+\-/]+)\))?"
 )
-_CODEX = re.compile(r"(?i)you'?ve hit your usage limit|usage_limit_reached")
+_CODEX = re.compile(rf"(?i)you{_APOSTROPHE}?ve hit your usage limit|usage_limit_reached")
+_CODEX_TERMINAL = re.compile(r"Quota exceeded\. Check your plan and billing details")
 _TRY_IN = re.compile(r"(?i)try again in\s+((?:\d+(?:\.\d+)?\s*[a-z]+[\s,]*(?:and\s+)?)+)")
 _TRY_AT = re.compile(
-    r"(?i)try again at\s+(?P<month>[A-Za-z]{3,9})\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?,?\s+"
-    r"(?P<year>\d{4}),?\s+(?P<hour>\d{1,2}):(?P<minute>\d{2})\s*(?P<ampm>[AP]M)?"
+    r"(?i)try again at\s+(?:(?P<month>[A-Za-z]{3,9})\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?,?\s+"
+    r"(?P<year>\d{4}),?\s+)?(?P<hour>\d{1,2}):(?P<minute>\d{2})\s*(?P<ampm>[AP]M)?"
 )
-_GEMINI = re.compile(r"RESOURCE_EXHAUSTED|(?i:quota exceeded|resource has been exhausted)")
-_RETRY_DELAY = re.compile(r"(?i)(?:retry in|\"retryDelay\"\s*:\s*\")\s*(\d+(?:\.\d+)?)\s*(ms|s)\b")
+_GEMINI = re.compile(
+    r"RESOURCE_EXHAUSTED|TerminalQuotaError|RetryableQuotaError|"
+    r"(?i:quota exceeded|resource has been exhausted|exhausted your daily quota)"
+)
+_GEMINI_TERMINAL = re.compile(
+    r"(?i)exhausted your daily quota|INSUFFICIENT_G1_CREDITS_BALANCE|\blimit:\s*0(?![\d.])"
+)
+_RETRY_DELAY = re.compile(
+    r"(?i)(?:retry in|retry after|\"retryDelay\"\s*:\s*\")\s*(\d+(?:\.\d+)?)\s*(ms|s)\b"
+)
+_OPENAI = re.compile(r"(?i)rate limit reached for|insufficient_quota|exceeded your current quota")
+_OPENAI_TERMINAL = re.compile(r"(?i)insufficient_quota|exceeded your current quota")
 _UNITS = {
     "ms": 0.001,
     "s": 1,
@@ -88,7 +116,7 @@ def find_usage_limit(
     """
     read_at = datetime.now(UTC) if now is None else datetime.fromtimestamp(now, UTC)
     local = zone if zone is not None else datetime.now().astimezone().tzinfo or UTC
-    readers = (_stream_json, _claude, _codex, _gemini) if words else (_stream_json,)
+    readers = (_stream_json, _claude, _codex, _gemini, _openai) if words else (_stream_json,)
     for reader in readers:
         limit = reader(text, read_at, local)
         if limit is not None:
@@ -97,15 +125,21 @@ def find_usage_limit(
 
 
 def _limit(
-    source: str, message: str, read_at: datetime, reset: datetime | float | None
+    source: str,
+    message: str,
+    read_at: datetime,
+    reset: datetime | float | None,
+    *,
+    terminal: bool = False,
 ) -> UsageLimit:
     message = " ".join(message.split())[:500]
     if reset is None:
-        return UsageLimit(source, message)
+        return UsageLimit(source, message, terminal=terminal)
     if isinstance(reset, datetime):
         at = reset.timestamp()
-        return UsageLimit(source, message, max(at - read_at.timestamp(), 0.0), at)
-    return UsageLimit(source, message, max(float(reset), 0.0), read_at.timestamp() + reset)
+        return UsageLimit(source, message, max(at - read_at.timestamp(), 0.0), at, terminal)
+    seconds = max(float(reset), 0.0)
+    return UsageLimit(source, message, seconds, read_at.timestamp() + seconds, terminal)
 
 
 def _epoch(value: object) -> datetime | None:
@@ -158,6 +192,9 @@ def _claude(text: str, read_at: datetime, local: tzinfo) -> UsageLimit | None:
     match = _CLAUDE_EPOCH.search(text)
     if match is not None:
         return _limit("claude", match.group(0), read_at, _epoch(match.group(1)))
+    terminal = _CLAUDE_TERMINAL.search(text)
+    if terminal is not None:
+        return _limit("claude", _line_at(text, terminal.start()), read_at, None, terminal=True)
     match = _CLAUDE_WORDS.search(text)
     if match is None or _CODEX.search(text) is not None:
         return None
@@ -170,7 +207,10 @@ def _claude(text: str, read_at: datetime, local: tzinfo) -> UsageLimit | None:
 def _codex(text: str, read_at: datetime, local: tzinfo) -> UsageLimit | None:
     match = _CODEX.search(text)
     if match is None:
-        return None
+        terminal = _CODEX_TERMINAL.search(text)
+        if terminal is None:
+            return None
+        return _limit("codex", _line_at(text, terminal.start()), read_at, None, terminal=True)
     line = _line_at(text, match.start())
     rest = text[match.start() : match.start() + 400]
     within = _TRY_IN.search(rest)
@@ -178,7 +218,7 @@ def _codex(text: str, read_at: datetime, local: tzinfo) -> UsageLimit | None:
         return _limit("codex", line, read_at, _duration(within.group(1)))
     at = _TRY_AT.search(rest)
     if at is not None:
-        return _limit("codex", line, read_at, _date_time(at, local))
+        return _limit("codex", line, read_at, _date_time(at, read_at, local))
     return _limit("codex", line, read_at, None)
 
 
@@ -186,11 +226,30 @@ def _gemini(text: str, read_at: datetime, local: tzinfo) -> UsageLimit | None:
     match = _GEMINI.search(text)
     if match is None:
         return None
+    terminal = _GEMINI_TERMINAL.search(text)
+    if terminal is not None:
+        line = _line_at(text, terminal.start())
+        return _limit("gemini", line, read_at, _retry_delay(text), terminal=True)
+    return _limit("gemini", _line_at(text, match.start()), read_at, _retry_delay(text))
+
+
+def _openai(text: str, read_at: datetime, local: tzinfo) -> UsageLimit | None:
+    """An OpenAI-compatible provider's 429 as an agent prints it (Qwen Code, OpenCode)."""
+    match = _OPENAI.search(text)
+    if match is None:
+        return None
+    line = _line_at(text, match.start())
+    within = _TRY_IN.search(text, match.start())
+    seconds = None if within is None else _duration(within.group(1))
+    terminal = seconds is None and _OPENAI_TERMINAL.search(text) is not None
+    return _limit("openai", line, read_at, seconds, terminal=terminal)
+
+
+def _retry_delay(text: str) -> float | None:
     delay = _RETRY_DELAY.search(text)
-    seconds = None
-    if delay is not None:
-        seconds = float(delay.group(1)) * (0.001 if delay.group(2).lower() == "ms" else 1)
-    return _limit("gemini", _line_at(text, match.start()), read_at, seconds)
+    if delay is None:
+        return None
+    return float(delay.group(1)) * (0.001 if delay.group(2).lower() == "ms" else 1)
 
 
 def _line_at(text: str, index: int) -> str:
@@ -263,11 +322,18 @@ def _clock_time(match: re.Match[str], read_at: datetime, local: tzinfo) -> datet
     return when if when > now else when + timedelta(days=1)
 
 
-def _date_time(match: re.Match[str], local: tzinfo) -> datetime | None:
-    """``Jul 5th, 2026 8:19 PM`` in the machine's time zone."""
-    month = _MONTHS.get(match.group("month")[:3].lower())
+def _date_time(match: re.Match[str], read_at: datetime, local: tzinfo) -> datetime | None:
+    """``Jul 5th, 2026 8:19 PM`` in the agent's time zone; ``9:49 AM`` alone is the next such
+    moment after `read_at` (Codex leaves the date out when the reset is today)."""
     hm = _hour(match)
-    if month is None or hm is None:
+    if hm is None:
+        return None
+    if match.group("month") is None:
+        now = read_at.astimezone(local)
+        when = now.replace(hour=hm[0], minute=hm[1], second=0, microsecond=0)
+        return when if when > now else when + timedelta(days=1)
+    month = _MONTHS.get(match.group("month")[:3].lower())
+    if month is None:
         return None
     try:
         year, day = int(match.group("year")), int(match.group("day"))

@@ -16,7 +16,6 @@ are refused in the extra variables a program may configure.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -24,6 +23,7 @@ from typing import Protocol, runtime_checkable
 from .._errors import ConfigurationError
 from .._fs._workspace import resolve_in_workspace
 from .._process._child import ProcessResult, run_process
+from .._secrets import is_secret_name
 from .._validate import check_positive
 from ._base import Tool, ToolContext
 
@@ -40,20 +40,6 @@ FRESH_BYTECODE = {
     "PYTHONDONTWRITEBYTECODE": "1",
     "PYTHONPYCACHEPREFIX": "/nonexistent/harness-command-pycache",
 }
-
-SECRET_NAME = re.compile(
-    r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?|AUTH)(?:_|$)"
-    r"|^(?:AWS|AZURE|GOOGLE|GCP|OPENAI|ANTHROPIC|GEMINI|HF|HUGGING_?FACE|GITHUB|GH)_",
-    re.IGNORECASE,
-)
-"""A variable whose name matches is treated as a secret: a word KEY, API_KEY, TOKEN, SECRET,
-PASSWORD, PASSWD, PASS, CREDENTIAL(S) or AUTH between underscores (or at either end), or a
-name starting with a provider's or cloud's prefix (AWS_, OPENAI_, ANTHROPIC_, GITHUB_, ...)."""
-
-
-def is_secret_name(name: str) -> bool:
-    """True when an environment variable named `name` may hold a credential (`SECRET_NAME`)."""
-    return SECRET_NAME.search(name) is not None
 
 
 @runtime_checkable
