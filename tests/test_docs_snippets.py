@@ -89,6 +89,13 @@ def _environment(folder: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PYTEST"))}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["TMPDIR"] = str(folder / "tmp")
+    # A snippet that installs a hook or keeps a cache writes into a HOME of its own, never the
+    # user's (an install with --scope user once left entries in the real ~/.cursor).
+    home = folder / "home"
+    home.mkdir(exist_ok=True)
+    env["HOME"] = str(home)
+    for variable in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "CODEX_HOME"):
+        env.pop(variable, None)
     env["NO_COLOR"] = "1"
     env.pop("COV_CORE_SOURCE", None)  # pytest-cov's subprocess hook
     return env
