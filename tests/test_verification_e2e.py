@@ -106,12 +106,13 @@ def call(name: str, expect: str | None = None, **arguments: Any) -> dict[str, An
     return row
 
 
-def suite() -> TestSuiteCheck:
+def suite(*, fast_reject: bool = True) -> TestSuiteCheck:
     return TestSuiteCheck(
         (sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "tests"),
         baseline=True,
         must_pass=["test_sub"],
         env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+        fast_reject=fast_reject,
     )
 
 
@@ -121,10 +122,12 @@ async def run(
     *,
     strategy: Strategy | None = None,
     sensors: tuple[TamperingSensor, ...] = (),
+    fast_reject: bool = True,
 ) -> tuple[RunResult, ListSink]:
     model = ScriptedModelClient.from_responses(script)
     events = ListSink()
-    policy = TerminationPolicy(completion_check=suite(), protected=["tests/**"], sensors=sensors)
+    check = suite(fast_reject=fast_reject)
+    policy = TerminationPolicy(completion_check=check, protected=["tests/**"], sensors=sensors)
     options: dict[str, Any] = {} if strategy is None else {"strategy": strategy}
     harness = Harness(
         model=model,
@@ -200,7 +203,8 @@ async def test_a_failure_that_predates_the_task_does_not_hold_the_agent_back(
     repo: Path, strategy: str
 ) -> None:
     """(c) `test_legacy` failed before the run: it is recorded in the transcript and on the
-    result, listed apart in the rejection of an early claim, and never blocks."""
+    result, listed apart in the rejection of an early claim by the whole suite, and never
+    blocks."""
     script = [
         say("Nothing to do."),
         call(
@@ -218,7 +222,7 @@ async def test_a_failure_that_predates_the_task_does_not_hold_the_agent_back(
         "ralph": Ralph(max_iterations=3),
         "self_verifying": SelfVerifying(evaluator=evaluator, evaluator_must_use_tools=False),
     }[strategy]
-    result, events = await run(repo, script, strategy=chosen)
+    result, events = await run(repo, script, strategy=chosen, fast_reject=False)
     assert result.halt_reason == Completed()
     assert result.verified
     (baseline,) = result.baselines
