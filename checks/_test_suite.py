@@ -100,6 +100,10 @@ class TestSuiteCheck(Combinable):
     of the suite is not run. Only when they pass does the whole suite run, and only the whole
     suite can accept a claim. Where the runner cannot select (an unknown command, a shell
     pipeline, a `junit_xml` report), the whole suite runs at once.
+
+    With `baseline_cache` (the default), a baseline is kept in the user's cache folder under
+    a key of the command, its settings, the sandbox and the workspace's content, so that
+    every run on the same content takes it once (`checks._baseline_cache`).
     """
 
     __test__ = False  # not a pytest test class, despite the name
@@ -114,6 +118,7 @@ class TestSuiteCheck(Combinable):
     must_pass: tuple[str, ...] = field(default=(), converter=_must_pass)
     max_runs: int = field(default=64, validator=positive(integer=True))
     fast_reject: bool = True
+    baseline_cache: bool = True
     _baselines: PerRun[SuiteBaseline] = field(
         init=False,
         eq=False,
@@ -150,16 +155,19 @@ class TestSuiteCheck(Combinable):
         if not self.baseline:
             return None
         shown = f"`{command_text(self.command)}`"
-        ran = await self._run(state)
-        if isinstance(ran, str):
-            recorded = SuiteBaseline(shown, None, None, f"the suite could not run: {ran}")
-        elif ran.result.timed_out or ran.result.exit_code < 0:
-            why = failure_headline(self.command, ran.result, self.timeout)
-            recorded = SuiteBaseline(shown, ran.result.exit_code, None, why)
-        elif isinstance(ran.listing, Unreadable):
-            recorded = SuiteBaseline(shown, ran.result.exit_code, None, ran.listing.why)
+        if self.baseline_cache and state.workspace is not None:
+            from ._baseline_cache import BaselineCache, locked  # only a cached baseline needs it
+
+            cache = BaselineCache.default()
+            key = await cache.key(self._cache_inputs(), state.workspace)
+            async with locked(cache.folder / f"{key}.lock"):
+                recorded = cache.load(key)
+                if recorded is None:
+                    recorded, keep = await self._take_baseline(state, shown)
+                    if keep:
+                        cache.store(key, recorded)
         else:
-            recorded = SuiteBaseline(shown, ran.result.exit_code, ran.listing)
+            recorded, _ = await self._take_baseline(state, shown)
         self._baselines.remember(state.run_id, recorded)
         results = recorded.results
         return Baseline(
@@ -170,6 +178,37 @@ class TestSuiteCheck(Combinable):
             exit_code=recorded.exit_code,
             unreadable=recorded.unreadable,
         )
+
+    def _cache_inputs(self) -> dict[str, object]:
+        """What a baseline depends on besides the workspace's content."""
+        return {
+            "command": self.command if isinstance(self.command, str) else list(self.command),
+            "working_dir": self.working_dir,
+            "env": dict(sorted(self.env.items())),
+            "timeout": self.timeout,
+            "junit_xml": self.junit_xml,
+            "sandbox": repr(self.sandbox),
+        }
+
+    async def _take_baseline(
+        self, state: SessionStateSnapshot, shown: str
+    ) -> tuple[SuiteBaseline, bool]:
+        """The suite as it is now, and whether that is worth keeping (a run that could not
+        start, timed out or was killed says nothing lasting)."""
+        ran = await self._run(state)
+        if isinstance(ran, str):
+            recorded = SuiteBaseline(shown, None, None, f"the suite could not run: {ran}")
+        elif ran.result.timed_out or ran.result.exit_code < 0:
+            why = failure_headline(self.command, ran.result, self.timeout)
+            recorded = SuiteBaseline(shown, ran.result.exit_code, None, why)
+        elif isinstance(ran.listing, Unreadable):
+            recorded = SuiteBaseline(shown, ran.result.exit_code, None, ran.listing.why)
+        else:
+            recorded = SuiteBaseline(shown, ran.result.exit_code, ran.listing)
+        lasting = not isinstance(ran, str) and not (
+            ran.result.timed_out or ran.result.exit_code < 0
+        )
+        return recorded, lasting
 
     def baseline_for(self, run_id: str) -> SuiteBaseline | None:
         """The baseline `prepare` recorded for the run, if it is still kept."""
