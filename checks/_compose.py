@@ -86,7 +86,11 @@ def _flatten(value: object, kind: type[AllOf | AnyOf]) -> tuple[CompletionCheck,
     flat: list[CompletionCheck] = []
     for item in value:
         check = as_check(item)
-        flat.extend(check.checks if isinstance(check, kind) else (check,))
+        # A parallel AllOf stays whole: flattened into a sequential one, it would lose that.
+        if isinstance(check, kind) and not getattr(check, "parallel", False):
+            flat.extend(check.checks)
+        else:
+            flat.append(check)
     if not flat:
         raise ConfigurationError(f"{kind.__name__} needs at least one check (got none)")
     return tuple(flat)
@@ -102,9 +106,13 @@ def _any_of(value: object) -> tuple[CompletionCheck, ...]:
 
 @frozen
 class AllOf(Combinable):
-    """Complete when every check is; the first reason (in order) is the verdict."""
+    """Complete when every check is; the first reason (in order) is the verdict.
+
+    With `parallel`, the checks are asked at once (`checks._parallel`), for checks that
+    share no state; the verdict is the same first reason in declared order."""
 
     checks: tuple[CompletionCheck, ...] = field(converter=_all_of)
+    parallel: bool = field(default=False, kw_only=True)
 
     @classmethod
     def of(cls, *checks: CompletionCheck) -> AllOf:
@@ -114,6 +122,10 @@ class AllOf(Combinable):
         return await _prepare_all(self.checks, state)
 
     async def check(self, state: SessionStateSnapshot) -> str | None:
+        if self.parallel:
+            from ._parallel import first_reason  # only a parallel AllOf needs it
+
+            return await first_reason(self.checks, state)
         for check in self.checks:
             reason = (await ask(check, state)).reason
             if reason is not None:
@@ -123,6 +135,10 @@ class AllOf(Combinable):
     async def measure(self, state: SessionStateSnapshot) -> Assessment:
         """Every check's answer (none skipped, so the progress is whole): the first reason,
         and the sum of the progress the checks report."""
+        if self.parallel:
+            from ._parallel import every_answer  # only a parallel AllOf needs it
+
+            return await every_answer(self.checks, state)
         answers = [await ask(check, state) for check in self.checks]
         reason = next((a.reason for a in answers if a.reason is not None), None)
         return Assessment(reason, WorkProgress.sum_of([a.progress for a in answers]))

@@ -117,7 +117,9 @@ def test_operators_build_flat_values() -> None:
     assert (a & b) & c == AllOf.of(a, b, c) == a & (b & c)
     assert (a | b) | c == AnyOf.of(a, b, c)
     assert a & (b | c) == AllOf.of(a, AnyOf.of(b, c))
-    assert repr(a & b) == "AllOf(checks=(SignalCheck(token='A'), SignalCheck(token='B')))"
+    assert repr(a & b) == (
+        "AllOf(checks=(SignalCheck(token='A'), SignalCheck(token='B')), parallel=False)"
+    )
     assert hash(a & b) == hash(AllOf.of(a, b))
 
 
