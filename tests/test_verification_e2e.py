@@ -252,3 +252,32 @@ async def test_ralph_carries_the_tampering_rejection_into_the_next_iteration(rep
     assert result.iterations == 2
     assert result.tampering == (Tampering("tests/test_calc.py", "modified", "tests/**"),)
     assert len(events.of_type(ProtectedPathsChanged)) == 1
+
+
+async def test_both_halves_judge_with_the_pristine_test(repo: Path, tmp_path: Path) -> None:
+    """A claim that weakened the must_pass test is judged with the test as it was by the fast
+    half and by the whole suite alike: the pristine test_sub writes to a log outside the
+    workspace at every run (the baseline, then both halves of both claims), and the weakened
+    one never runs."""
+    log = tmp_path / "ran.log"
+    write = f"    open({str(log)!r}, 'a').write('{{}}\\n')\n"
+    (repo / "tests" / "test_calc.py").write_text(
+        TESTS.replace("def test_sub():\n", "def test_sub():\n" + write.format("pristine"))
+    )
+    git(repo, "commit", "-q", "-am", "test_sub logs its runs")
+    weakened = "def test_sub():\n" + write.format("weakened")
+    script = [
+        call("sh", command=f"cat > tests/test_calc.py <<'END'\n{weakened}END\n"),
+        call("write_file", path="calc.py", content=FIXED_CODE),
+        say("Done."),
+        call(
+            "sh",
+            "With them as they were, the completion check passes",
+            command="git checkout -- tests/test_calc.py",
+        ),
+        say("Restored the test."),
+    ]
+    result, _ = await run(repo, script)
+    assert result.halt_reason == Completed()
+    assert result.verified
+    assert log.read_text().split() == ["pristine"] * 5
