@@ -3,7 +3,7 @@
     python bench/processes.py            # 200 commands and 2,000 thread hops per row
     python bench/processes.py --quick    # a tenth of that
 
-P: wall time of `run_process("true")` as it runs (under `harness/_reaper.py` on Linux) and
+P: wall time of `run_process("true")` as it runs (under `harness/_process/_reaper.py` on Linux) and
    with the supervisor left out (the process group only), in ms per command. The difference
    is the price of killing what leaves the process group.
 T: wall time of one hop to a worker thread and back, in µs: `anyio.to_thread.run_sync` against
@@ -25,8 +25,8 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
-import harness._process as process_module
-from harness._threads import run_sync_abandonable
+import harness._process._child as process_module
+from harness._process._threads import run_sync_abandonable
 from harness.extend import SystemClock, run_process
 
 Timed = Callable[[], Awaitable[None]]

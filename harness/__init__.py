@@ -13,8 +13,6 @@ for one release, with a `DeprecationWarning` that names their new home.
 
 import typing
 
-from ._arguments import ToolArgumentError
-from ._cancel import CancelToken
 from ._errors import (
     ConfigurationError,
     FixtureError,
@@ -23,31 +21,32 @@ from ._errors import (
     HarnessError,
     ModelError,
 )
-from ._events import (
+from ._events._base import Event
+from ._events._run import (
     CheckFailed,
     CheckPassed,
-    Event,
-    EventSink,
     FeedbackInjected,
     IterationStarted,
-    JsonlTranscript,
     RunHalted,
     RunStarted,
     SensorRead,
-    StructlogSink,
     ToolCalled,
     ToolServerStarted,
     TurnFinished,
     TurnStarted,
     VerdictReached,
-    read_transcript,
 )
-from ._harness import Harness
+from ._events._sinks import EventSink, JsonlTranscript, StructlogSink, read_transcript
+from ._fixtures._scripted import ScriptedModelClient
 from ._lazy import lazy_exports as _lazy_exports
+from ._loop._cancel import CancelToken
+from ._loop._harness import Harness
+from ._loop._run import DEFAULT_SYSTEM_PROMPT
 from ._messages import FEEDBACK_TAG, Message, Role, ToolCall, Usage
 from ._model import ModelClient
 from ._pause import PauseSettings
 from ._result import (
+    AttemptResult,
     BudgetExceeded,
     Cancelled,
     Completed,
@@ -57,24 +56,24 @@ from ._result import (
     RunResult,
     SensorTripped,
     SessionTranscript,
+    Spent,
     ToolServerFailed,
     UsageLimitReached,
 )
-from ._run import DEFAULT_SYSTEM_PROMPT
-from ._scripted import ScriptedModelClient
 from ._state import SessionStateSnapshot
-from ._tools import Tool, ToolContext, ToolResult, tool
+from ._tools._arguments import ToolArgumentError
+from ._tools._base import Tool, ToolContext, ToolResult, tool
 
 if typing.TYPE_CHECKING:
-    from ._agent_clients import CursorAgentClient, GeminiCliClient, OpenCodeClient
-    from ._builtin_tools import list_files, read_file, workspace_tools, write_file
-    from ._cli_agent import CliAgentClient
-    from ._compaction import Compaction
-    from ._edit_tools import edit_file, search_files
-    from ._mcp import MCPServer
-    from ._notify import Notifier
-    from ._otel import OtelSink
-    from ._plan import Plan, PlanStep, update_plan
+    from ._fixtures._recording import RecordingModelClient
+    from ._fs._workspace import (
+        WorkspaceEscape,
+        WorkspaceTooDeep,
+        open_in_workspace,
+        resolve_in_workspace,
+    )
+    from ._loop._compaction import Compaction
+    from ._mcp._server import MCPServer
     from ._providers import (
         AnthropicClient,
         ModelPrice,
@@ -83,47 +82,50 @@ if typing.TYPE_CHECKING:
         RetryPolicy,
         model_from_config,
     )
-    from ._recording import RecordingModelClient
-    from ._shell import run_command_tool
-    from ._workspace import (
-        WorkspaceEscape,
-        WorkspaceTooDeep,
-        open_in_workspace,
-        resolve_in_workspace,
-    )
+    from ._providers._agent_clients import CursorAgentClient, GeminiCliClient, OpenCodeClient
+    from ._providers._cli_agent import CliAgentClient
+    from ._providers._ladder import ModelLadder
+    from ._sinks._notify import Notifier
+    from ._sinks._otel import OtelSink
+    from ._tools._builtin import list_files, read_file, write_file
+    from ._tools._edit import edit_file, search_files
+    from ._tools._plan import Plan, PlanStep, update_plan
+    from ._tools._registry import workspace_tools
+    from ._tools._shell import run_command_tool
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
 _LAZY = {
-    "WorkspaceEscape": "._workspace",
-    "WorkspaceTooDeep": "._workspace",
-    "open_in_workspace": "._workspace",
-    "resolve_in_workspace": "._workspace",
-    "list_files": "._builtin_tools",
-    "read_file": "._builtin_tools",
-    "workspace_tools": "._builtin_tools",
-    "write_file": "._builtin_tools",
-    "CliAgentClient": "._cli_agent",
-    "Compaction": "._compaction",
-    "MCPServer": "._mcp",
-    "edit_file": "._edit_tools",
-    "search_files": "._edit_tools",
-    "CursorAgentClient": "._agent_clients",
-    "GeminiCliClient": "._agent_clients",
-    "OpenCodeClient": "._agent_clients",
-    "Notifier": "._notify",
-    "OtelSink": "._otel",
-    "Plan": "._plan",
-    "PlanStep": "._plan",
-    "update_plan": "._plan",
+    "WorkspaceEscape": "._fs._workspace",
+    "WorkspaceTooDeep": "._fs._workspace",
+    "open_in_workspace": "._fs._workspace",
+    "resolve_in_workspace": "._fs._workspace",
+    "list_files": "._tools._builtin",
+    "read_file": "._tools._builtin",
+    "workspace_tools": "._tools._registry",
+    "write_file": "._tools._builtin",
+    "CliAgentClient": "._providers._cli_agent",
+    "ModelLadder": "._providers._ladder",
+    "Compaction": "._loop._compaction",
+    "MCPServer": "._mcp._server",
+    "edit_file": "._tools._edit",
+    "search_files": "._tools._edit",
+    "CursorAgentClient": "._providers._agent_clients",
+    "GeminiCliClient": "._providers._agent_clients",
+    "OpenCodeClient": "._providers._agent_clients",
+    "Notifier": "._sinks._notify",
+    "OtelSink": "._sinks._otel",
+    "Plan": "._tools._plan",
+    "PlanStep": "._tools._plan",
+    "update_plan": "._tools._plan",
     "AnthropicClient": "._providers",
     "ModelPrice": "._providers",
     "OpenAIClient": "._providers",
     "PriceTable": "._providers",
     "RetryPolicy": "._providers",
     "model_from_config": "._providers",
-    "RecordingModelClient": "._recording",
-    "run_command_tool": "._shell",
+    "RecordingModelClient": "._fixtures._recording",
+    "run_command_tool": "._tools._shell",
 }
 
 # Names that left this namespace for their audience's module; importable from here, with a
@@ -186,6 +188,7 @@ __getattr__, __dir__ = _lazy_exports(
 
 __all__ = [
     "AnthropicClient",
+    "AttemptResult",
     "BudgetExceeded",
     "CancelToken",
     "Cancelled",
@@ -215,6 +218,7 @@ __all__ = [
     "ModelClient",
     "ModelError",
     "ModelFailed",
+    "ModelLadder",
     "ModelPrice",
     "Notifier",
     "OpenAIClient",
@@ -236,6 +240,7 @@ __all__ = [
     "SensorTripped",
     "SessionStateSnapshot",
     "SessionTranscript",
+    "Spent",
     "StructlogSink",
     "Tool",
     "ToolArgumentError",

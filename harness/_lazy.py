@@ -12,6 +12,10 @@ import importlib
 import warnings
 from collections.abc import Callable, Mapping, MutableMapping
 
+TABLES: dict[str, Mapping[str, str]] = {}
+"""Each package's table of lazy names, as given: the architecture test holds it against the
+package's `TYPE_CHECKING` imports and `__all__`, the two other places a lazy name is written."""
+
 
 def lazy_exports(
     package: str,
@@ -28,6 +32,7 @@ def lazy_exports(
     the warning's, for a package whose own `__getattr__` calls this one's.
     """
     moved = moved or {}
+    TABLES[package] = names
 
     def __getattr__(name: str) -> object:
         target = moved.get(name)

@@ -13,6 +13,13 @@ from attrs import frozen
 
 from ._errors import ModelError
 
+# The defaults of `PauseSettings`, here so that the schema of a spec's pause table shows them
+# without importing the settings it builds.
+DEFAULT_MAX_PAUSE = 6 * 3600.0
+"""Six hours: the longest window of the coding agents' subscription limits but the weekly one."""
+DEFAULT_WAIT = 900.0
+"""Fifteen minutes: the wait when a limit's reset time cannot be read."""
+
 USAGE_LIMIT = "usage_limit"
 """The `ModelError.kind` of a `UsageLimitError`."""
 

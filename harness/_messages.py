@@ -147,6 +147,12 @@ class Usage:
         }
 
 
+NOT_EXECUTED = "not_executed"
+"""The `ModelResponse.stop_reason` of a turn that did no work (a command-line agent that only
+printed an error, or nothing): it is neither a claim of done nor progress, and the next turn
+is told so."""
+
+
 NO_USAGE = Usage(cost_usd=None)
 """No call yet: where a run's and a session's totals start. Its cost is unknown (None), not
 $0, so a run in which no call succeeded reports no cost rather than a free one; adding a

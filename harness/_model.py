@@ -14,7 +14,8 @@ class ModelClient(Protocol):
     """Anything that turns a `ModelRequest` into a `ModelResponse`.
 
     Raise `ModelError` for provider failures; the loop halts with `ModelFailed` and keeps the
-    transcript. A client may also implement `ReadsClock`, `ChecksConsumed` and `KnowsPrices`.
+    transcript. A client may also implement `ReadsClock`, `ChecksConsumed`, `KnowsPrices` and
+    `ForksAttempts`.
     """
 
     async def complete(self, request: ModelRequest) -> ModelResponse: ...
@@ -44,3 +45,14 @@ class KnowsPrices(Protocol):
 
     @property
     def prices_known(self) -> bool: ...
+
+
+@runtime_checkable
+class ForksAttempts(Protocol):
+    """A client that gives each attempt of a best-of run a client of its own, seeded apart
+    (a scripted client: the fixture's lines for that attempt). A client that does not
+    implement it is shared by the attempts."""
+
+    def for_attempt(self, attempt: int) -> ModelClient:
+        """The client attempt `attempt` (from 1) uses."""
+        ...

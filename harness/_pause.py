@@ -20,15 +20,11 @@ from typing import TYPE_CHECKING, Any
 from attrs import field, frozen
 
 from ._errors import ConfigurationError
+from ._limits import DEFAULT_MAX_PAUSE, DEFAULT_WAIT
 from ._validate import check_positive
 
 if TYPE_CHECKING:
     from ._limits import UsageLimit
-
-DEFAULT_MAX_PAUSE = 6 * 3600.0
-"""Six hours: the longest window of the coding agents' subscription limits but the weekly one."""
-DEFAULT_WAIT = 900.0
-"""Fifteen minutes: the wait when a limit's reset time cannot be read."""
 
 
 def _non_negative(instance: object, attribute: object, value: object) -> None:

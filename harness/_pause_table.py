@@ -5,7 +5,7 @@ Apart from `_pause` so that a run configured in Python does not build the schema
 
 from __future__ import annotations
 
-from ._pause import DEFAULT_MAX_PAUSE, DEFAULT_WAIT
+from ._limits import DEFAULT_MAX_PAUSE, DEFAULT_WAIT
 from ._schema import Key, Schema
 
 PAUSE = Schema(

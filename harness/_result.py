@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from attrs import fields, frozen
+from attrs import field, fields, frozen
 
 from ._messages import Message, Usage
 
 if TYPE_CHECKING:
-    from ._events import SinkFailed
+    from ._events._run import SinkFailed
     from ._protected import Tampering
     from ._verification import Baseline
+    from ._work_progress import WorkProgress
 
 
 @frozen
@@ -29,8 +30,6 @@ class HaltReason:
     def from_dict(data: Mapping[str, Any]) -> HaltReason:
         """The reason a transcript's ``reason`` object describes: its class when this process
         knows its ``type`` and its fields fit, else an `UnknownHalt` keeping both."""
-        from ._transcript import halt_from_dict
-
         return halt_from_dict(data)
 
     def to_dict(self) -> dict[str, Any]:
@@ -155,6 +154,35 @@ class SessionTranscript:
 
 
 @frozen
+class Spent:
+    """What a run used: tokens, cost and wall time. `cost_usd` is None when a price was
+    unknown: an unknown cost stays unknown, never zero."""
+
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    wall_time: float
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "total_tokens": self.total_tokens,
+            "cost_usd": self.cost_usd,
+            "wall_time": self.wall_time,
+        }
+
+    def describe(self) -> str:
+        """``$0.0123, 4,271 tokens, 12.5s`` (the cost ``unknown`` when it is)."""
+        cost = "cost unknown" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+        return f"{cost}, {self.total_tokens:,} tokens, {self.wall_time:.2f}s"
+
+
+@frozen
 class RunResult:
     """What a run produced: why it stopped, whether the work was verified, and the transcript.
 
@@ -175,11 +203,25 @@ class RunResult:
     """What the checks recorded before the agent's first turn (the failures that predate it)."""
     tampering: tuple[Tampering, ...] = ()
     """Every change to a protected path found at a claim, in the order found."""
+    attempts: tuple[AttemptResult, ...] = ()
+    """A best-of run's attempts, in order (see `strategies.BestOf`); empty otherwise."""
 
     @property
     def verified(self) -> bool:
         """True only when the completion check passed."""
         return self.halt_reason.verified
+
+    @property
+    def spent(self) -> Spent:
+        """The tokens, cost (None: a price was unknown) and wall time the run used."""
+        usage = self.usage
+        return Spent(usage.input_tokens, usage.output_tokens, usage.cost_usd, self.elapsed)
+
+    @property
+    def verified_cost(self) -> Spent | None:
+        """What getting to a verified result cost: everything the run spent, its rejected
+        claims, Ralph iterations and evaluator calls included; None when it was not verified."""
+        return self.spent if self.verified else None
 
     @property
     def transcript(self) -> tuple[Message, ...]:
@@ -199,3 +241,75 @@ class RunResult:
             f"RunResult(halt_reason={self.halt_reason!r}, verified={self.verified}, "
             f"turns={self.turns}, iterations={self.iterations})"
         )
+
+
+@frozen
+class UnknownHalt(HaltReason):
+    """A halt reason this harness cannot rebuild (an unknown type, or fields its class does
+    not take): its type and fields, kept as they were."""
+
+    type: str
+    fields: Mapping[str, Any] = field(factory=dict)
+
+    def describe(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in self.fields.items())
+        return f"{self.type}({shown})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, **self.fields}
+
+
+def _halt_classes() -> dict[str, type[HaltReason]]:
+    found: dict[str, type[HaltReason]] = {}
+    pending: list[type[HaltReason]] = [HaltReason]
+    while pending:
+        cls = pending.pop()
+        found.setdefault(cls.__name__, cls)
+        pending.extend(cls.__subclasses__())
+    found.pop(UnknownHalt.__name__, None)
+    return found
+
+
+def halt_from_dict(data: Mapping[str, Any]) -> HaltReason:
+    """The halt reason a ``reason`` object describes: its class when this process knows its
+    ``type`` (the strategies' reasons once `strategies` is imported) and its fields fit, else
+    an `UnknownHalt`."""
+    kind = str(data.get("type", "?"))
+    rest = {k: v for k, v in data.items() if k != "type"}
+    cls = _halt_classes().get(kind)
+    if cls is not None:
+        try:
+            return cls(**rest)
+        except (TypeError, ValueError):
+            pass
+    return UnknownHalt(kind, rest)
+
+
+@frozen
+class AttemptResult:
+    """One attempt of a best-of run: why it halted, what the check measured of its work
+    (`progress`, None when not measured), the files it changed, whether it `won` (was
+    picked) and was `applied` to the user's workspace, and its own run's `result` (None for
+    an attempt that never started)."""
+
+    number: int
+    halt_reason: HaltReason
+    progress: WorkProgress | None = None
+    workspace: str = "shared"
+    changed: tuple[str, ...] = ()
+    won: bool = False
+    applied: bool = False
+    result: RunResult | None = None
+
+    @property
+    def verified(self) -> bool:
+        """True when the attempt's own check accepted its work."""
+        return self.halt_reason.verified
+
+    def describe(self) -> str:
+        """``attempt 2: completed: the completion check passed (5 of 5 tests) [applied]``:
+        one line, the halt's first line only."""
+        measured = f" ({self.progress.describe()})" if self.progress is not None else ""
+        mark = " [applied]" if self.applied else " [picked]" if self.won else ""
+        halt = self.halt_reason.describe().partition("\n")[0]
+        return f"attempt {self.number}: {halt}{measured}{mark}"

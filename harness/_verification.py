@@ -10,12 +10,9 @@ predate the task are on the record. The protected paths are recorded at the same
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from attrs import field, frozen
-
-from ._events import Event
-from ._protected import Tampering
 
 
 def _names(value: Any) -> tuple[str, ...]:
@@ -47,32 +44,3 @@ class Baseline:
             "exit_code": self.exit_code,
             "unreadable": self.unreadable,
         }
-
-
-@frozen
-class BaselineRecorded(Event):
-    """A check recorded its baseline before the agent's first turn."""
-
-    name: ClassVar[str] = "baseline.recorded"
-    baseline: Baseline
-
-
-@frozen
-class ProtectedPathsRecorded(Event):
-    """The protected paths were recorded: `files` paths matched the `rules`."""
-
-    name: ClassVar[str] = "protected.recorded"
-    level: ClassVar[str] = "debug"
-    rules: tuple[str, ...]
-    files: int
-
-
-@frozen
-class ProtectedPathsChanged(Event):
-    """A claim found protected paths changed since the run started (by any route)."""
-
-    name: ClassVar[str] = "protected.changed"
-    level: ClassVar[str] = "warning"
-    agent: str
-    turn: int
-    changes: tuple[Tampering, ...]

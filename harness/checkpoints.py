@@ -20,26 +20,24 @@ from ._lazy import lazy_exports as _lazy_exports
 from ._work_progress import Assessment, WorkProgress
 
 if typing.TYPE_CHECKING:
-    from ._checkpoints import (
+    from ._checkpoints._base import (
         Checkpoint,
         CheckpointDiff,
         CheckpointError,
-        CheckpointFailed,
         Checkpointing,
         CheckpointKind,
-        CheckpointRestored,
-        CheckpointSaved,
         CheckpointStore,
         NoSuchCheckpoint,
         NotAWorkspace,
         best_checkpoint,
         default_state_dir,
         improves_on,
-        open_checkpoints,
     )
-    from ._git_checkpoints import REF_PREFIX, GitCheckpoints
-    from ._run import CheckpointsTheStart
-    from ._snapshot_checkpoints import EXCLUDED, SnapshotCheckpoints
+    from ._checkpoints._git import REF_PREFIX, GitCheckpoints
+    from ._checkpoints._open import open_checkpoints
+    from ._checkpoints._snapshot import EXCLUDED, SnapshotCheckpoints
+    from ._events._checkpoint import CheckpointFailed, CheckpointRestored, CheckpointSaved
+    from ._loop._run import CheckpointsTheStart
 
 # The checkpoint machinery loads on first use: `checks` imports `WorkProgress` from here on
 # every run, and a run that keeps no checkpoints never needs the rest.
@@ -47,10 +45,7 @@ _CHECKPOINTS = [
     "Checkpoint",
     "CheckpointDiff",
     "CheckpointError",
-    "CheckpointFailed",
     "CheckpointKind",
-    "CheckpointRestored",
-    "CheckpointSaved",
     "CheckpointStore",
     "Checkpointing",
     "NoSuchCheckpoint",
@@ -58,15 +53,18 @@ _CHECKPOINTS = [
     "best_checkpoint",
     "default_state_dir",
     "improves_on",
-    "open_checkpoints",
 ]
 _LAZY = {
-    **dict.fromkeys(_CHECKPOINTS, "harness._checkpoints"),
-    "CheckpointsTheStart": "harness._run",
-    "REF_PREFIX": "harness._git_checkpoints",
-    "GitCheckpoints": "harness._git_checkpoints",
-    "EXCLUDED": "harness._snapshot_checkpoints",
-    "SnapshotCheckpoints": "harness._snapshot_checkpoints",
+    **dict.fromkeys(_CHECKPOINTS, "harness._checkpoints._base"),
+    "CheckpointsTheStart": "harness._loop._run",
+    "open_checkpoints": "harness._checkpoints._open",
+    "CheckpointFailed": "harness._events._checkpoint",
+    "CheckpointRestored": "harness._events._checkpoint",
+    "CheckpointSaved": "harness._events._checkpoint",
+    "REF_PREFIX": "harness._checkpoints._git",
+    "GitCheckpoints": "harness._checkpoints._git",
+    "EXCLUDED": "harness._checkpoints._snapshot",
+    "SnapshotCheckpoints": "harness._checkpoints._snapshot",
 }
 
 __getattr__, __dir__ = _lazy_exports(__name__, globals(), _LAZY)

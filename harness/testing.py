@@ -9,9 +9,9 @@ The pytest plugin (``pytest_completion_harness``) builds its fixtures from these
 """
 
 from ._errors import FixtureAssertionError
-from ._events import ListSink
-from ._fake_clock import FakeClock, FastForwardClock
-from ._scripted import ScriptedModelClient, fixture_from_transcript, write_fixture
+from ._events._sinks import ListSink
+from ._fixtures._fake_clock import FakeClock, FastForwardClock
+from ._fixtures._scripted import ScriptedModelClient, fixture_from_transcript, write_fixture
 
 __all__ = [
     "FakeClock",

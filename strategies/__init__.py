@@ -5,9 +5,15 @@ import typing
 if typing.TYPE_CHECKING:
     from checks import ModelVerdict, parse_verdict
 
+    from ._best_of import BestOf
     from ._loop import Loop
     from ._ralph import Ralph
-    from ._reasons import RalphCompletionUnmet, SelfVerifyExhausted
+    from ._reasons import (
+        NoAttemptVerified,
+        RalphCompletionUnmet,
+        SelfVerifyExhausted,
+        WinnerRefused,
+    )
     from ._self_verifying import EVALUATOR_PROMPT, SelfVerifying
     from ._spec import Spec, SpecError, load_spec, spec_from_table
 
@@ -17,6 +23,9 @@ if typing.TYPE_CHECKING:
 # `harness board status` or `harness --help` need nothing of the loop.
 _LAZY = {
     "Loop": "._loop",
+    "BestOf": "._best_of",
+    "NoAttemptVerified": "._reasons",
+    "WinnerRefused": "._reasons",
     "RalphCompletionUnmet": "._reasons",
     "SelfVerifyExhausted": "._reasons",
     "Ralph": "._ralph",
@@ -28,8 +37,8 @@ _LAZY = {
     "load_spec": "._spec",
     "spec_from_table": "._spec",
     # One verdict reading for the evaluator and QuestionAnsweredCheck's judge (checks._verdict).
-    "ModelVerdict": "._self_verifying",
-    "parse_verdict": "._self_verifying",
+    "ModelVerdict": "checks",
+    "parse_verdict": "checks",
 }
 
 
@@ -50,15 +59,18 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "BestOf",
     "EVALUATOR_PROMPT",
     "Loop",
     "ModelVerdict",
+    "NoAttemptVerified",
     "Ralph",
     "RalphCompletionUnmet",
     "SelfVerifyExhausted",
     "SelfVerifying",
     "Spec",
     "SpecError",
+    "WinnerRefused",
     "load_spec",
     "parse_verdict",
     "spec_from_table",

@@ -95,6 +95,7 @@ class SelfVerifying:
             if outcome.passed:
                 return Completed()
             last_reason = outcome.reasons
+            builder.report_verdict(outcome.reasons)  # a model ladder counts it as a rejection
             # The evaluator rejected the builder's claim: keep the work it judged.
             await run.checkpoint(f"claim rejected by the evaluator (round {round_})")
             builder.inject("evaluator", _to_builder(outcome))

@@ -30,6 +30,7 @@ from attrs import evolve, frozen
 from checks import AllOf, CompletionCheck, check_from_config
 from harness import ConfigurationError, EventSink, Harness, ModelClient, PauseSettings, Tool
 from harness.extend import (
+    BUILTIN_TOOL_NAMES,
     REQUIRED,
     Clock,
     Key,
@@ -37,6 +38,7 @@ from harness.extend import (
     Strategy,
     SystemClock,
     Variants,
+    builtin_tools,
     check_positive,
 )
 from termination import Budget, TerminationPolicy
@@ -52,23 +54,6 @@ if TYPE_CHECKING:
 # What a spec does beyond its checks (the model clients, the tools, MCP, notifications, the
 # sensors and feedback, checkpoints) is imported where the spec's table asks for it, not with
 # this module: the stop hook loads a spec at every stop of an agent, for its checks alone.
-
-BUILTIN_TOOL_NAMES = (
-    "read_file",
-    "list_files",
-    "search_files",
-    "write_file",
-    "edit_file",
-    "update_plan",
-)
-
-
-def builtin_tools() -> dict[str, Tool]:
-    """The built-in tools by name (their modules load with the first spec that lists one)."""
-    from harness import edit_file, list_files, read_file, search_files, update_plan, write_file
-
-    tools = (read_file, list_files, search_files, write_file, edit_file, update_plan)
-    return {t.name: t for t in tools}
 
 
 # The tables a key of the spec links to in the reference, each loaded when it is rendered.

@@ -24,6 +24,11 @@ def model_tables() -> Variants:
     return MODELS
 
 
+def strategy_tables() -> Variants:
+    """`STRATEGIES`, for the best-of table's link to the strategy each attempt runs."""
+    return STRATEGIES
+
+
 STRATEGIES = Variants(
     "strategy",
     {
@@ -98,6 +103,54 @@ STRATEGIES = Variants(
             "FAIL whose reasons go into the builder's next turn. Halts `SelfVerifyExhausted` "
             "after `max_rounds`.",
         ),
+        "best_of": Schema(
+            "a BestOf strategy",
+            [
+                Key("n", "integer", "Attempts at most.", default=4),
+                Key(
+                    "attempt",
+                    "table",
+                    "The strategy each attempt runs (not another `best_of`).",
+                    default_text='`{ type = "ralph" }`',
+                    see=strategy_tables,
+                ),
+                Key(
+                    "concurrency",
+                    "integer",
+                    "Attempts running at once.",
+                    default_text="all of them",
+                ),
+                Key(
+                    "pick",
+                    "string",
+                    "`first_verified`: the first attempt the check accepts wins and the "
+                    "others are cancelled; `best_progress`: every attempt runs, and of those "
+                    "the check accepts, the one it measures furthest along wins.",
+                    default="first_verified",
+                    choices=("first_verified", "best_progress"),
+                ),
+                Key(
+                    "isolation",
+                    "string",
+                    "Where an attempt works: `worktree` (a git worktree on a private "
+                    "branch), `copy` (a copy of the workspace), or `auto` (a worktree in a "
+                    "git repository, else a copy).",
+                    default="auto",
+                    choices=("auto", "worktree", "copy"),
+                ),
+                Key(
+                    "attempt_budget",
+                    "table",
+                    "Each attempt's budget, never past what the run's `[budget]` has left.",
+                    default_text="the run's budget divided by `n`",
+                    see=BUDGET,
+                ),
+            ],
+            help="`BestOf`: `n` independent attempts, each in its own workspace; the "
+            "winner's changes reach the workspace only if the check, run again there, "
+            "accepts them (else `WinnerRefused`, the workspace as it was). Halts "
+            "`NoAttemptVerified` when no attempt is verified. See docs/best-of.md.",
+        ),
     },
     help="How the sessions of a run are driven.",
     default="loop",
@@ -115,6 +168,13 @@ def strategy_from_config(
     Errors name `where` and the key at fault.
     """
     kind, settings = _settings(table, where)
+    if kind == "best_of":
+        inner = strategy_from_config(
+            settings.pop("attempt", {"type": "ralph"}),
+            where=f"{where}.attempt",
+            build_model=build_model,
+        )
+        return _best_of(settings, inner, where)
     if kind == "loop":
         from ._loop import Loop  # the other strategies import their own modules too
 
@@ -139,7 +199,10 @@ def check_strategy_table(table: Mapping[str, Any], *, where: str) -> None:
     workspace has no use for.
     """
     kind, settings = _settings(table, where)
-    if kind == "ralph":
+    if kind == "best_of":
+        check_strategy_table(settings.pop("attempt", {"type": "ralph"}), where=f"{where}.attempt")
+        _best_of(settings, None, where)
+    elif kind == "ralph":
         _ralph(settings, where)
     elif kind == "self_verifying":
         model_tables().validate(settings["evaluator"], f"{where}.evaluator")
@@ -152,7 +215,10 @@ def check_strategy_table(table: Mapping[str, Any], *, where: str) -> None:
 def _settings(table: Mapping[str, Any], where: str) -> tuple[str, dict[str, Any]]:
     """The type and settings of `table`, its budgets built (every key checked)."""
     kind, settings = STRATEGIES.validate(table, where)
-    for name in ("iteration_budget", "evaluator_budget"):
+    attempt = settings.get("attempt")
+    if kind == "best_of" and isinstance(attempt, Mapping) and attempt.get("type") == "best_of":
+        raise ConfigurationError(f"{where}.attempt: 'type' must not be best_of again")
+    for name in ("iteration_budget", "evaluator_budget", "attempt_budget"):
         if name in settings:
             settings[name] = Budget.from_config(settings[name], where=f"{where}.{name}")
     return kind, settings
@@ -163,5 +229,14 @@ def _ralph(settings: dict[str, Any], where: str) -> Strategy:
 
     try:
         return Ralph(**settings)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{where}: {exc}") from None
+
+
+def _best_of(settings: dict[str, Any], inner: Strategy | None, where: str) -> Strategy:
+    from ._best_of import BestOf
+
+    try:
+        return BestOf(**settings) if inner is None else BestOf(strategy=inner, **settings)
     except ConfigurationError as exc:
         raise ConfigurationError(f"{where}: {exc}") from None

@@ -32,16 +32,16 @@ if typing.TYPE_CHECKING:
         ProviderBindsPerSession,
         Severity,
     )
-    from ._feedback_runner import FeedbackStatistics
-    from ._monitor import MonitorStatistics, WorkspaceMonitor, open_workspace_monitor
-    from ._no_progress import NoProgressSensor
-    from ._oscillation import OscillationSensor
-    from ._providers import (
+    from ._feedback_providers import (
         BudgetFeedback,
         DeadlineFeedback,
         PlanProgressFeedback,
         ToolUsageFeedback,
     )
+    from ._feedback_runner import FeedbackStatistics
+    from ._monitor import MonitorStatistics, WorkspaceMonitor, open_workspace_monitor
+    from ._no_progress import NoProgressSensor
+    from ._oscillation import OscillationSensor
     from ._repeated_claim import RepeatedClaimSensor
     from ._sensor_config import (
         feedback_from_config,
@@ -77,10 +77,10 @@ _LAZY = {
     "open_workspace_monitor": "._monitor",
     "NoProgressSensor": "._no_progress",
     "OscillationSensor": "._oscillation",
-    "BudgetFeedback": "._providers",
-    "DeadlineFeedback": "._providers",
-    "PlanProgressFeedback": "._providers",
-    "ToolUsageFeedback": "._providers",
+    "BudgetFeedback": "._feedback_providers",
+    "DeadlineFeedback": "._feedback_providers",
+    "PlanProgressFeedback": "._feedback_providers",
+    "ToolUsageFeedback": "._feedback_providers",
     "RepeatedClaimSensor": "._repeated_claim",
     "TamperingSensor": "._tampering",
 }

@@ -15,7 +15,8 @@ _AMOUNT = positive(allow_none=True)
 
 @frozen(kw_only=True)
 class Budget:
-    """Limits on turns, tool calls, tokens, cost and wall time; None means unlimited.
+    """Limits on turns, tool calls, tokens, cost (of the run, and of each of its iterations)
+    and wall time; None means unlimited.
 
     A dimension is used up when ``used >= limit``. The loop asks before every model call (and
     before every tool call, for the tool-call count) and accounts usage after the call, so a
@@ -30,6 +31,12 @@ class Budget:
     max_total_tokens: int | None = field(default=None, validator=_COUNT)
     max_cost_usd: float | None = field(default=None, validator=_AMOUNT)
     max_wall_time: float | None = field(default=None, validator=_AMOUNT)
+    max_iteration_cost_usd: float | None = field(default=None, validator=_AMOUNT)
+    """US dollars one iteration may spend: one session of the agent (a Ralph iteration, a
+    SelfVerifying builder round; under the loop strategy, the run's one session). Used up, it
+    ends that session with `BudgetExceeded` of scope ``"session"``: Ralph goes on with a fresh
+    iteration within the run's budget, the loop strategy halts. Each attempt of a board task
+    (or of best-of-N) is a run: `max_cost_usd` bounds it as a whole."""
 
     @property
     def wall_time(self) -> float | None:
@@ -48,6 +55,7 @@ class Budget:
                 self.max_total_tokens,
                 self.max_cost_usd,
                 self.max_wall_time,
+                self.max_iteration_cost_usd,
             )
         )
 
@@ -101,6 +109,12 @@ class Budget:
             and usage.cost_usd >= self.max_cost_usd
         ):
             return BudgetExceeded("max_cost_usd", usage.cost_usd, self.max_cost_usd, scope)
+        if self.max_iteration_cost_usd is not None:
+            spent = snapshot.usage.cost_usd  # the session's, whatever the scope asked
+            if spent is not None and spent >= self.max_iteration_cost_usd:
+                return BudgetExceeded(
+                    "max_iteration_cost_usd", spent, self.max_iteration_cost_usd, "session"
+                )
         return None
 
     @classmethod

@@ -58,6 +58,14 @@ BUDGET = Schema(
             "Seconds; a cancel scope that stops whatever is running.",
             default_text="unlimited",
         ),
+        Key(
+            "max_iteration_cost_usd",
+            "number",
+            "US dollars one iteration (a Ralph iteration, a SelfVerifying builder round, the "
+            "loop's one session) may spend; it ends that iteration, and Ralph starts a fresh "
+            "one. Refused up front when a price is unknown. See [cost.md](cost.md).",
+            default_text="unlimited",
+        ),
     ],
     heading="[budget]",
     help="Hard limits, checked before every call with `>=` and accounted after it. A used-up "

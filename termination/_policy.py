@@ -177,7 +177,8 @@ class TerminationPolicy:
 
     @property
     def requires_known_cost(self) -> bool:
-        return self.budget.max_cost_usd is not None
+        budget = self.budget
+        return budget.max_cost_usd is not None or budget.max_iteration_cost_usd is not None
 
     @property
     def bounded(self) -> bool:

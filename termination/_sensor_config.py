@@ -19,10 +19,15 @@ from harness.extend import Schema
 from ._check_churn import CheckChurnSensor
 from ._context_pressure import ContextPressureSensor
 from ._feedback import FeedbackProvider, FeedbackProviderConfig, FeedbackTrigger
+from ._feedback_providers import (
+    BudgetFeedback,
+    DeadlineFeedback,
+    PlanProgressFeedback,
+    ToolUsageFeedback,
+)
 from ._keys import FEEDBACK, SENSORS, TRIGGER, TRIGGER_KEY
 from ._no_progress import NoProgressSensor
 from ._oscillation import OscillationSensor
-from ._providers import BudgetFeedback, DeadlineFeedback, PlanProgressFeedback, ToolUsageFeedback
 from ._repeated_claim import RepeatedClaimSensor
 from ._sensors import ConsecutiveToolErrorsSensor, RepeatedToolCallSensor, Sensor
 from ._tampering import TamperingSensor

@@ -21,8 +21,8 @@ from harness import (
     Usage,
     model_from_config,
 )
-from harness._agent_clients import cursor_answer, gemini_answer, opencode_answer
-from harness._agent_defaults import JSON_MAX_OUTPUT
+from harness._providers._agent_clients import cursor_answer, gemini_answer, opencode_answer
+from harness._providers._agent_defaults import JSON_MAX_OUTPUT
 from harness.extend import ModelRequest
 from harness.testing import ListSink
 from termination import TerminationPolicy

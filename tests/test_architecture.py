@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -76,6 +77,7 @@ AUDIENCE_MODULES = [
     "harness.testing",
     "harness.extend",
     "harness.checkpoints",
+    "harness.events",
     "checks",
     "checks.extend",
     "termination",
@@ -173,6 +175,11 @@ def test_readme_lists_the_public_names_of_each_module() -> None:
 # Inside `strategies` the applications sit on top of the library: loop strategies < the run
 # spec < the board < the command line and the viewer. A module never imports a higher layer.
 STRATEGY_LAYERS: dict[str, int] = {
+    "strategies._apply_changes": 0,
+    "strategies._attempt_budget": 0,
+    "strategies._attempt_workspaces": 0,
+    "strategies._best_of": 0,
+    "strategies._git": 0,
     "strategies._loop": 0,
     "strategies._ralph": 0,
     "strategies._rollback": 0,
@@ -266,3 +273,239 @@ def test_the_layering_test_sees_relative_imports(tmp_path: Path) -> None:
     assert own is not None
     above = [name for name in imported if (_strategy_layer(name) or 0) > own]
     assert sorted(above) == ["strategies._cli._run", "strategies._cli._run.main"]
+
+
+# Inside `harness` the rooms sit in layers: the plain values and protocols at the root, then
+# file access and child processes, events, the session state and the policy seam, the families
+# that build on them (tools, checkpoint stores, sinks that leave the process), fixtures, model
+# clients and MCP, the turn loop, and the public faces on top. A module imports only its own
+# layer or lower ones; each folder (and each root module) is placed, so a new one must be too.
+HARNESS_LAYERS: dict[str, int] = {
+    **dict.fromkeys(
+        [
+            "harness._clock",
+            "harness._errors",
+            "harness._escalation",
+            "harness._lazy",
+            "harness._limits",
+            "harness._log",
+            "harness._messages",
+            "harness._model",
+            "harness._pause",
+            "harness._pause_table",
+            "harness._protected",
+            "harness._protocols",
+            "harness._reference",
+            "harness._result",
+            "harness._schema",
+            "harness._validate",
+            "harness._verification",
+            "harness._work_progress",
+        ],
+        0,
+    ),
+    "harness._fs": 1,
+    "harness._process": 1,
+    "harness._events": 2,
+    "harness._state": 3,
+    "harness._policy": 3,
+    "harness._tools": 4,
+    "harness._checkpoints": 4,
+    "harness._sinks": 4,
+    "harness._fixtures": 5,
+    "harness._providers": 6,
+    "harness._mcp": 6,
+    "harness._loop": 7,
+    "harness": 8,
+    "harness.checkpoints": 8,
+    "harness.events": 8,
+    "harness.extend": 8,
+    "harness.testing": 8,
+}
+
+
+def _module_name(path: Path, root: Path = ROOT) -> str:
+    return ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+
+
+def _harness_layer(module: str) -> int | None:
+    """The layer of a module of `harness` (a folder's modules share the folder's layer)."""
+    parts = module.split(".")
+    for end in range(len(parts), 1, -1):
+        layer = HARNESS_LAYERS.get(".".join(parts[:end]))
+        if layer is not None:
+            return layer
+    return HARNESS_LAYERS.get(module)  # the package itself: its facade
+
+
+def _harness_imports(path: Path, root: Path = ROOT) -> set[str]:
+    """The `harness` modules a file imports, relative imports resolved, at the top or inside
+    functions (but not under `TYPE_CHECKING`, which is never run)."""
+    module = _module_name(path, root)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for inner in ast.walk(node)
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                stem = ".".join([*base, node.module] if node.module else base)
+            else:
+                stem = node.module or ""
+            for alias in node.names:
+                candidate = f"{stem}.{alias.name}"
+                is_module = (root / (candidate.replace(".", "/") + ".py")).exists() or (
+                    root / candidate.replace(".", "/")
+                ).is_dir()
+                found.add(candidate if is_module else stem)
+    return {name for name in found if name == "harness" or name.startswith("harness.")}
+
+
+def _harness_modules(root: Path = ROOT) -> dict[str, Path]:
+    return {_module_name(path, root): path for path in sorted((root / "harness").rglob("*.py"))}
+
+
+def test_every_harness_module_has_a_layer() -> None:
+    """A new module or folder of `harness` is placed in a layer, so the layering test covers
+    it: the root holds the public faces and the values, each family a folder."""
+    unplaced = [name for name in _harness_modules() if _harness_layer(name) is None]
+    assert unplaced == []
+
+
+def test_harness_layers_point_down() -> None:
+    """A room of `harness` imports only its own layer or lower ones: the loop may use a
+    model client, a model client never the loop; the values at the root use no room."""
+    offenders = []
+    for name, path in _harness_modules().items():
+        own = _harness_layer(name)
+        assert own is not None
+        for imported in sorted(_harness_imports(path)):
+            layer = _harness_layer(imported)
+            if layer is not None and layer > own:
+                offenders.append(f"{name} (layer {own}) imports {imported} (layer {layer})")
+    assert offenders == []
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_circle_inside_harness() -> None:
+    """No two modules of `harness` import each other, directly or round a circle, counting
+    imports inside functions too: a circle is a seam cut in the wrong place."""
+    modules = _harness_modules()
+    graph = {
+        name: {imported for imported in _harness_imports(path) if imported in modules} - {name}
+        for name, path in modules.items()
+    }
+    assert _circles(graph) == []
+
+
+def test_the_harness_layering_test_sees_misplacements(tmp_path: Path) -> None:
+    """The layer reader resolves relative imports inside functions: a model client that
+    imported the session loop, as the command-line agent client once did, is refused, and a
+    circle is found."""
+    fake = tmp_path / "harness" / "_providers" / "_probe.py"
+    fake.parent.mkdir(parents=True)
+    fake.write_text("def later():\n    from .._loop._session import Session\n", encoding="utf-8")
+    (tmp_path / "harness" / "_loop").mkdir()
+    (tmp_path / "harness" / "_loop" / "_session.py").write_text("", encoding="utf-8")
+    imported = _harness_imports(fake, tmp_path)
+    assert imported == {"harness._loop._session"}
+    own = _harness_layer("harness._providers._probe")
+    assert own is not None
+    assert _harness_layer("harness._loop._session") == 7 > own
+    assert _harness_layer("harness._new_module") is None
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+LAZY_PACKAGES = [*AUDIENCE_MODULES, "strategies.board"]
+
+
+def _type_checking_imports(module_name: str) -> dict[str, str]:
+    """The names a module imports under `TYPE_CHECKING`, each with its module (absolute)."""
+    module = importlib.import_module(module_name)
+    path = Path(module.__file__ or "")
+    package = module_name if path.name == "__init__.py" else module_name.rpartition(".")[0]
+    found: dict[str, str] = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for inner in node.body:
+                if isinstance(inner, ast.ImportFrom):
+                    base = package.split(".")[: len(package.split(".")) - inner.level + 1]
+                    stem = ".".join([*base, inner.module or ""]) if inner.level else inner.module
+                    for alias in inner.names:
+                        found[alias.asname or alias.name] = str(stem)
+    return found
+
+
+@pytest.mark.parametrize("package", LAZY_PACKAGES)
+def test_lazy_tables_agree_with_their_imports_and_all(package: str) -> None:
+    """A lazy name is written where type checkers read it (the `TYPE_CHECKING` imports), in
+    the table `__getattr__` loads it from, and in `__all__`: the three agree, name for name
+    and module for module, so one cannot be edited without the others."""
+    from harness._lazy import TABLES
+
+    module = importlib.import_module(package)
+    imports = _type_checking_imports(package)
+    if imports:  # a package whose `__getattr__` builds its table at the first lazy name
+        getattr(module, min(imports))
+    table = TABLES.get(package, {})
+    resolved = {
+        name: importlib.util.resolve_name(target, package) if target.startswith(".") else target
+        for name, target in table.items()
+    }
+    assert resolved == imports
+    assert set(resolved) <= set(module.__all__)
+
+
+def test_the_extend_docstring_maps_every_name_by_audience() -> None:
+    """`harness.extend`'s docstring sorts its names by audience: each public name is there."""
+    import re
+
+    import harness.extend
+
+    doc = harness.extend.__doc__ or ""
+    start, end = doc.index("A map by audience"), doc.index("The config-table schemas")
+    assert set(re.findall(r"`([A-Za-z_]+)`", doc[start:end])) == set(harness.extend.__all__)

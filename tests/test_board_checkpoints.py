@@ -12,7 +12,7 @@ from _board_support import make_board, task_toml
 
 from harness.checkpoints import CheckpointSaved, WorkProgress
 from strategies.board import Board, open_store
-from strategies.board._progress import read_attempt
+from strategies.board._recovery import read_attempt
 from strategies.board._schema import connect
 
 pytestmark = pytest.mark.anyio

@@ -26,7 +26,7 @@ def test_the_demo_board_from_the_command_line(
     assert "task.review     release" in err
     lines = out.splitlines()
     assert lines[0] == f"board {DEMO} ({state}): not running"
-    assert lines[1].split() == ["TASK", "STATUS", "ROLE", "PRI", "TRIES", "TITLE"]
+    assert lines[1].split() == ["TASK", "STATUS", "ROLE", "PRI", "TRIES", "COST", "TITLE"]
     assert lines[2].split()[:5] == ["release", "review", "backend", "0", "1"]
     assert "└ the completion check rejected 2 claims of done" in out
     assert lines[-2:] == ["(4 complete not listed: --all lists every task)", "4 complete, 1 review"]
@@ -58,7 +58,8 @@ def test_status_lists_every_task_with_all(
     capsys.readouterr()
     assert main(["board", "status", str(DEMO), "--state", str(state), "--all"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    listed = [line.split()[:2] for line in lines[2:] if not line.startswith(" ")][:-1]
+    # The last two lines: what the board spent, and the counts.
+    listed = [line.split()[:2] for line in lines[2:] if not line.startswith(" ")][:-2]
     assert listed == [
         ["schema", "complete"],
         ["api", "complete"],

@@ -14,8 +14,8 @@ from _board_support import DEMO, make_board, task_toml, writes
 from test_cli_progress import SGR, FakeTerminal, _env, panel_frames, run_on_terminal
 
 from harness import Event, EventSink, RunHalted
-from strategies._cli._board import _Tracking
-from strategies._cli._live import HIDE_CURSOR, SHOW_CURSOR, LiveProgress
+from strategies._cli._board_run import _Tracking
+from strategies._cli._progress._live import HIDE_CURSOR, SHOW_CURSOR, LiveProgress
 from strategies.board import AttemptOutcome, AttemptSpec, AttemptWatcher, Board
 
 pytestmark = pytest.mark.anyio

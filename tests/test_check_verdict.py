@@ -16,7 +16,7 @@ from harness import CheckFailed, Harness, RejectionLimit, ScriptedModelClient, S
 from harness.testing import FakeClock, ListSink
 from strategies import Ralph, RalphCompletionUnmet, Spec, load_spec
 from strategies._cli._checking import run_checks
-from strategies._cli._hook import claude_stop
+from strategies._cli._hooks._stop import claude_stop
 from termination import TerminationPolicy
 
 pytestmark = pytest.mark.anyio

@@ -14,7 +14,7 @@ import pytest
 from _checks_support import snapshot
 from _processes import gone, running
 
-import harness._process as process_module
+import harness._process._child as process_module
 from checks import CommandCheck, LocalSandbox
 from harness import ConfigurationError
 from harness.extend import Clock, ProcessResult, run_process

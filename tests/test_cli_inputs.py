@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from strategies._cli._hook import MAX_PAYLOAD_BYTES, HookPayloadError, read_payload
+from strategies._cli._hooks._stop import MAX_PAYLOAD_BYTES, HookPayloadError, read_payload
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 60

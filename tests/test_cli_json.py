@@ -24,9 +24,12 @@ KEYS = {
     "iterations",
     "usage",
     "elapsed",
+    "spent",
+    "verified_cost",
     "transcript",
     "workspace",
     "workspace_removed",
+    "attempts",
     "error",
 }
 

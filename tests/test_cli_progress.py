@@ -33,13 +33,20 @@ from harness import (
     Usage,
 )
 from harness.extend import ModelResponse
-from strategies._cli._live import CLEAR_DOWN, HIDE_CURSOR, SHOW_CURSOR, SPINNER, LiveProgress, fit
-from strategies._cli._progress import (
+from strategies._cli._progress._display import (
     PlainProgress,
     ProgressPrinter,
     RunTracker,
-    open_progress,
 )
+from strategies._cli._progress._live import (
+    CLEAR_DOWN,
+    HIDE_CURSOR,
+    SHOW_CURSOR,
+    SPINNER,
+    LiveProgress,
+    fit,
+)
+from strategies._cli._progress._open import open_progress
 from termination import Budget
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -315,7 +322,7 @@ def test_plain_progress_labels_each_runs_lines() -> None:
 def test_baselines_and_tampering_have_progress_lines() -> None:
     """`harness run` prints what the baseline found and each change to a protected path."""
     from harness.extend import Baseline, BaselineRecorded, ProtectedPathsChanged, Tampering
-    from strategies._cli._progress import describe
+    from strategies._cli._progress._display import describe
 
     found = Baseline("`pytest -rA`", "pytest", 3, ("t.py::test_old",), 1)
     assert describe(BaselineRecorded(0.1, found)) == (

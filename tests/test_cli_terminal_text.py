@@ -16,7 +16,7 @@ import pytest
 
 from harness import RejectionLimit, RunHalted, RunStarted, TurnFinished, Usage
 from harness.extend import ModelResponse
-from strategies._cli._live import LiveProgress
+from strategies._cli._progress._live import LiveProgress
 from strategies._cli._terminal import for_terminal
 
 ROOT = Path(__file__).resolve().parent.parent

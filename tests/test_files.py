@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness._files import FileRefused, read_regular_file
+from harness._fs._files import FileRefused, read_regular_file
 
 
 def test_a_file_larger_than_one_read_comes_back_whole(tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ import pytest
 from harness import ConfigurationError
 from harness.testing import FakeClock
 from strategies._cli import main
-from strategies._cli._claude_transcript import TAIL_BYTES, TranscriptError, last_answer
-from strategies._cli._hook import DEFAULT_TIME_LIMIT, claude_stop, register
+from strategies._cli._hooks._claude_transcript import TAIL_BYTES, TranscriptError, last_answer
+from strategies._cli._hooks._stop import DEFAULT_TIME_LIMIT, claude_stop, register
 from strategies._spec import load_spec
 
 PAYLOADS = Path(__file__).resolve().parent.parent / "fixtures" / "hooks"
@@ -114,7 +114,7 @@ def test_once_the_work_is_done_the_stop_is_allowed_silently(
     code, answer, err = hook(setup, payload(setup, "stop_reentry.json"), capsys, monkeypatch)
     assert (code, answer) == (0, None)
     assert "checks pass" in err
-    state = next((setup / "state").iterdir())
+    state = next((setup / "state").glob("*.json"))
     assert json.loads(state.read_text()) == {"blocks": 0}
 
 
@@ -211,8 +211,8 @@ def test_block_counts_are_kept_per_session(
     odd = payload(setup, session_id="../../etc/passwd")
     _, answer, _ = hook(setup, odd, capsys, monkeypatch, "--max-blocks", "1")
     assert answer is not None
-    assert all(p.parent == setup / "state" for p in (setup / "state").iterdir())
-    assert len(list((setup / "state").iterdir())) == 2
+    assert all(p.parent == setup / "state" for p in (setup / "state").glob("*.json"))
+    assert len(list((setup / "state").glob("*.json"))) == 2
 
 
 @pytest.mark.parametrize(

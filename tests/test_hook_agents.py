@@ -16,7 +16,7 @@ import attrs
 import pytest
 
 from harness.testing import FakeClock
-from strategies._cli._hook import agent_stop, register
+from strategies._cli._hooks._stop import agent_stop, register
 from strategies._spec import load_spec
 
 PAYLOADS = Path(__file__).resolve().parent.parent / "fixtures" / "hooks"
@@ -34,6 +34,8 @@ FIXTURE = {
     "codex": "codex_stop.json",
     "gemini": "gemini_after_agent.json",
     "cursor": "cursor_stop.json",
+    "qwen": "qwen_stop.json",
+    "copilot": "copilot_agent_stop.json",
 }
 AGENTS = list(FIXTURE)
 
@@ -95,7 +97,7 @@ def hook(
 def reason_of(agent: str, out: str) -> str | None:
     """The reason in the agent's own answer format, None if it lets the agent stop; the
     answer must be exactly what the agent documents."""
-    if agent in ("claude", "codex"):
+    if agent in ("claude", "codex", "qwen", "copilot"):
         if not out.strip():
             return None
         answer = json.loads(out)
@@ -131,7 +133,7 @@ def test_each_agent_is_sent_back_in_its_own_format_until_the_checks_pass(
     )
     assert (code, reason_of(agent, out)) == (0, None)
     assert "checks pass" in err
-    [state] = (setup / "state").iterdir()
+    [state] = (setup / "state").glob("*.json")
     assert json.loads(state.read_text()) == {"blocks": 0}
 
 
@@ -211,7 +213,7 @@ def test_block_counts_of_two_agents_never_mix(
             setup, agent, payload(setup, agent, session_id="same"), capsys, monkeypatch
         )
         assert "stop blocked 1 of" in str(reason_of(agent, out))
-    assert len(list((setup / "state").iterdir())) == 2
+    assert len(list((setup / "state").glob("*.json"))) == 2
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ import pytest
 
 from harness import ConfigurationError
 from strategies._cli import main
-from strategies._cli._hook_install import hook_command, install_hook
+from strategies._cli._hooks._install import hook_command, install_hook
 
 ROOT = Path(__file__).resolve().parent.parent
 PAYLOADS = ROOT / "fixtures" / "hooks"
@@ -23,7 +23,23 @@ FILES = {
     "codex": ".codex/hooks.json",
     "gemini": ".gemini/settings.json",
     "cursor": ".cursor/hooks.json",
+    "qwen": ".qwen/settings.json",
+    "copilot": ".github/hooks/harness.json",
 }
+EVENTS = {"gemini": "AfterAgent", "cursor": "stop", "copilot": "agentStop"}
+COMMAND = {"copilot": "bash"}
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home of the test's own: the agents' user files (and Codex's and Gemini CLI's trust)
+    are never the machine's."""
+    folder = tmp_path / "home"
+    folder.mkdir()
+    monkeypatch.setenv("HOME", str(folder))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.delenv("GEMINI_CLI_TRUSTED_FOLDERS_PATH", raising=False)
+    return folder
 
 
 @pytest.fixture
@@ -36,10 +52,11 @@ def project(tmp_path: Path) -> Path:
 
 def the_hooks(agent: str, config: dict[str, Any]) -> list[dict[str, Any]]:
     """The command hooks on the agent's stop event, read the way the agent documents them."""
-    if agent == "cursor":
+    if agent in ("cursor", "copilot"):
         assert config["version"] == 1
-        return list(config["hooks"]["stop"])
-    event = "AfterAgent" if agent == "gemini" else "Stop"
+        entries = list(config["hooks"][EVENTS[agent]])
+        return [{**e, "command": e["bash"]} if agent == "copilot" else e for e in entries]
+    event = EVENTS.get(agent, "Stop")
     return [hook for group in config["hooks"][event] for hook in group["hooks"]]
 
 
@@ -52,13 +69,17 @@ def test_install_writes_the_agents_documented_shape_once(agent: str, project: Pa
     assert (done.path, done.changed) == (path, True)
     [entry] = the_hooks(agent, json.loads(path.read_text()))
     assert entry["command"] == hook_command(agent, spec)
-    assert shlex.split(entry["command"])[:3] == ["harness", "hook", f"{agent}-stop"]
+    words = shlex.split(entry["command"])
+    assert Path(words[0]).is_absolute()  # no PATH needed to start it
+    assert words[1:3] == ["hook", f"{agent}-stop"]
     assert str(spec.resolve()) in shlex.split(entry["command"])
     if agent == "cursor":
         assert entry == {"command": entry["command"], "loop_limit": 5, "timeout": 60}
-    elif agent == "gemini":
+    elif agent in ("gemini", "qwen"):
         assert entry["type"] == "command"
         assert entry["timeout"] == 60000  # milliseconds: 10 s above the hook's own 50 s
+    elif agent == "copilot":
+        assert (entry["type"], entry["timeoutSec"]) == ("command", 60)
     else:
         assert (entry["type"], entry["timeout"]) == ("command", 60)
     before = path.read_bytes()
@@ -76,7 +97,8 @@ def test_a_reinstall_with_other_options_updates_the_one_entry(agent: str, projec
     assert done.changed
     [entry] = the_hooks(agent, json.loads(done.path.read_text()))
     assert entry["command"] == hook_command(agent, spec, max_blocks=3, time_limit=100)
-    assert entry["timeout"] == (110_000 if agent == "gemini" else 110)
+    timeout = entry["timeoutSec"] if agent == "copilot" else entry["timeout"]
+    assert timeout == (110_000 if agent in ("gemini", "qwen") else 110)
     other = project.parent / "other.toml"
     other.write_text(spec.read_text())
     assert len(the_hooks(agent, install_hook(agent, other, project=project).content)) == 2
@@ -96,6 +118,14 @@ EXISTING: dict[str, dict[str, Any]] = {
         "hooks": {"BeforeTool": [{"matcher": "run_shell_command", "hooks": []}]},
     },
     "cursor": {"version": 1, "hooks": {"afterFileEdit": [{"command": "./format.sh"}]}},
+    "qwen": {
+        "model": {"name": "qwen3-coder"},
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "log", "timeout": 5000}]}]},
+    },
+    "copilot": {
+        "version": 1,
+        "hooks": {"agentStop": [{"type": "command", "bash": "./notify.sh", "timeoutSec": 5}]},
+    },
 }
 
 
@@ -103,7 +133,7 @@ EXISTING: dict[str, dict[str, Any]] = {
 def test_install_keeps_everything_already_there(agent: str, project: Path) -> None:
     """Other settings, events and hooks stay exactly as they were; ours is added after them."""
     path = project / FILES[agent]
-    path.parent.mkdir()
+    path.parent.mkdir(parents=True)
     path.write_text(json.dumps(EXISTING[agent]))
     install_hook(agent, project.parent / "checks.toml", project=project)
     merged = json.loads(path.read_text())
@@ -163,13 +193,8 @@ def test_dry_run_prints_the_merged_file_and_writes_nothing(
     assert "already has the hook; unchanged" in capsys.readouterr().out
 
 
-def test_user_scope_writes_under_home(
-    project: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_user_scope_writes_under_home(project: Path, home: Path) -> None:
     """--scope user writes the agent's file in the home folder, not in the project."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
     done = install_hook("gemini", project.parent / "checks.toml", scope="user", project=project)
     assert done.path == home / ".gemini" / "settings.json"
     assert done.path.is_file()
@@ -204,10 +229,13 @@ def test_the_installed_command_runs_as_the_agents_stop_hook(agent: str, project:
                 "codex": "codex_stop.json",
                 "gemini": "gemini_after_agent.json",
                 "cursor": "cursor_stop.json",
+                "qwen": "qwen_stop.json",
+                "copilot": "copilot_agent_stop.json",
             }[agent]
         ).read_text()
     )
     data.pop("transcript_path", None)
+    data.pop("transcriptPath", None)
     data["cwd"] = str(project)
     if agent == "cursor":
         data["workspace_roots"] = [str(project)]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from strategies import Spec, load_spec
-from strategies._cli._hook import claude_stop, register
+from strategies._cli._hooks._stop import claude_stop, register
 
 PAYLOADS = Path(__file__).resolve().parent.parent / "fixtures" / "hooks"
 TESTS = """\

@@ -21,37 +21,40 @@ from strategies.board import BoardStore
 # The harness's feature modules, loaded where a run is configured with the feature (or a
 # spec, a transcript reader, a provider... is first used), never by a plain run.
 FEATURES = (
-    "harness._agent_clients",
-    "harness._builtin_tools",
-    "harness._checkpoints",
-    "harness._cli_agent",
-    "harness._compaction",
-    "harness._edit_tools",
-    "harness._fake_clock",
-    "harness._git_checkpoints",
-    "harness._limit_messages",
-    "harness._mcp",
-    "harness._mcp_connection",
-    "harness._mcp_replay",
-    "harness._mcp_tools",
-    "harness._notify",
-    "harness._otel",
-    "harness._path_guard",
-    "harness._pause_events",
+    "harness._providers._agent_clients",
+    "harness._tools._builtin",
+    "harness._checkpoints._base",
+    "harness._providers._cli_agent",
+    "harness._loop._compaction",
+    "harness._tools._edit",
+    "harness._fixtures._fake_clock",
+    "harness._checkpoints._git",
+    "harness._providers._limit_messages",
+    "harness._mcp._server",
+    "harness._mcp._connection",
+    "harness._fixtures._mcp_replay",
+    "harness._mcp._tools",
+    "harness._sinks._notify",
+    "harness._sinks._otel",
+    "harness._fs._path_guard",
+    "harness._events._checkpoint",
+    "harness._events._context",
+    "harness._events._pause",
     "harness._pause_table",
-    "harness._plan",
-    "harness._process",
+    "harness._tools._plan",
+    "harness._process._child",
     "harness._providers",
-    "harness._reaper",
-    "harness._recording",
+    "harness._process._reaper",
+    "harness._fixtures._recording",
     "harness._reference",
     "harness._schema",
-    "harness._shell",
-    "harness._snapshot_checkpoints",
-    "harness._threads",
-    "harness._transcript",
+    "harness._tools._shell",
+    "harness._checkpoints._snapshot",
+    "harness._process._threads",
+    "harness._events._reader",
+    "harness._events._verifier",
     "harness._verification",
-    "harness._workspace",
+    "harness._fs._workspace",
     "checks._check_config",
     "checks._sandbox",
     "checks._sql",
@@ -170,7 +173,9 @@ def test_a_configured_feature_loads_its_module(by_dependencies: set[str]) -> Non
         " policy=termination.TerminationPolicy(), checkpoints=True,"
         " compaction='drop_tool_outputs', context_window=1000)\n"
     )
-    assert {"harness._checkpoints", "harness._compaction"} <= set(unwanted(loaded, by_dependencies))
+    assert {"harness._checkpoints._base", "harness._loop._compaction"} <= set(
+        unwanted(loaded, by_dependencies)
+    )
 
 
 def test_the_pytest_plugin_imports_nothing_of_the_packages() -> None:
@@ -184,12 +189,12 @@ def test_the_pytest_plugin_imports_nothing_of_the_packages() -> None:
 # A command's handler modules: building the parser (every command, `--help` included) loads
 # none of them; each loads when its command runs.
 HANDLERS = (
-    "strategies._cli._board",
+    "strategies._cli._board_run",
     "strategies._cli._board_status",
     "strategies._cli._check",
     "strategies._cli._checkpoints",
-    "strategies._cli._hook",
-    "strategies._cli._hook_start",
+    "strategies._cli._hooks._stop",
+    "strategies._cli._hooks._start",
     "strategies._cli._reference",
     "strategies._cli._run",
     "strategies._cli._view",
@@ -235,7 +240,7 @@ def test_board_status_reads_the_database_without_the_library(tmp_path: Path) -> 
     loaded = loaded_by(command("board", "status", str(tmp_path), "--events", "3"))
     assert {"sqlite3", "strategies._cli._board_status", "strategies.board._state"} <= loaded
     engine = ("strategies.board._board", "strategies.board._store", "strategies.board._attempt")
-    assert ours(loaded, LIBRARY + engine + ("strategies._cli._board",)) == []
+    assert ours(loaded, LIBRARY + engine + ("strategies._cli._board_run",)) == []
 
 
 def test_a_broken_board_is_still_reported_with_its_file(tmp_path: Path) -> None:
@@ -256,17 +261,21 @@ def test_the_stop_hook_loads_no_other_command() -> None:
     """`harness hook claude-stop`, run at every stop of a coding agent, loads its own handler
     and none of the other commands' (the run's progress display, the board)."""
     loaded = loaded_by(command("hook", "claude-stop", "--spec", "missing.toml", stdin="{}"))
-    assert "strategies._cli._hook" in loaded
-    others = tuple(h for h in HANDLERS if h != "strategies._cli._hook")
-    extra = ("strategies.board", "strategies._cli._progress", "strategies._cli._hook_install")
+    assert "strategies._cli._hooks._stop" in loaded
+    others = tuple(h for h in HANDLERS if h != "strategies._cli._hooks._stop")
+    extra = (
+        "strategies.board",
+        "strategies._cli._progress._display",
+        "strategies._cli._hooks._install",
+    )
     assert ours(loaded, others + extra) == []
 
 
 def test_the_hook_parser_names_each_adapters_subcommand() -> None:
     """The parser lists the stop hooks without importing the adapters: its table and the
     adapters agree."""
-    from strategies._cli._hook_agents import ADAPTERS
-    from strategies._cli._hook_args import STOP_COMMANDS
+    from strategies._cli._hooks._agents import ADAPTERS
+    from strategies._cli._hooks._args import STOP_COMMANDS
 
     assert {agent: a.subcommand for agent, a in ADAPTERS.items()} == STOP_COMMANDS
 
@@ -275,12 +284,12 @@ def test_the_hook_parser_names_each_adapters_subcommand() -> None:
 # MCP, notifications, sensors and feedback, checkpoints, the board; and the modules of the
 # checks the spec below does not have.
 BEYOND_CHECKS = (
-    "harness._agent_clients",
-    "harness._cli_agent",
-    "harness._compaction",
-    "harness._checkpoints",
-    "harness._mcp",
-    "harness._notify",
+    "harness._providers._agent_clients",
+    "harness._providers._cli_agent",
+    "harness._loop._compaction",
+    "harness._checkpoints._base",
+    "harness._mcp._server",
+    "harness._sinks._notify",
     "harness._providers._anthropic",
     "harness._providers._base",
     "harness._providers._loop_clients",

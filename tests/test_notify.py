@@ -19,7 +19,7 @@ import pytest
 from _board_support import make_board, task_toml, writes
 
 from harness import ConfigurationError, Harness, Notifier, RunStarted, ScriptedModelClient
-from harness._notify import MAX_PENDING
+from harness._sinks._notify import MAX_PENDING
 from strategies import SpecError, load_spec
 from strategies.board import Board, BoardConfigError, BoardEvent
 from termination import TerminationPolicy

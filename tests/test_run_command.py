@@ -288,7 +288,7 @@ def test_the_sandboxes_of_checks_are_command_sandboxes() -> None:
 def test_output_is_cut_in_the_middle_with_an_exact_count() -> None:
     """Output kept whole but longer than the cap, and output the process already cut, both
     show head and tail with the bytes cut and the size in all."""
-    from harness._shell import render_command_result
+    from harness._tools._shell import render_command_result
 
     whole = ProcessResult(0, "a" * 50 + "b" * 50, False, False, 0.1)
     assert render_command_result(whole, 5, 20).endswith(

@@ -31,9 +31,9 @@ from harness import (
     Usage,
     tool,
 )
-from harness._run import Run
+from harness._loop._run import Run
 from harness._state import HistoryView
-from harness._tools import render_result
+from harness._tools._base import render_result
 from harness.checkpoints import Assessment
 from harness.extend import RunConfig, SensorReading, SessionStore
 from harness.testing import FakeClock, ListSink

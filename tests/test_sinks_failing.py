@@ -219,7 +219,7 @@ def test_a_line_written_in_part_is_cut_back_to_the_last_whole_line(
 ) -> None:
     """A write that stops part-way (the disk fills after some bytes) leaves the file at its
     last whole line, raises, and the file takes whole lines again afterwards."""
-    from harness import _jsonl
+    from harness._fs import _jsonl
 
     path = tmp_path / "t.jsonl"
     file = _jsonl.LineFile("transcript", path)

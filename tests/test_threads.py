@@ -14,8 +14,8 @@ import anyio.lowlevel
 import anyio.to_thread
 import pytest
 
-import harness._threads as threads_module
-from harness._threads import run_sync_abandonable
+import harness._process._threads as threads_module
+from harness._process._threads import run_sync_abandonable
 
 T = TypeVar("T")
 

@@ -26,7 +26,7 @@ from harness import (
     Usage,
     read_transcript,
 )
-from harness._jsonl import MAX_DEPTH
+from harness._fs._jsonl import MAX_DEPTH
 from harness.extend import RunTally, TranscriptReader, UnknownEvent, UnknownHalt
 from harness.testing import ListSink, fixture_from_transcript
 from strategies._cli import main

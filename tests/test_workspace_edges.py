@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness import ToolCall, ToolContext, WorkspaceTooDeep, write_file
-from harness._workspace import MAX_DEPTH
+from harness._fs._workspace import MAX_DEPTH
 from harness.extend import SessionStore, remove_tree
 from harness.testing import FakeClock
 

@@ -20,8 +20,8 @@ from _tools_support import tool_results
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import harness._builtin_tools as builtin
-import harness._workspace as workspace_module
+import harness._fs._workspace as workspace_module
+import harness._tools._builtin as builtin
 from harness import (
     ToolCall,
     ToolContext,

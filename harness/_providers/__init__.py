@@ -1,5 +1,7 @@
-"""Real model clients: OpenAI-compatible and Anthropic (optional extras), their prices and
-retries, and `model_from_config` for spec files.
+"""Model clients: OpenAI-compatible and Anthropic (optional extras), their prices and retries;
+the coding agents run as models (`_cli_agent` is their seam, `_agent_clients` the agents that
+print JSON, `_limit_messages` their usage-limit words); and `model_from_config` for spec files.
+The `ModelClient` protocol they implement is a value of the root (`harness._model`).
 
 Importing this package does not import the SDKs; a client imports its SDK on first use. Nor
 does it import the clients: a spec loaded only for its checks validates a ``[model]`` table

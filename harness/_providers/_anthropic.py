@@ -15,7 +15,7 @@ from typing import Any
 
 from .._clock import Clock
 from .._errors import ConfigurationError
-from .._jsonl import without_surrogates
+from .._fs._jsonl import without_surrogates
 from .._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 from ._base import ProviderClient
 from ._pricing import ModelPrice, PriceTable

@@ -30,6 +30,16 @@
     type = "gemini_cli"                   # or "cursor_agent", "opencode": the cli_agent keys
     argv = ["gemini", "--output-format", "json", "--approval-mode", "auto_edit"]  # optional
 
+    [model]
+    type = "ladder"                       # ModelLadder: cheapest first, climbs on a plateau
+    escalate_after = 2                    # optional: the same rejection this many times
+    [[model.ladder]]
+    type = "openai"
+    model = "qwen2.5-coder-1.5b"
+    [[model.ladder]]
+    type = "anthropic"
+    model = "claude-sonnet-4-5"
+
 Every error names the table and the key at fault.
 """
 
@@ -39,10 +49,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .._agent_defaults import CURSOR_ARGV, GEMINI_ARGV, JSON_MAX_OUTPUT, OPENCODE_ARGV
 from .._errors import ConfigurationError, FixtureError
 from .._model import ModelClient
 from .._schema import REQUIRED, Key, Schema, Variants
+from ._agent_defaults import CURSOR_ARGV, GEMINI_ARGV, JSON_MAX_OUTPUT, OPENCODE_ARGV
 from ._pricing import PRICE, ModelPrice
 from ._retry import RETRY, RetryPolicy
 
@@ -211,6 +221,46 @@ MODELS = Variants(
     "a `question_answered` check's `judge`).",
 )
 
+MODELS.add(
+    "ladder",
+    Schema(
+        "a ladder model",
+        (
+            Key(
+                "ladder",
+                "array of tables",
+                "The models, cheapest first, each a model table of its own "
+                "(`[[model.ladder]]`, any type but `ladder`); at least two.",
+                default=REQUIRED,
+                see=MODELS,
+            ),
+            Key(
+                "escalate_after",
+                "integer",
+                "Climb to the next model when the completion check rejects claims with the "
+                "same reason this many times on the current one.",
+                default=2,
+            ),
+            Key(
+                "on_no_progress",
+                "boolean",
+                "Climb when a verdict finds the progress the check measures (tests passing, "
+                "features done) no better than the verdict before it.",
+                default=True,
+            ),
+            Key(
+                "on_sensor_warning",
+                "boolean",
+                "Climb when a sensor warns (a repeated call, a run of errors...).",
+                default=True,
+            ),
+        ),
+        help="`ModelLadder`: start with the cheapest model and move to the next when the run "
+        "plateaus, never back; each climb is a `model.escalated` event "
+        "(see [models.md](models.md)).",
+    ),
+)
+
 
 def model_from_config(
     table: Mapping[str, Any], *, where: str = "model", base: str | Path | None = None
@@ -221,6 +271,8 @@ def model_from_config(
     try:
         if kind == "fixture":
             return _fixture(table, where, root)
+        if kind == "ladder":
+            return _ladder(table, where, root)
         if kind in ("cli_agent", *DEFAULT_ARGV):
             return _cli_agent(kind, table, where, root)
         return _sdk(kind, table, where)
@@ -232,7 +284,7 @@ def model_from_config(
 
 
 def _fixture(table: Mapping[str, Any], where: str, root: Path) -> ModelClient:
-    from .._scripted import ScriptedModelClient
+    from .._fixtures._scripted import ScriptedModelClient
 
     path = _text(table, "path", where, required=True)
     assert path is not None
@@ -240,6 +292,33 @@ def _fixture(table: Mapping[str, Any], where: str, root: Path) -> ModelClient:
         return ScriptedModelClient.from_jsonl(root / path)
     except FixtureError as exc:
         raise ConfigurationError(f"{where}.path: {exc}") from None
+
+
+def _ladder(table: Mapping[str, Any], where: str, root: Path) -> ModelClient:
+    from ._ladder import ModelLadder
+
+    rungs = table["ladder"]
+    if len(rungs) < 2:
+        raise ConfigurationError(
+            f"{where}.ladder must hold at least two model tables, cheapest first (got {len(rungs)})"
+        )
+    models: list[ModelClient] = []
+    for index, rung in enumerate(rungs):
+        at = f"{where}.ladder[{index}]"
+        if rung.get("type") == "ladder":
+            raise ConfigurationError(f"{at}.type must not be 'ladder': a ladder's rungs are models")
+        models.append(model_from_config(rung, where=at, base=root))
+    escalate_after = table.get("escalate_after", 2)
+    if escalate_after < 1:
+        raise ConfigurationError(
+            f"{where}.escalate_after must be a positive integer (got {escalate_after!r})"
+        )
+    return ModelLadder(
+        models,
+        escalate_after=escalate_after,
+        on_no_progress=table.get("on_no_progress", True),
+        on_sensor_warning=table.get("on_sensor_warning", True),
+    )
 
 
 def _sdk(kind: str, table: Mapping[str, Any], where: str) -> ModelClient:
@@ -283,8 +362,8 @@ def _sdk(kind: str, table: Mapping[str, Any], where: str) -> ModelClient:
 
 
 def _cli_agent(kind: str, table: Mapping[str, Any], where: str, root: Path) -> ModelClient:
-    from .._agent_clients import CursorAgentClient, GeminiCliClient, OpenCodeClient
-    from .._cli_agent import CliAgentClient
+    from ._agent_clients import CursorAgentClient, GeminiCliClient, OpenCodeClient
+    from ._cli_agent import CliAgentClient
 
     argv = table.get("argv", list(DEFAULT_ARGV.get(kind, ())))
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):

@@ -11,6 +11,7 @@ to cached.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping, Sequence
 from types import ModuleType
@@ -18,7 +19,7 @@ from typing import Any
 
 from .._clock import Clock
 from .._errors import ConfigurationError
-from .._jsonl import without_surrogates
+from .._fs._jsonl import without_surrogates
 from .._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 from ._base import ProviderClient
 from ._pricing import ModelPrice, PriceTable
@@ -77,6 +78,17 @@ class OpenAIClient(ProviderClient):
             options=options,
             clock=clock,
         )
+
+    def for_attempt(self, attempt: int) -> OpenAIClient:
+        """This client for best-of attempt `attempt` (`harness.extend.ForksAttempts`): the
+        same, its requests carrying ``seed`` = the configured seed (0 when none) + `attempt`,
+        so attempts sample apart on a server that honours a seed (OpenAI, Ollama,
+        llama.cpp), each the same way every time."""
+        forked = copy.copy(self)
+        seed = self.options.get("seed", 0)
+        base = seed if isinstance(seed, int) and not isinstance(seed, bool) else 0
+        forked.options = {**self.options, "seed": base + attempt}
+        return forked
 
     def _make(self, sdk: ModuleType, key: str) -> Any:
         return sdk.AsyncOpenAI(

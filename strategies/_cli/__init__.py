@@ -19,12 +19,12 @@ from . import (
     _board_args,
     _check_args,
     _checkpoints_args,
-    _hook_args,
     _reference_args,
     _run_args,
     _view_args,
 )
 from ._exits import exit_code_for, signal_handlers_kept
+from ._hooks import _args as _hook_args
 from ._streams import safe_std_streams
 
 SUBCOMMANDS = [

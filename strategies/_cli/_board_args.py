@@ -42,7 +42,7 @@ def register(sub: Any) -> None:
         help="emit OpenTelemetry spans (one trace for the board's run); the exporter comes from "
         "OTEL_TRACES_EXPORTER (console on stderr by default, or otlp)",
     )
-    run.set_defaults(handler=Handler("._board", "handle_run"))
+    run.set_defaults(handler=Handler("._board_run", "handle_run"))
 
     status = commands.add_parser(
         "status", help="print the counts by status and the tasks that are not complete"

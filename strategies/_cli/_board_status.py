@@ -85,14 +85,20 @@ def _status_dict(store: BoardReader, events: int) -> dict[str, Any]:
 
     running = holder(store.path.parent)
     tasks = store.tasks()
+    costs = store.costs()
     data: dict[str, Any] = {
         "state": str(store.path.parent),
         "running": running,
         "last_run": store.last_run(),
         "counts": store.counts(),
+        "cost": store.board_cost().to_dict(),
         "accounts": [a.to_dict() for a in store.paused_accounts()],
         "tasks": [
-            {**t.to_dict(), "interrupted": t.status == "in_progress" and running is None}
+            {
+                **t.to_dict(),
+                "interrupted": t.status == "in_progress" and running is None,
+                "cost": costs[t.id].to_dict() if t.id in costs else None,
+            }
             for t in tasks
         ],
     }
@@ -138,9 +144,13 @@ def _print_table(
             first = store.tasks(status=status, limit=PER_STATUS)
             groups.append((first, recorded[status] - len(first), status))
         hidden = recorded["complete"]
-    rows = [("TASK", "STATUS", "ROLE", "PRI", "TRIES", "TITLE")]
+    from ..board._cost import money
+
+    rows = [("TASK", "STATUS", "ROLE", "PRI", "TRIES", "COST", "TITLE")]
     # Per row: the note under it, or the "and N more" line that follows it.
     notes: list[tuple[str | None, str | None]] = [(None, None)]
+    # The listed tasks' costs only (a page of each status), or every task's with --all.
+    costs = store.costs(None if every else [t.id for tasks, _, _ in groups for t in tasks])
     for tasks, more, status in groups:
         for task in tasks:
             # Ids, titles and reasons come from task files and agents: escaped, cell by cell,
@@ -152,6 +162,7 @@ def _print_table(
                     for_terminal(task.role),
                     str(task.priority),
                     str(task.attempts),
+                    money(costs[task.id].spent.cost_usd) if task.id in costs else "-",
                     for_terminal(task.title),
                 )
             )
@@ -165,15 +176,28 @@ def _print_table(
         if more and tasks:
             notes[-1] = (notes[-1][0], f"... and {more} more {status} (--all lists them)")
     if len(rows) > 1:
-        widths = [max(len(row[i]) for row in rows) for i in range(5)]
+        widths = [max(len(row[i]) for row in rows) for i in range(6)]
         for row, (note, more_line) in zip(rows, notes, strict=True):
             cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2].ljust(widths[2])]
-            cells += [row[3].rjust(widths[3]), row[4].rjust(widths[4]), row[5]]
+            cells += [row[3].rjust(widths[3]), row[4].rjust(widths[4]), row[5].rjust(widths[5])]
+            cells.append(row[6])
             out.write("  ".join(cells).rstrip() + "\n")
             if note:
                 out.write(" " * (widths[0] + 2) + f"└ {note}\n")
             if more_line:
                 out.write(more_line + "\n")
+    total = store.board_cost()
+    if total.spent.attempts or total.open_attempts:
+        line = f"spent {money(total.spent.cost_usd)} on {total.spent.attempts} attempt(s)"
+        if total.open_attempts:
+            line += f" (+{total.open_attempts} open)"
+        if total.verified_tasks:
+            line += (
+                f"; {total.verified_tasks} verified: "
+                f"{money(total.spent_per_verified_task_usd)} spent per verified task, "
+                f"{money(total.mean_verified_task_usd)} each on average"
+            )
+        out.write(line + "\n")
     if hidden:
         out.write(f"({hidden} complete not listed: --all lists every task)\n")
     out.write(", ".join(f"{n} {s}" for s, n in store.counts().items() if n) + "\n")

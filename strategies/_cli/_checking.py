@@ -12,7 +12,7 @@ from harness import SessionStateSnapshot
 from harness.extend import Clock, SystemClock
 
 from .._spec import Spec
-from ._hook_record import SessionRecord
+from ._hooks._record import SessionRecord
 
 
 @frozen

@@ -26,6 +26,7 @@ from harness import (
     EventSink,
     FixtureError,
     ModelClient,
+    ModelLadder,
     RecordingModelClient,
     RunResult,
 )
@@ -34,7 +35,9 @@ from harness.testing import FastForwardClock
 from termination import TerminationPolicy
 
 from .._spec import DEFAULT_CAP, Spec, capped, load_spec
-from ._progress import ProgressDisplay, open_progress
+from ._attempts import attempts_json, print_attempts
+from ._progress._display import ProgressDisplay
+from ._progress._open import open_progress
 from ._signals import SignalCancel
 from ._telemetry import otel_sink_for, shutdown_provider, tracer_provider_from_env
 from ._terminal import for_terminal, terminal_safe_values
@@ -175,7 +178,17 @@ def _run_spec(
         wrap = None
         if args.record is not None:
             record: Path = args.record
-            model = RecordingModelClient(model, record)
+            if isinstance(model, ModelLadder):
+                # Each rung records its own fixture (run.rung0.jsonl, run.rung1.jsonl...): a
+                # spec whose [[model.ladder]] names them replays the climb.
+                model = model.with_models(
+                    [
+                        RecordingModelClient(m, record.with_suffix(f".rung{i}{record.suffix}"))
+                        for i, m in enumerate(model.models)
+                    ]
+                )
+            else:
+                model = RecordingModelClient(model, record)
 
             def wrap(client: ModelClient, role: str) -> ModelClient:
                 # Each extra model gets its own fixture beside the builder's: run.jsonl ->
@@ -255,7 +268,17 @@ def replaying(spec: Spec, fixture: Path) -> Spec:
 def replays_only(spec: Spec) -> bool:
     """True when every model the spec runs (the builder's, an evaluator's) is a fixture."""
     tables = [spec.model, spec.strategy.get("evaluator")]
-    return all(t is None or t.get("type") == "fixture" for t in tables) and spec.model is not None
+    return all(t is None or _fixtures_only(t) for t in tables) and spec.model is not None
+
+
+def _fixtures_only(table: Any) -> bool:
+    """A fixture's table, or a ladder's whose every rung is one."""
+    if table.get("type") == "ladder":
+        rungs = table.get("ladder")
+        return isinstance(rungs, list) and all(
+            isinstance(r, dict) and r.get("type") == "fixture" for r in rungs
+        )
+    return bool(table.get("type") == "fixture")
 
 
 def with_overrides(
@@ -335,6 +358,10 @@ def _report(
         f"tokens={result.usage.total_tokens} cost={cost} elapsed={result.elapsed:.2f}s",
         file=out,
     )
+    verified_cost = result.verified_cost
+    if verified_cost is not None:
+        print(f"  cost of the verified result: {verified_cost.describe()}", file=out)
+    print_attempts(result, out)
     if workspace is not None:
         note = (
             " (a temporary copy, removed; --keep-workspace keeps it)" if workspace_removed else ""
@@ -393,8 +420,15 @@ class Outcome:
             "iterations": result.iterations if result else None,
             "usage": usage,
             "elapsed": result.elapsed if result else None,
+            "spent": result.spent.to_dict() if result else None,
+            "verified_cost": (
+                result.verified_cost.to_dict()
+                if result is not None and result.verified_cost is not None
+                else None
+            ),
             "transcript": str(self.transcript.resolve()) if self.transcript else None,
             "workspace": str(self.workspace.resolve()) if self.workspace else None,
             "workspace_removed": self.workspace_removed,
+            "attempts": attempts_json(result),
             "error": self.error,
         }

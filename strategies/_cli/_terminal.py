@@ -42,6 +42,25 @@ def for_terminal(text: object, *, lines: bool = False) -> str:
     return shown.translate(_LINES if lines else _ONE_LINE)
 
 
+# An escape sequence whole: CSI (colours, cursor moves), OSC (titles, hyperlinks, clipboard: up
+# to BEL or ST), the other string sequences (DCS, SOS, PM, APC, up to ST) and two-character ones.
+_SEQUENCE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
+    r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"
+    r"|\x1b[ -/]*[0-~]"
+    r"|\x9b[0-?]*[ -/]*[@-~]"
+)
+
+
+def without_escapes(text: object) -> str:
+    """`text` for a reader that is not a terminal (an agent reading a block reason): every
+    escape sequence removed whole (a test runner's colours are noise there, and a sequence is
+    never passed on), then what control characters remain shown as `for_terminal` shows them,
+    line breaks and tabs kept."""
+    return for_terminal(_SEQUENCE.sub("", str(text)), lines=True)
+
+
 def terminal_safe_values(_logger: Any, _method: str, event: Mapping[str, Any]) -> Any:
     """A structlog processor: every string value of the event (its name too) through
     `for_terminal`, so a log line on stderr cannot carry an agent's escape sequences."""

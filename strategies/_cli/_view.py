@@ -1,5 +1,6 @@
 """`harness view TRANSCRIPT.jsonl`: write the run as one self-contained HTML page.
-`harness view BOARD_DIR`: a page per attempt of the board and an index page of its tasks."""
+`harness view BOARD_DIR`: a page per attempt of the board and an index page of its tasks.
+`harness view STATE_DIR`: the stop hooks' verdicts (its ``verdicts.jsonl``) as a page."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ def handle(args: argparse.Namespace) -> int:
     source: Path = args.transcript
     if source.is_dir() and is_board(source):
         return _board(source, args.output)
+    if source.is_dir() and (source / "verdicts.jsonl").is_file():
+        return _verdicts(source, args.output)
     out: Path = args.output or source.with_suffix(".html")
     if out.resolve() == source.resolve():
         print(f"harness: the page would overwrite the transcript {str(source)!r}", file=sys.stderr)
@@ -50,7 +53,7 @@ def handle(args: argparse.Namespace) -> int:
 
 def _board(folder: Path, output: Path | None) -> int:
     from strategies._viewer import write_board_view
-    from strategies._viewer._board import board_state_of
+    from strategies._viewer._board_page import board_state_of
 
     out = output or board_state_of(folder) / "view"
     try:
@@ -66,4 +69,22 @@ def _board(folder: Path, output: Path | None) -> int:
                 f"harness: {attempt.task} attempt {attempt.number} has no page: {page.problem}",
                 file=sys.stderr,
             )
+    return EXIT_OK
+
+
+def _verdicts(folder: Path, output: Path | None) -> int:
+    from strategies._viewer._verdicts_page import render_verdicts
+
+    from ._hooks._core import read_verdicts
+
+    out = output or folder / "verdicts.html"
+    try:
+        verdicts = [v.to_json() for v in read_verdicts(folder)]
+        out.write_text(
+            render_verdicts(str(folder), verdicts), encoding="utf-8", errors="backslashreplace"
+        )
+    except (HarnessError, OSError) as exc:
+        print(f"harness: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print(out)
     return EXIT_OK

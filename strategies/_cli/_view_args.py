@@ -16,7 +16,10 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "transcript",
         type=Path,
-        help="the JSONL transcript of a run, or a board's folder (with its .board state)",
+        help=(
+            "the JSONL transcript of a run, a board's folder (with its .board state), or the "
+            "stop hooks' state folder (with its verdicts.jsonl)"
+        ),
     )
     parser.add_argument(
         "-o",

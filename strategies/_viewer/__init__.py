@@ -6,7 +6,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from ._board import BoardView, is_board, write_board_view
+from ._board_page import BoardView, is_board, write_board_view
 from ._fold import build_view
 from ._page import render_page, write_page
 from ._read import read_for_view

@@ -38,7 +38,13 @@ from harness import (
     VerdictReached,
 )
 from harness.checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
-from harness.extend import BaselineRecorded, ProtectedPathsChanged, RunTally, TranscriptReader
+from harness.extend import (
+    BaselineRecorded,
+    ModelEscalated,
+    ProtectedPathsChanged,
+    RunTally,
+    TranscriptReader,
+)
 
 from ._records import (
     CallView,
@@ -194,6 +200,9 @@ class _RunBuilder:
             case BaselineRecorded():
                 self._enter(None, None)
                 self._put(_baseline_note(line, event))
+            case ModelEscalated():
+                title = f"model ladder: {event.from_model} -> {event.to_model} ({event.trigger})"
+                self._session_note(event.agent, _note(event, line, "warn", title, event.detail))
             case ProtectedPathsChanged():
                 body = "\n".join(str(t) for t in event.changes)
                 note = _note(event, line, "bad", "protected files changed", body)

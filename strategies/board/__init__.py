@@ -17,13 +17,14 @@ if typing.TYPE_CHECKING:
     from ._attempt import AttemptOutcome, AttemptSpec, AttemptWatcher, classify, execute_attempt
     from ._board import Board, BoardResult, open_store
     from ._board_config import Agent, AttemptInfo, BoardConfig, BoardSettings, load_config, pool
+    from ._cost import AttemptCost, BoardCost, Spending, TaskCost, board_cost
     from ._engine import Engine, LocalEngine
     from ._errors import BoardBusy, BoardConfigError, BoardStateError
     from ._events import KINDS, BoardEvent, BoardSink, StructlogBoardSink
     from ._lock import holder
-    from ._progress import AttemptProgress, AttemptRecord, read_attempt
     from ._ray import RayEngine
     from ._records import STATUSES, AttemptState, TaskState
+    from ._recovery import AttemptProgress, AttemptRecord, read_attempt
     from ._state import board_state
     from ._store import BoardStore
     from ._tasks import BoardTask, find_cycle, load_task, load_tasks
@@ -31,6 +32,11 @@ if typing.TYPE_CHECKING:
 # Loaded on first use (PEP 562): `harness board status` reads the database through `_state`
 # and `_records` alone, and a `harness` command that is not a board command loads none of it.
 _LAZY = {
+    "AttemptCost": "._cost",
+    "BoardCost": "._cost",
+    "Spending": "._cost",
+    "TaskCost": "._cost",
+    "board_cost": "._cost",
     "AttemptOutcome": "._attempt",
     "AttemptSpec": "._attempt",
     "AttemptWatcher": "._attempt",
@@ -56,9 +62,9 @@ _LAZY = {
     "BoardConfigError": "._errors",
     "BoardStateError": "._errors",
     "holder": "._lock",
-    "AttemptProgress": "._progress",
-    "AttemptRecord": "._progress",
-    "read_attempt": "._progress",
+    "AttemptProgress": "._recovery",
+    "AttemptRecord": "._recovery",
+    "read_attempt": "._recovery",
     "RayEngine": "._ray",
     "STATUSES": "._records",
     "AttemptState": "._records",
@@ -86,6 +92,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Agent",
+    "AttemptCost",
     "AttemptInfo",
     "AttemptOutcome",
     "AttemptProgress",
@@ -97,6 +104,7 @@ __all__ = [
     "BoardBusy",
     "BoardConfig",
     "BoardConfigError",
+    "BoardCost",
     "BoardEvent",
     "BoardResult",
     "BoardSettings",
@@ -109,8 +117,11 @@ __all__ = [
     "LocalEngine",
     "RayEngine",
     "STATUSES",
+    "Spending",
     "StructlogBoardSink",
+    "TaskCost",
     "TaskState",
+    "board_cost",
     "board_state",
     "classify",
     "execute_attempt",

@@ -47,7 +47,7 @@ from termination import Budget, TerminationPolicy
 from .._ralph import Ralph
 from .._spec import Spec, capped, spec_from_table
 from ._board_config import AttemptInfo, ModelSource
-from ._progress import AttemptProgress, BestCheckpoint
+from ._recovery import AttemptProgress, BestCheckpoint
 
 Outcome = Literal["complete", "review", "failed", "retry", "paused"]
 TRANSIENT = frozenset({"rate_limit", "server", "timeout", "connection"})

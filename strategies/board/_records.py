@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -13,8 +14,9 @@ from attrs import frozen
 if TYPE_CHECKING:
     # Loaded by the methods that build them: both import `harness`, which listing the tasks
     # and counting them (`harness board status`) does not need.
+    from ._cost import BoardCost, TaskCost
     from ._events import BoardEvent
-    from ._progress import AttemptProgress
+    from ._recovery import AttemptProgress
 
 Status = Literal["pending", "blocked", "in_progress", "complete", "review", "failed"]
 STATUSES: tuple[Status, ...] = (
@@ -186,7 +188,7 @@ class BoardReader:
         return states
 
     def attempts(self, task: str | None = None) -> list[AttemptState]:
-        from ._progress import AttemptProgress
+        from ._recovery import AttemptProgress
 
         query = "SELECT * FROM attempts"
         args: tuple[str, ...] = ()
@@ -244,6 +246,38 @@ class BoardReader:
     def paused_accounts(self) -> list[AccountState]:
         """The accounts paused now."""
         return [a for a in self.accounts() if a.paused_until is not None]
+
+    def costs(self, tasks: Sequence[str] | None = None) -> dict[str, TaskCost]:
+        """What each task's attempts spent, by task id (tasks never attempted are absent);
+        with `tasks`, those tasks' only. See `strategies.board._cost`."""
+        from ._cost import task_costs
+
+        query = (
+            "SELECT a.task_id, a.number, a.agent, a.outcome, a.usage, a.elapsed, a.ended_at, "
+            "t.status FROM attempts a JOIN tasks t ON t.id = a.task_id"
+        )
+        args: list[str] = []
+        if tasks is not None:
+            # A listing's page of tasks, far below SQLite's cap on variables (32766).
+            query += f" WHERE a.task_id IN ({', '.join('?' * len(tasks))})"
+            args = list(tasks)
+        rows = self._db.execute(query + " ORDER BY a.task_id, a.number", args).fetchall()
+        return task_costs(rows)
+
+    def board_cost(self) -> BoardCost:
+        """What the board's attempts spent, and per verified task, read in one pass (by
+        SQLite's JSON functions where it has them)."""
+        from ._cost import board_totals, sql_totals
+
+        totals = sql_totals(self._db)
+        if totals is not None:
+            return totals
+        return board_totals(
+            self._db.execute(
+                "SELECT a.task_id, a.usage, a.elapsed, a.ended_at, t.status "
+                "FROM attempts a JOIN tasks t ON t.id = a.task_id"
+            )
+        )
 
     def last_run(self) -> dict[str, Any] | None:
         row = self._db.execute("SELECT * FROM runs ORDER BY started_at DESC LIMIT 1").fetchone()

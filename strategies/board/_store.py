@@ -28,8 +28,8 @@ from harness import HaltReason
 from ._attempt import AttemptOutcome, classify
 from ._errors import BoardConfigError, state_error
 from ._events import BoardEvent, Kind
-from ._progress import AttemptProgress, read_attempt
 from ._records import FINISHED, BoardReader, Claim, OpenAttempt, Status
+from ._recovery import AttemptProgress, read_attempt
 from ._schema import connect
 from ._tasks import BoardTask
 

@@ -23,25 +23,13 @@ import anyio
 import anyio.to_thread
 from attrs import evolve, frozen
 
-from harness.extend import SystemClock, run_process
-
+from .._git import GitError, add_worktree, git, remove_worktree, worktrees_under
 from ._attempt import AttemptOutcome
 from ._errors import BoardConfigError
 
+__all__ = ["GitError", "Worktree", "Worktrees", "git", "repository_of"]
+
 BRANCH_PREFIX = "harness/"
-IDENTITY = {
-    "GIT_AUTHOR_NAME": "harness board",
-    "GIT_AUTHOR_EMAIL": "board@harness.invalid",
-    "GIT_COMMITTER_NAME": "harness board",
-    "GIT_COMMITTER_EMAIL": "board@harness.invalid",
-    "GIT_TERMINAL_PROMPT": "0",
-}
-_GIT = ("git", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false")
-_TIMEOUT = 300.0
-
-
-class GitError(Exception):
-    """A git command the board ran failed; the message names the command and its output."""
 
 
 @frozen
@@ -54,17 +42,6 @@ class Worktree:
     branch: str
     base: str
     workspace: Path
-
-
-async def git(cwd: Path, *args: str, check: bool = True) -> tuple[int, str]:
-    """Run ``git args`` in `cwd`: its exit code and output (an error when `check` and not 0)."""
-    result = await run_process(
-        [*_GIT, *args], cwd=cwd, env=IDENTITY, timeout=_TIMEOUT, clock=SystemClock()
-    )
-    code = -1 if result.timed_out else result.exit_code
-    if check and code != 0:
-        raise GitError(f"`git {' '.join(args)}` in {cwd} failed: {result.output_tail.strip()}")
-    return code, result.output_tail
 
 
 async def repository_of(workspace: Path) -> Path:
@@ -95,21 +72,11 @@ class Worktrees:
         """Remove what a board that died left under `folder`: its worktrees and their
         branches (an interrupted attempt starts again from the repository's HEAD)."""
         for repo in repos:
-            _, listing = await git(repo, "worktree", "list", "--porcelain")
-            path: Path | None = None
-            for line in [*listing.splitlines(), ""]:
-                if line.startswith("worktree "):
-                    path = Path(line.removeprefix("worktree "))
-                elif line.startswith("branch ") and path is not None and self._ours(path):
-                    await self._remove(repo, path, line.removeprefix("branch refs/heads/"))
-                elif not line:
-                    path = None
+            for path, branch in await worktrees_under(repo, self.folder):
+                await remove_worktree(repo, path, branch)
             await git(repo, "worktree", "prune")
         if await anyio.Path(self.folder).is_dir():
             await anyio.to_thread.run_sync(shutil.rmtree, self.folder, True)
-
-    def _ours(self, path: Path) -> bool:
-        return path.resolve().is_relative_to(self.folder.resolve())
 
     async def open(self, workspace: Path, task: str, attempt: int) -> Worktree:
         """A fresh worktree for this attempt, on a new branch from the repository's HEAD."""
@@ -120,8 +87,7 @@ class Worktrees:
         branch = f"{BRANCH_PREFIX}{task}/{attempt}"
         if await anyio.Path(path).exists():  # left by a crash: start clean
             await self._remove(repo, path, None)
-        await anyio.Path(self.folder).mkdir(parents=True, exist_ok=True)
-        await git(repo, "worktree", "add", "-q", "-B", branch, str(path), base.strip())
+        await add_worktree(repo, path, branch, base.strip())
         return Worktree(repo, path, branch, base.strip(), path / inside)
 
     async def settle(self, tree: Worktree, outcome: AttemptOutcome) -> AttemptOutcome:
@@ -212,9 +178,4 @@ class Worktrees:
         return None
 
     async def _remove(self, repo: Path, path: Path, branch: str | None) -> None:
-        await git(repo, "worktree", "remove", "--force", str(path), check=False)
-        if await anyio.Path(path).exists():
-            await anyio.to_thread.run_sync(shutil.rmtree, path, True)
-        await git(repo, "worktree", "prune", check=False)
-        if branch is not None:
-            await git(repo, "branch", "-q", "-D", branch, check=False)
+        await remove_worktree(repo, path, branch)

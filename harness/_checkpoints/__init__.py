@@ -1,0 +1,1 @@
+"""Checkpoint stores: the seam (`_base`), git and snapshot stores, `open_checkpoints`."""

@@ -1,0 +1,1 @@
+"""Events: every kind, registered and decoded by name (`_base`), sinks, stream, reader."""

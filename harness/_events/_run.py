@@ -1,0 +1,148 @@
+"""The events of every run: its start and end, iterations, turns, tool calls, the checks'
+verdicts and the feedback they send back, and a sink that failed (see `harness.events`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from attrs import field, frozen
+
+from .._messages import ModelResponse, ToolCall, Usage
+from .._result import HaltReason
+from ._base import Event, omitted
+
+
+@frozen
+class RunStarted(Event):
+    name: ClassVar[str] = "run.started"
+    level: ClassVar[str] = "debug"
+    run_id: str = field(metadata=omitted(""))
+    task: str = field(metadata=omitted(""))
+    strategy: str = field(metadata=omitted(""))
+    workspace: str | None
+    check: str = field(metadata=omitted(""))
+
+
+@frozen
+class IterationStarted(Event):
+    name: ClassVar[str] = "iteration.started"
+    level: ClassVar[str] = "debug"
+    agent: str
+    iteration: int
+
+
+@frozen
+class TurnStarted(Event):
+    name: ClassVar[str] = "turn.started"
+    level: ClassVar[str] = "debug"
+    agent: str
+    iteration: int
+    turn: int
+
+
+@frozen
+class TurnFinished(Event):
+    name: ClassVar[str] = "turn.finished"
+    level: ClassVar[str] = "debug"
+    agent: str
+    iteration: int
+    turn: int
+    response: ModelResponse
+
+
+@frozen
+class ToolCalled(Event):
+    """One tool call and what it returned; the session keeps these as its tool outcomes."""
+
+    name: ClassVar[str] = "tool.called"
+    level: ClassVar[str] = "debug"
+    agent: str
+    turn: int
+    call: ToolCall
+    content: str
+    is_error: bool = field(metadata=omitted(False))
+
+
+@frozen
+class ToolServerStarted(Event):
+    """An MCP server started (or, in a replay, its recording was loaded): its transport and
+    the tools the model is offered, each as ``{"name", "tool", "description",
+    "input_schema"}`` (``name`` as the model sees it, ``tool`` as the server does)."""
+
+    name: ClassVar[str] = "mcp.started"
+    server: str
+    transport: str
+    tools: tuple[Mapping[str, Any], ...]
+
+
+@frozen
+class SensorRead(Event):
+    """A sensor reported something other than "ok" (a warning or a halt)."""
+
+    name: ClassVar[str] = "sensor.reading"
+    level: ClassVar[str] = "warning"
+    agent: str
+    turn: int
+    sensor: str
+    status: str
+    message: str
+
+
+@frozen
+class CheckPassed(Event):
+    """The completion check passed (what follows, `run.halted` or a verdict, says so at INFO)."""
+
+    name: ClassVar[str] = "check.passed"
+    level: ClassVar[str] = "debug"
+    agent: str
+    turn: int
+    check: str = field(metadata=omitted(""))
+
+
+@frozen
+class CheckFailed(Event):
+    name: ClassVar[str] = "check.failed"
+    agent: str
+    turn: int
+    check: str = field(metadata=omitted(""))
+    reason: str
+
+
+@frozen
+class FeedbackInjected(Event):
+    name: ClassVar[str] = "feedback.injected"
+    agent: str
+    turn: int
+    source: str
+    text: str
+
+
+@frozen
+class VerdictReached(Event):
+    name: ClassVar[str] = "verdict.reached"
+    round: int
+    passed: bool
+    reasons: str = field(metadata=omitted(""))
+
+
+@frozen
+class RunHalted(Event):
+    name: ClassVar[str] = "run.halted"
+    reason: HaltReason
+    verified: bool
+    turns: int
+    tool_calls: int
+    usage: Usage
+
+
+@frozen
+class SinkFailed(Event):
+    """A sink raised on event `failed_on` and was detached: it gets no more events of this run,
+    which goes on. `sink` is the sink's repr, `error` the exception's type and message."""
+
+    name: ClassVar[str] = "sink.failed"
+    level: ClassVar[str] = "warning"
+    sink: str
+    failed_on: str
+    error: str

@@ -1,0 +1,1 @@
+"""Fixtures and fake clocks: scripted models, recording, MCP replay, test clocks."""

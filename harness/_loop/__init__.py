@@ -1,0 +1,1 @@
+"""The turn loop: the `Harness` facade, a run, its shared state, and the session's turns."""

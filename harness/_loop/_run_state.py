@@ -1,0 +1,348 @@
+"""What every session of a run shares: its configuration, counters, clock, store and events.
+
+`Run` (in `_run.py`) builds on this with what only a strategy needs: opening sessions and
+producing the result. A `Session` sees only this, so the two modules import one way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+import anyio
+from attrs import define, evolve, field, frozen
+
+from .._clock import Clock, clock_reader
+from .._events._base import Event
+from .._events._run import CheckFailed, CheckPassed, SinkFailed
+from .._events._sinks import EventSink
+from .._messages import NO_USAGE, Message, Usage
+from .._model import ModelClient
+from .._pause import PauseSettings
+from .._policy import Policy
+from .._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
+from .._tools._base import Tool
+from .._work_progress import WorkProgress
+
+if TYPE_CHECKING:
+    # The features a plain run does not use load where they are configured or first needed
+    # (a fresh process that runs one turn is a bench target: bench/run.py, W3).
+    from .._checkpoints._base import Checkpoint, CheckpointDiff, Checkpointing, CheckpointStore
+    from .._fs._path_guard import PathGuard
+    from .._protected import ProtectedPaths, Tampering
+    from .._verification import Baseline
+    from ._compaction import Compaction
+
+T = TypeVar("T")
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are an autonomous agent. Work on the task with the tools you have until it is "
+    "really done; nobody is watching to answer questions."
+)
+
+
+@frozen(kw_only=True)
+class RunConfig:
+    """What a run is configured with: fixed when it starts and read by every session.
+
+    The `Harness` makes one per run; sessions and strategies read it through `RunState`'s
+    accessors (``run.model``, ``run.clock``, ...).
+    """
+
+    model: ModelClient
+    tools: Mapping[str, Tool]
+    policy: Policy
+    clock: Clock
+    workspace: Path | None = None
+    system_prompt: str | None = None
+    tool_timeout: float = 120.0
+    done_tool: bool = False
+    context_window: int | None = None
+    pause: PauseSettings = PauseSettings()
+    compaction: Compaction | None = None
+
+
+@define(eq=False, kw_only=True)
+class RunState:
+    """The run's configuration, counters and event sinks, shared by its sessions."""
+
+    run_id: str
+    task: str
+    config: RunConfig
+    sinks: list[EventSink]
+    """The sinks still attached: one that raises is dropped (see `emit`). A plain field: a
+    converter here would make attrs check every counter the loop updates."""
+    started_at: float = 0.0
+    deadline: float | None = None
+    turns: int = 0
+    tool_calls: int = 0
+    usage: Usage = NO_USAGE
+    check_reasons: list[str] = field(factory=list)
+    store: SessionStore = field(factory=SessionStore)
+    checkpoints: CheckpointStore | None = None
+    """Where the workspace is checkpointed (see `start_checkpoints`); None: it is not."""
+    last_checkpoint: Checkpoint | None = None
+    """The checkpoint saved last in this run."""
+    sink_failures: list[SinkFailed] = field(factory=list)
+    protected: ProtectedPaths | None = None
+    """The policy's protected paths, which the workspace tools refuse to write."""
+    guard: PathGuard | None = None
+    """The protected paths as the run found them (recorded before anything else)."""
+    baselines: list[Baseline] = field(factory=list)
+    tampering: list[Tampering] = field(factory=list)
+    tampered_claims: int = 0
+    paused: float = 0.0
+    """Seconds spent paused for usage limits that do not count toward wall time: budgets
+    measure the run's time from `started_at` plus this (events keep the clock's time)."""
+    wall_scopes: list[anyio.CancelScope] = field(factory=list)
+    """The run's wall-time cancel scopes in force, which such a pause postpones."""
+    description: str = field(init=False, repr=False)
+    """What "done" means (the policy's description), read once for the run."""
+    now: Callable[[], float] = field(init=False, repr=False)
+    """Read the run's clock (`Clock.now`, through `clock_reader`: the event loop is found once)."""
+
+    def __attrs_post_init__(self) -> None:
+        self.description = self.policy.description()
+        self.now = clock_reader(self.config.clock)
+
+    @property
+    def model(self) -> ModelClient:
+        return self.config.model
+
+    @property
+    def tools(self) -> Mapping[str, Tool]:
+        return self.config.tools
+
+    @property
+    def policy(self) -> Policy:
+        return self.config.policy
+
+    @property
+    def clock(self) -> Clock:
+        return self.config.clock
+
+    @property
+    def workspace(self) -> Path | None:
+        return self.config.workspace
+
+    @property
+    def tool_timeout(self) -> float:
+        return self.config.tool_timeout
+
+    @property
+    def done_tool(self) -> bool:
+        return self.config.done_tool
+
+    def elapsed(self) -> float:
+        return self.now() - self.started_at
+
+    def emit(self, event: Event) -> None:
+        """Hand `event` to every sink, in order. A sink that raises (a full disk, a closed
+        pipe, a bug) is detached and reported once; the run goes on."""
+        failed: list[tuple[EventSink, Exception]] | None = None
+        for sink in self.sinks:
+            try:
+                sink.emit(event)
+            except Exception as exc:
+                if failed is None:
+                    failed = []
+                failed.append((sink, exc))
+        if failed is not None:
+            self._detach(event, failed)
+
+    def _detach(self, event: Event, failed: list[tuple[EventSink, Exception]]) -> None:
+        """Drop the sinks that failed on `event`; tell the others (a ``sink.failed`` WARNING,
+        which the log records) and keep the failure for the result."""
+        gone = {id(sink) for sink, _ in failed}
+        self.sinks = [sink for sink in self.sinks if id(sink) not in gone]
+        for sink, exc in failed:
+            failure = SinkFailed(
+                self.elapsed(), repr(sink), event.name, f"{type(exc).__name__}: {exc}"
+            )
+            self.sink_failures.append(failure)
+            self.emit(failure)  # a sink failing on this is detached in turn
+
+    def record_check(self, agent: str, turn: int, reason: str | None) -> None:
+        """Keep a completion check's verdict (a reason joins `check_reasons`) and emit it."""
+        if reason is None:
+            self.emit(CheckPassed(self.elapsed(), agent, turn, self.description))
+        else:
+            self.check_reasons.append(reason)
+            self.emit(CheckFailed(self.elapsed(), agent, turn, self.description, reason))
+
+    async def start_checkpoints(self, settings: Checkpointing | None = None) -> bool:
+        """Checkpoint the workspace from now on (a series named by the run's id), unless it
+        already is; False when the run has no workspace or it cannot be checkpointed (a
+        ``checkpoint.failed`` event says why)."""
+        if self.checkpoints is not None:
+            return True
+        if self.workspace is None:
+            return False
+        from .._checkpoints._base import CheckpointError, Checkpointing
+        from .._checkpoints._open import open_checkpoints
+        from .._events._checkpoint import CheckpointFailed
+
+        settings = settings or Checkpointing()
+        try:
+            self.checkpoints = await open_checkpoints(
+                self.workspace,
+                series=self.run_id,
+                clock=self.clock,
+                backend=settings.backend,
+                state_dir=settings.state_dir,
+            )
+        except (CheckpointError, OSError) as exc:
+            self.emit(CheckpointFailed(self.elapsed(), "open", f"{type(exc).__name__}: {exc}"))
+            return False
+        return True
+
+    async def checkpoint(
+        self, label: str, progress: WorkProgress | None = None
+    ) -> Checkpoint | None:
+        """Checkpoint the workspace now and emit ``checkpoint.saved``; None when the run keeps
+        no checkpoints or saving failed (then ``checkpoint.failed`` says why)."""
+        store = self.checkpoints
+        if store is None:
+            return None
+        from .._checkpoints._base import CheckpointError
+        from .._events._checkpoint import CheckpointFailed, CheckpointSaved
+
+        at = self.elapsed()
+        try:
+            saved = await store.save(label, at=at, progress=progress)
+        except (CheckpointError, OSError) as exc:
+            self.emit(CheckpointFailed(self.elapsed(), label, f"{type(exc).__name__}: {exc}"))
+            return None
+        self.last_checkpoint = saved
+        self.emit(
+            CheckpointSaved(
+                at, saved.label, saved.id, saved.tree, saved.seq, saved.kind, saved.progress
+            )
+        )
+        return saved
+
+    async def restore(self, checkpoint: Checkpoint, reason: str) -> CheckpointDiff | None:
+        """Put the workspace back to `checkpoint` and emit ``checkpoint.restored``; None when
+        that failed (``checkpoint.failed`` says why)."""
+        store = self.checkpoints
+        if store is None:
+            return None
+        from .._checkpoints._base import CheckpointError
+        from .._events._checkpoint import CheckpointFailed, CheckpointRestored
+
+        try:
+            # A restore cut off half way would leave a mix of two states: it runs to its end
+            # (each git command has its own time limit) even when the run is cancelled.
+            with anyio.CancelScope(shield=True):
+                changed = await store.restore(checkpoint)
+        except (CheckpointError, OSError) as exc:
+            label = f"restore {checkpoint.short_id}"
+            self.emit(CheckpointFailed(self.elapsed(), label, f"{type(exc).__name__}: {exc}"))
+            return None
+        self.emit(
+            CheckpointRestored(
+                self.elapsed(),
+                checkpoint.id,
+                checkpoint.label,
+                reason,
+                len(changed.added),
+                len(changed.modified),
+                len(changed.deleted),
+            )
+        )
+        return changed
+
+    async def judge(
+        self, snapshot: SessionStateSnapshot, judge: Callable[[SessionStateSnapshot], Awaitable[T]]
+    ) -> T:
+        """Run `judge` (the completion check, or the policy's decision that runs it) on
+        `snapshot`, with the verifier as the run found it.
+
+        When protected paths changed since the run started, by any route, the change is
+        recorded (``protected.changed``, `RunResult.tampering`) and `judge` gets a snapshot
+        whose `tampering` names it and whose workspace is a temporary copy with the recorded
+        files laid over the agent's work: the policy rejects the claim, and the checks'
+        reason says what the untouched verifier thinks of the work.
+        """
+        guard, workspace = self.guard, snapshot.workspace
+        if guard is None or workspace is None:
+            return await judge(snapshot)
+        changes = await anyio.to_thread.run_sync(guard.changes, workspace)
+        if not changes:
+            return await judge(snapshot)
+        from .._events._verifier import ProtectedPathsChanged
+
+        self.tampering.extend(changes)
+        self.tampered_claims += 1
+        self.emit(ProtectedPathsChanged(self.elapsed(), snapshot.agent, snapshot.turns, changes))
+        async with guard.pristine(workspace, changes) as copy:
+            judged = evolve(
+                snapshot, workspace=copy, tampering=changes, tampered_claims=self.tampered_claims
+            )
+            return await judge(judged)
+
+    def system_message(self, base: str | None = None) -> Message:
+        """The system prompt: the caller's, what "done" means, and how feedback is marked."""
+        how = (
+            "reply with your final answer and no tool calls, or call the `done` tool"
+            if self.done_tool
+            else "reply with your final answer and no tool calls"
+        )
+        text = (
+            f"{base or self.config.system_prompt or DEFAULT_SYSTEM_PROMPT}\n\n"
+            f"## When the task is done\n{self.description}\n\n"
+            f"When you believe the task is done, {how}. An automated completion check then "
+            "verifies the work; if something is missing you will be told what, and you must "
+            "keep working.\n\n"
+            "Messages wrapped in <harness-feedback> come from the harness's automated checks "
+            "and monitors, never from the user."
+        )
+        return Message.system(text)
+
+    def snapshot(
+        self,
+        *,
+        agent: str = "builder",
+        iteration: int = 0,
+        messages: Sequence[Message] = (),
+        tool_outcomes: Sequence[ToolOutcome] = (),
+        turns: int = 0,
+        tool_calls: int = 0,
+        usage: Usage | None = None,
+        session_started_at: float | None = None,
+        claims_done: bool = False,
+        final_text: str | None = None,
+        now: float | None = None,
+    ) -> SessionStateSnapshot:
+        """The run as it is at `now` (a clock reading taken since the last await; by default
+        the clock is read), seen from one session (by default none yet: the state a check
+        sees before the first turn)."""
+        config = self.config
+        if now is None:
+            now = self.now()
+        return SessionStateSnapshot(
+            run_id=self.run_id,
+            task=self.task,
+            agent=agent,
+            iteration=iteration,
+            workspace=config.workspace,
+            messages=messages,
+            tool_outcomes=tool_outcomes,
+            check_reasons=HistoryView(self.check_reasons),
+            turns=turns,
+            tool_calls=tool_calls,
+            usage=usage if usage is not None else NO_USAGE,
+            run_turns=self.turns,
+            run_tool_calls=self.tool_calls,
+            run_usage=self.usage,
+            started_at=self.started_at + self.paused,
+            now=now,
+            deadline=self.deadline,
+            claims_done=claims_done,
+            final_text=final_text,
+            store=self.store.frozen(),
+            context_window=config.context_window,
+            session_started_at=now if session_started_at is None else session_started_at,
+            tampered_claims=self.tampered_claims,
+        )

@@ -1,0 +1,1 @@
+"""Child processes and threads that cannot outlive their caller, and the reaper."""

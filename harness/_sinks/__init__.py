@@ -1,0 +1,1 @@
+"""Sinks that leave the process: OpenTelemetry spans and notifications."""

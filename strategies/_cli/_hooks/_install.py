@@ -1,0 +1,423 @@
+"""`harness hook install --agent NAME`: the agent's stop-hook configuration, merged in place.
+
+Each agent keeps its hooks in one JSON file, in a project or for the user:
+
+=======  ==============================  ===========================  ======================
+agent    project file                    user file                    event (timeout unit)
+=======  ==============================  ===========================  ======================
+claude   ``.claude/settings.json``       ``~/.claude/settings.json``  ``Stop`` (seconds)
+codex    ``.codex/hooks.json``           ``$CODEX_HOME/hooks.json``   ``Stop`` (seconds)
+gemini   ``.gemini/settings.json``       ``~/.gemini/settings.json``  ``AfterAgent`` (ms)
+cursor   ``.cursor/hooks.json``          ``~/.cursor/hooks.json``     ``stop`` (seconds)
+qwen     ``.qwen/settings.json``         ``~/.qwen/settings.json``    ``Stop`` (ms)
+copilot  ``.github/hooks/harness.json``  (none)                       ``agentStop`` (seconds)
+=======  ==============================  ===========================  ======================
+
+The entry is merged into what is there: every other key, event and hook is kept as it was.
+The same hook on the same spec already present is updated in place (so a second install is a
+no-op, and one with other options changes only that entry, never adding a second). A file
+that is not a JSON object, or whose ``hooks`` is not what the agent expects, is an error
+naming the file and the key; it is never overwritten.
+
+The command needs no PATH: by default it is this harness's own absolute entry point (the
+console script beside the running interpreter, else the interpreter with ``-m strategies``);
+``--executable`` is written as given, so a committed file can say
+``"$CLAUDE_PROJECT_DIR"/.venv/bin/harness``.
+
+Trust (`_trust`): Codex runs a hook only once the user trusted it, and a project's hooks
+only in a trusted project; Gemini CLI runs a project's hooks only in a trusted folder. The
+install records that trust only with ``trust=True`` (the user's consent), the way the agent
+records it itself; otherwise `Installed.notes` says what is missing and the one command that
+records it. A Codex hook that was trusted keeps its trust through a reinstall with other options
+(the user trusted this hook; the note says the trust was carried over).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from attrs import frozen
+
+from harness import ConfigurationError
+
+from . import _trust as trust
+from ._args import AGENTS, DEFAULT_MAX_BLOCKS, DEFAULT_TIME_LIMIT
+
+Scope = Literal["project", "user"]
+# The hook's "timeout" written out: the hook's own --timeout plus a margin for starting and
+# answering, so the agent never kills a hook that is about to answer.
+MARGIN = 10.0
+# The agents whose hook "timeout" is in milliseconds (Qwen Code's runner passes it straight to
+# setTimeout: a Claude-shaped 60 would kill the hook after 60 ms).
+MILLISECONDS = ("gemini", "qwen")
+# The stop event each agent's file names (Cursor and Copilot keep a flat list under it).
+EVENTS = {
+    "claude": "Stop",
+    "codex": "Stop",
+    "gemini": "AfterAgent",
+    "cursor": "stop",
+    "qwen": "Stop",
+    "copilot": "agentStop",
+}
+
+
+@frozen
+class Installed:
+    """The outcome: the file, its merged content, whether anything changed, and what the user
+    must still do (or was done beside the file: trust recorded) for the hook to run."""
+
+    path: Path
+    content: dict[str, Any]
+    changed: bool
+    notes: tuple[str, ...] = ()
+
+    def text(self) -> str:
+        return json.dumps(self.content, indent=2, ensure_ascii=False) + "\n"
+
+
+def default_executable() -> str:
+    """This harness's absolute entry point, which the agent can start without any PATH: the
+    ``harness`` script beside the running interpreter, else the interpreter with
+    ``-m strategies``."""
+    interpreter = Path(sys.executable).absolute()
+    script = interpreter.parent / "harness"
+    if script.is_file() and os.access(script, os.X_OK):
+        return shlex.quote(str(script))
+    return shlex.join([str(interpreter), "-m", "strategies"])
+
+
+def hook_command(
+    agent: str,
+    spec: Path,
+    *,
+    executable: str | None = None,
+    max_blocks: int = DEFAULT_MAX_BLOCKS,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    observe: bool = False,
+) -> str:
+    """The shell command the agent runs: the stop hook for `agent` on the spec `spec`.
+
+    `executable` is written as given (shell words: a ``$VAR`` in it is expanded by the agent's
+    shell); by default `default_executable`.
+    """
+    _check_agent(agent)
+    argv = [
+        "hook",
+        f"{agent}-stop",
+        "--spec",
+        str(spec.expanduser().resolve()),
+        "--max-blocks",
+        str(max_blocks),
+        "--timeout",
+        f"{time_limit:g}",
+        *(["--observe"] if observe else []),
+    ]
+    start = default_executable() if executable is None else executable.strip()
+    if not start:
+        raise ConfigurationError("'executable' must not be empty")
+    return f"{start} {shlex.join(argv)}"
+
+
+def config_path(agent: str, scope: Scope, project: Path) -> Path:
+    """Where `agent` reads its hooks: in `project`, or in the user's home folder."""
+    _check_agent(agent)
+    if agent == "copilot":
+        if scope != "project":
+            raise ConfigurationError(
+                "GitHub Copilot CLI reads hooks from the repository's .github/hooks/*.json: "
+                "use --scope project"
+            )
+        return project / ".github" / "hooks" / "harness.json"
+    if agent == "codex" and scope == "user":
+        return trust.codex_home() / "hooks.json"
+    base = project if scope == "project" else Path.home()
+    name = "hooks.json" if agent in ("codex", "cursor") else "settings.json"
+    return base / f".{agent}" / name
+
+
+def hook_timeout(agent: str, time_limit: float) -> float | int:
+    """The ``timeout`` written for `agent`: the hook's own limit plus `MARGIN`, in the agent's
+    unit (milliseconds for Gemini CLI and Qwen Code, whole seconds for Codex)."""
+    timeout: float | int = time_limit + MARGIN
+    if agent in MILLISECONDS:
+        return round(timeout * 1000)
+    if agent == "codex":  # Codex reads a whole number of seconds (a u64)
+        return math.ceil(timeout)
+    return int(timeout) if float(timeout).is_integer() else timeout
+
+
+def merge_hook(
+    agent: str,
+    config: dict[str, Any],
+    command: str,
+    *,
+    where: str,
+    max_blocks: int = DEFAULT_MAX_BLOCKS,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+) -> tuple[dict[str, Any], bool]:
+    """`config` with the stop hook running `command` added or updated; and whether it changed.
+
+    `where` names the file in errors. The input is never changed.
+    """
+    _check_agent(agent)
+    merged = copy.deepcopy(config)
+    event = EVENTS[agent]
+    timeout = hook_timeout(agent, time_limit)
+    field = "bash" if agent == "copilot" else "command"
+    entry: dict[str, Any] = {"command": command, "timeout": timeout}
+    if agent in ("cursor", "copilot"):
+        version = merged.setdefault("version", 1)
+        if version != 1:
+            raise ConfigurationError(f"{where}: 'version' must be 1 (got {version!r})")
+        if agent == "cursor":
+            entry["loop_limit"] = max_blocks
+        else:  # Copilot CLI: {"type": "command", "bash": ..., "timeoutSec": ...}
+            entry = {"type": "command", "bash": command, "timeoutSec": timeout}
+        lists = [_list(_table(merged, "hooks", where), event, f"{where}: hooks")]
+    else:
+        entry = {"type": "command", **entry}
+        if agent == "gemini":
+            entry["name"] = "harness-verify"
+        lists = _group_lists(merged, event, where)
+    ours = _hook_key(command)
+    for entries in lists:
+        for existing in entries:
+            if isinstance(existing, dict) and _hook_key(existing.get(field)) == ours:
+                existing.update(entry)  # the same hook on the same spec: new options
+                return (merged, True) if merged != config else (config, False)
+    if agent in ("cursor", "copilot"):
+        lists[0].append(entry)
+    else:
+        _list(merged["hooks"], event, where).append({"hooks": [entry]})
+    return merged, True
+
+
+def find_hooks(agent: str, config: dict[str, Any]) -> list[tuple[int, int, dict[str, Any]]]:
+    """Every one of these stop hooks in the agent's parsed `config`: its group's index, its
+    index in the group (Cursor and Copilot: 0 and the list index) and the entry."""
+    hooks = config.get("hooks")
+    groups = hooks.get(EVENTS[agent]) if isinstance(hooks, dict) else None
+    if not isinstance(groups, list):
+        return []
+    field = "bash" if agent == "copilot" else "command"
+    found = []
+    if agent in ("cursor", "copilot"):
+        for index, entry in enumerate(groups):
+            if isinstance(entry, dict) and _hook_key(entry.get(field)) is not None:
+                found.append((0, index, entry))
+        return found
+    for group_index, group in enumerate(groups):
+        entries = group.get("hooks") if isinstance(group, dict) else None
+        for index, entry in enumerate(entries if isinstance(entries, list) else []):
+            if isinstance(entry, dict) and _hook_key(entry.get(field)) is not None:
+                found.append((group_index, index, entry))
+    return found
+
+
+def entry_command(agent: str, entry: dict[str, Any]) -> str | None:
+    """The shell command of an installed entry."""
+    command = entry.get("bash" if agent == "copilot" else "command")
+    return command if isinstance(command, str) else None
+
+
+def _group_lists(config: dict[str, Any], event: str, where: str) -> list[list[Any]]:
+    """The ``hooks`` list of every matcher group under ``hooks.EVENT``."""
+    groups = _list(_table(config, "hooks", where), event, f"{where}: hooks")
+    lists = []
+    for index, group in enumerate(groups):
+        if not isinstance(group, dict):
+            raise ConfigurationError(f"{where}: hooks.{event}[{index}] must be an object")
+        entries = group.get("hooks", [])
+        if not isinstance(entries, list):
+            raise ConfigurationError(f"{where}: hooks.{event}[{index}].hooks must be a list")
+        lists.append(entries)
+    return lists
+
+
+def _hook_key(command: object) -> tuple[str, str] | None:
+    """``(AGENT-stop, spec)`` when `command` runs one of these hooks, else None: a re-install
+    on the same spec updates that entry instead of adding a second one."""
+    if not isinstance(command, str):
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:  # not shell words we can read: someone else's command
+        return None
+    for i in range(len(words) - 1):
+        if words[i] == "hook" and words[i + 1].endswith("-stop"):
+            rest = words[i + 2 :]
+            spec = rest[rest.index("--spec") + 1] if "--spec" in rest[:-1] else ""
+            return words[i + 1], spec
+    return None
+
+
+def install_hook(
+    agent: str,
+    spec: Path,
+    *,
+    scope: Scope = "project",
+    project: Path | None = None,
+    executable: str | None = None,
+    max_blocks: int = DEFAULT_MAX_BLOCKS,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    observe: bool = False,
+    record_trust: bool = False,
+    dry_run: bool = False,
+) -> Installed:
+    """Merge the stop hook for `agent` into its configuration file (unless `dry_run`); with
+    `record_trust`, also record the user's trust where Codex or Gemini CLI keeps it."""
+    folder = (project or Path.cwd()).expanduser()
+    if scope == "project" and not folder.is_dir():
+        raise ConfigurationError(f"the project {str(folder)!r} is not an existing folder")
+    folder = folder.resolve()
+    path = config_path(agent, scope, folder)
+    existing = _read(path)
+    command = hook_command(
+        agent,
+        spec,
+        executable=executable,
+        max_blocks=max_blocks,
+        time_limit=time_limit,
+        observe=observe,
+    )
+    merged, changed = merge_hook(
+        agent,
+        existing,
+        command,
+        where=str(path),
+        max_blocks=max_blocks,
+        time_limit=time_limit,
+    )
+    result = Installed(path, merged, changed)
+    if changed and not dry_run:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(result.text(), encoding="utf-8")
+        os.replace(temporary, path)
+    notes: tuple[str, ...] = ()
+    if agent == "codex":
+        notes = _codex_trust(path, existing, merged, command, scope, folder, record_trust, dry_run)
+    elif agent == "gemini" and scope == "project":
+        notes = _gemini_trust(folder, record_trust, dry_run)
+    elif agent == "copilot":
+        notes = (
+            "GitHub Copilot CLI loads a repository's hooks only in a folder you trusted: "
+            "accept its folder-trust prompt once (it keeps the list in its own store, which "
+            "this command does not write), or run prompt mode with --trust-folder.",
+        )
+    elif record_trust:
+        notes = (f"--trust: {agent} keeps no trust for hooks; nothing else was recorded",)
+    return Installed(path, merged, changed, notes)
+
+
+def _codex_trust(
+    path: Path,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    command: str,
+    scope: Scope,
+    folder: Path,
+    record: bool,
+    dry_run: bool,
+) -> tuple[str, ...]:
+    """Codex's trust for the hook just written: recorded (asked, or carried over from the
+    same hook trusted before), or what to run."""
+    config_file = trust.codex_home() / "config.toml"
+    config = trust.read_toml(config_file)
+    ours = _hook_key(command)
+    group, index, entry = next(
+        hook for hook in find_hooks("codex", after) if _hook_key(hook[2]["command"]) == ours
+    )
+    key = trust.codex_hook_key(path, group, index)
+    new_hash = trust.codex_hook_hash(entry)
+    project = trust.codex_project_root(folder) if scope == "project" else None
+    trusted_hash = trust.codex_trusted_hash(config, key)
+    project_ok = project is None or trust.codex_project_trusted(config, project)
+    if trusted_hash == new_hash and project_ok:
+        return (f"Codex trusts this hook ({config_file})",)
+    was_trusted = any(
+        trust.codex_hook_key(path, g, i) == key and trust.codex_hook_hash(e) == trusted_hash
+        for g, i, e in find_hooks("codex", before)
+    )
+    if record or (was_trusted and project_ok):
+        if dry_run:
+            return (f"would record the hook's trust in {config_file}",)
+        trust.record_codex_trust(config_file, key=key, hook_hash=new_hash, project=project)
+        what = "the hook" + ("" if project is None else f" and the project {project}")
+        how = "as you asked (--trust)" if record else "carried over: you trusted this hook before"
+        return (f"recorded Codex's trust in {what} in {config_file}, {how}",)
+    missing = "this hook" if project_ok else f"this hook and the project {project}"
+    return (
+        f"Codex will NOT run it yet: Codex runs only hooks you trusted, and {missing} "
+        "is not trusted. Run this install again with --trust to record it (or open codex in "
+        "the project, review it in /hooks and trust it there).",
+    )
+
+
+def _gemini_trust(folder: Path, record: bool, dry_run: bool) -> tuple[str, ...]:
+    """Gemini CLI's folder trust for the project: recorded (asked), or what to run."""
+    where = trust.gemini_trusted_folders_path()
+    trusted = trust.gemini_folder_trust(folder, trust.read_gemini_trust(where))
+    if trusted:
+        return (f"Gemini CLI trusts the folder {folder} ({where})",)
+    if record:
+        if dry_run:
+            return (f"would trust the folder {folder} in {where}",)
+        trust.record_gemini_trust(folder)
+        return (f"recorded Gemini CLI's trust in the folder {folder} in {where} (--trust)",)
+    state = "marked DO_NOT_TRUST" if trusted is False else "not trusted"
+    return (
+        f"Gemini CLI will NOT run it yet: it runs a project's hooks only in a trusted folder, "
+        f"and {folder} is {state} ({where}; headless gemini exits 55 there, and --skip-trust "
+        "skips the project's hooks). Run this install again with --trust, or trust the folder "
+        "in gemini's interactive trust dialog.",
+    )
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """The file's JSON object; an empty object if the file does not exist."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(f"cannot read {str(path)!r}: {exc}") from None
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ConfigurationError(
+            f"{path}: not valid JSON ({exc}); fix or move it, it was left as it is"
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigurationError(
+            f"{path}: must hold a JSON object (got {type(data).__name__}); it was left as it is"
+        )
+    return data
+
+
+def _table(config: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = config.setdefault(key, {})
+    if not isinstance(value, dict):
+        raise ConfigurationError(f"{where}: {key!r} must be an object (got {value!r:.60})")
+    return value
+
+
+def _list(table: dict[str, Any], key: str, where: str) -> list[Any]:
+    value = table.setdefault(key, [])
+    if not isinstance(value, list):
+        raise ConfigurationError(f"{where}.{key} must be a list (got {value!r:.60})")
+    return value
+
+
+def _check_agent(agent: str) -> None:
+    if agent not in AGENTS:
+        raise ConfigurationError(f"'agent' must be one of {AGENTS} (got {agent!r})")

@@ -1,0 +1,44 @@
+"""`harness hook verdicts`: the verdicts the stop hooks recorded (`_core.VERDICTS`), newest
+last: one line each (or its JSON), observed stops marked "would block"."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from harness import ConfigurationError
+
+from .._terminal import for_terminal
+from ._core import default_state_dir, read_verdicts
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+
+
+def handle_verdicts(args: argparse.Namespace) -> int:
+    state = args.state_dir or default_state_dir()
+    try:
+        verdicts = read_verdicts(state)
+    except ConfigurationError as exc:
+        print(f"harness hook verdicts: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    shown = verdicts[-args.last :] if args.last > 0 else verdicts
+    for verdict in shown:
+        if args.json:
+            print(json.dumps(verdict.to_json(), ensure_ascii=False))
+            continue
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(verdict.at))
+        if not verdict.would_block:
+            what = "pass"
+        elif verdict.blocked:
+            what = f"BLOCKED ({verdict.blocks})"
+        else:
+            what = "would block" if verdict.mode == "observe" else "allowed at the cap"
+        failed = ", ".join(name for name, _ in verdict.failed)
+        line = f"{when} {verdict.agent:<8} {verdict.mode:<8} {what:<16} {verdict.session_id}"
+        print(for_terminal(line + (f"  failed: {failed}" if failed else "")))
+    if not args.json and not shown:
+        print(f"harness hook verdicts: none recorded in {state}")
+    return EXIT_OK

@@ -1,0 +1,157 @@
+"""`harness hook doctor`: each broken install of issue 29 is found, and a sound one is said to
+check a stop (the installed command is really run, as the agent would run it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from strategies._cli import main
+from strategies._cli._hooks._install import install_hook
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "home"
+    folder.mkdir()
+    monkeypatch.setenv("HOME", str(folder))
+    monkeypatch.setenv("SHELL", "/bin/sh")
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.delenv("GEMINI_CLI_TRUSTED_FOLDERS_PATH", raising=False)
+    return folder
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / ".git").mkdir()
+    (tmp_path / "checks.toml").write_text('[[checks]]\ntype = "files"\npaths = ["report.md"]\n')
+    return folder
+
+
+def doctor(project: Path, agent: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(["hook", "doctor", "--agent", agent, "--project", str(project)])
+    return code, capsys.readouterr().out
+
+
+def test_a_sound_install_checks_a_stop(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    install_hook("claude", project.parent / "checks.toml", project=project)
+    code, out = doctor(project, "claude", capsys)
+    assert code == 0, out
+    assert "claude   ok: a stop is checked (the checks fail now: a stop would be blocked" in out
+    (project / "report.md").write_text("done\n")
+    code, out = doctor(project, "claude", capsys)
+    assert (code, "the checks pass now" in out) == (0, True)
+
+
+def test_a_bare_command_not_on_a_minimal_path_is_found(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What the install wrote before: `harness` alone, which an agent without the venv on its
+    PATH cannot start (exit 127: Claude Code stops unchecked)."""
+    install_hook("claude", project.parent / "checks.toml", project=project, executable="harness")
+    code, out = doctor(project, "claude", capsys)
+    assert code == 1
+    assert "NOT CHECKED: the command cannot start without your shell's PATH (exit 127)" in out
+    assert "fix: harness hook install --agent claude" in out
+
+
+def test_a_qwen_timeout_in_seconds_is_found(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Claude-shaped entry (60) in Qwen Code's settings: 60 ms."""
+    install_hook("claude", project.parent / "checks.toml", project=project)
+    claude = json.loads((project / ".claude" / "settings.json").read_text())
+    (project / ".qwen").mkdir()
+    (project / ".qwen" / "settings.json").write_text(
+        json.dumps(claude).replace("claude-stop", "qwen-stop")
+    )
+    code, out = doctor(project, "qwen", capsys)
+    assert code == 1
+    assert "Qwen Code reads milliseconds: it kills the hook after 60 ms" in out
+    install_hook("qwen", project.parent / "checks.toml", project=project)
+    code, out = doctor(project, "qwen", capsys)
+    assert code == 0, out
+
+
+def test_an_untrusted_codex_hook_is_found(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = project.parent / "checks.toml"
+    install_hook("codex", spec, project=project)
+    code, out = doctor(project, "codex", capsys)
+    assert code == 1
+    assert "is not trusted" in out
+    assert "--trust" in out
+    install_hook("codex", spec, project=project, record_trust=True)
+    code, out = doctor(project, "codex", capsys)
+    assert code == 0, out
+    # a hand edit of the trusted entry (here, its timeout) untrusts it in Codex
+    path = project / ".codex" / "hooks.json"
+    path.write_text(path.read_text().replace('"timeout": 60', '"timeout": 61'))
+    code, out = doctor(project, "codex", capsys)
+    assert code == 1
+    assert "was changed since it was trusted" in out
+
+
+def test_an_untrusted_gemini_folder_is_found(
+    project: Path, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = project.parent / "checks.toml"
+    install_hook("gemini", spec, project=project)
+    code, out = doctor(project, "gemini", capsys)
+    assert code == 1
+    assert "runs a project's hooks only in a trusted folder" in out
+    assert "exits 55" in out
+    (home / ".gemini").mkdir()
+    (home / ".gemini" / "trustedFolders.json").write_text(
+        json.dumps({str(project.parent.resolve()): "TRUST_FOLDER"})
+    )
+    code, out = doctor(project, "gemini", capsys)
+    assert code == 0, out
+
+
+def test_observe_mode_is_said(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    install_hook("cursor", project.parent / "checks.toml", project=project, observe=True)
+    code, out = doctor(project, "cursor", capsys)
+    assert code == 0
+    assert "observe mode: the checks run and are recorded, but a stop is never blocked" in out
+
+
+def test_no_hook_installed_is_said(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = doctor(project, "copilot", capsys)
+    assert code == 1
+    assert "no harness stop hook is installed" in out
+    assert main(["hook", "doctor", "--project", str(project)]) == 1
+    assert "no harness stop hook is installed" in capsys.readouterr().out
+
+
+def test_the_doctors_trial_stop_leaves_no_state_behind(
+    project: Path, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    install_hook("claude", project.parent / "checks.toml", project=project)
+    doctor(project, "claude", capsys)
+    assert not (home / ".local").exists()
+
+
+def test_a_hook_that_fails_or_is_killed_is_found(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A spec gone since the install: exit 1, the agent lets the stop go. A timeout shorter
+    than the hook's start: the agent kills it."""
+    spec = project.parent / "checks.toml"
+    install_hook("claude", spec, project=project)
+    spec.rename(project.parent / "moved.toml")
+    code, out = doctor(project, "claude", capsys)
+    assert code == 1
+    assert "NOT CHECKED: the hook fails (exit 1), which the agent treats as 'let it stop'" in out
+    assert "checks.toml" in out  # the hook's own error, shown
+    (project.parent / "moved.toml").rename(spec)
+    path = project / ".claude" / "settings.json"
+    path.write_text(path.read_text().replace('"timeout": 60', '"timeout": 0.01'))
+    code, out = doctor(project, "claude", capsys)
+    assert code == 1
+    assert "the agent kills the hook after its timeout (0.01 s) before it answers" in out
