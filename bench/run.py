@@ -8,20 +8,22 @@ W1: µs of this process's CPU per turn for sessions of 10, 100 and 1,000 turns (
     answers at once, after one trip through the event loop). One `Harness` serves every
     session, as one agent would. The `add` tool is a sync function declared ``inline=True``;
     an "info" row repeats N=100 with `add` as a coroutine, which runs under a deadline scope.
-    Regression guards: at N=100 and N=1,000 at most 7x the bare loop, and flat (N=1,000
-    within 1.2x of N=100). N=10 is shown for information. The per-run fixed cost, a 10-turn
-    session's time less ten turns at the N=1,000 rate (what setting up and closing a run
-    costs), has a target of at most 150 µs.
+    Regression guards: at N=100 and N=1,000 at most 7x the bare loop (at N=100 on asyncio,
+    7.5x: the owner's decision in issue 32), and flat (N=1,000 within 1.2x of N=100). N=10
+    is shown for information. The per-run fixed cost, a 10-turn session's time less ten turns
+    at the N=1,000 rate (what setting up and closing a run costs), has a target of at most
+    150 µs.
 W2: wall time of 1,000 concurrent 10-turn sessions, the model sleeping 10 ms per call (at
     most 6x the bare loop), and the memory each session holds at the peak (tracemalloc, in a
     separate untimed pass).
 W3: a fresh process that imports the four packages and runs a one-turn session, against
     `python -c "import asyncio"` (at most 2.5x).
-W4: W2 at 1,000 and at 10,000 concurrent sessions: wall time at 10,000 within 5x of the bare
-    loop, at most 20 KB per session at the peak, and the CPU a turn costs at 10,000 over its
-    cost at 1,000 no higher than the bare loop's growth (with a 10% allowance for the noise
-    of a shared machine; both growths are printed). An "info" row shows how much of the wall
-    time at 10,000 the cycle collector took, on each side.
+W4: W2 at 1,000 and at 10,000 concurrent sessions: wall time at 10,000 at most 8x the bare
+    loop on asyncio and 5x on trio (a regression guard, not a target: the owner's decision in
+    issue 32 keeps the turn's data model), at most 20 KB per session at the peak, and the CPU
+    a turn costs at 10,000 over its cost at 1,000 no higher than the bare loop's growth (with
+    a 10% allowance for the noise of a shared machine; both growths are printed). An "info"
+    row shows how much of the wall time at 10,000 the cycle collector took, on each side.
 Runs are interleaved (bare, harness, bare, harness, ...) and the table shows medians.
 """
 
@@ -61,6 +63,8 @@ CPU = time.process_time
 W1_SIZES = (10, 100, 1_000)
 W1_TARGETS = (100, 1_000)  # N=10 is mostly per-run cost, shown for information
 W1_RATIO = 7.0
+# (backend, N) -> the guard where it differs from W1_RATIO (issue 32).
+W1_RATIO_AT = {("asyncio", 100): 7.5}
 W1_FLAT = 1.2
 W1_FIXED_US = 150.0
 W1_ASYNC_TOOL = 100  # also measured with the `add` tool as a coroutine, for information
@@ -71,7 +75,7 @@ W2_RATIO = 6.0
 W2_BYTES = 30 * 1024
 W3_RATIO = 2.5
 W4_SESSIONS = (1_000, 10_000)
-W4_RATIO = 5.0
+W4_RATIO = {"asyncio": 8.0, "trio": 5.0}  # per backend (issue 32)
 W4_BYTES = 20 * 1024
 W4_GROWTH_NOISE = 1.1
 
@@ -175,6 +179,7 @@ def w1(backend: Backend, settings: Settings) -> list[Row]:
     for n, b, h in measured:
         ratio = h / b
         targeted = n in W1_TARGETS
+        guard = W1_RATIO_AT.get((backend.name, n), W1_RATIO)
         rows.append(
             Row(
                 f"W1 N={n:,} µs/turn",
@@ -182,8 +187,8 @@ def w1(backend: Backend, settings: Settings) -> list[Row]:
                 f"{b:.2f}",
                 f"{h:.2f}",
                 f"{ratio:.2f}x",
-                f"<= {W1_RATIO:g}x" if targeted else "(info)",
-                ratio <= W1_RATIO if targeted else None,
+                f"<= {guard:g}x" if targeted else "(info)",
+                ratio <= guard if targeted else None,
             )
         )
     per_turn = {n: (b, h) for n, b, h in measured}
@@ -307,8 +312,8 @@ def w4(backend: Backend, settings: Settings) -> list[Row]:
                 f"{b_wall * 1e3:.0f}",
                 f"{h_wall * 1e3:.0f}",
                 f"{ratio:.2f}x",
-                f"<= {W4_RATIO:g}x" if n == big else "(info)",
-                ratio <= W4_RATIO if n == big else None,
+                f"<= {W4_RATIO[backend.name]:g}x" if n == big else "(info)",
+                ratio <= W4_RATIO[backend.name] if n == big else None,
             )
         )
         rows.append(

@@ -152,6 +152,23 @@ CHECKS = Variants(
                     "Baselines kept, for this many of the newest runs that share the check.",
                     default=64,
                 ),
+                Key(
+                    "fast_reject",
+                    "boolean",
+                    "At a claim, first run only the tests that failed at the last verdict and "
+                    "the `must_pass` tests (by name: pytest, unittest, go test, cargo test, "
+                    "node --test); one still failing rejects the claim without the rest of "
+                    "the suite. Only the whole suite accepts.",
+                    default=True,
+                ),
+                Key(
+                    "baseline_cache",
+                    "boolean",
+                    "Keep the baseline in the user's cache folder, keyed by the command, its "
+                    "sandbox and the workspace's content, so runs on the same content take it "
+                    "once (`COMPLETION_HARNESS_CACHE` names another folder).",
+                    default=True,
+                ),
             ],
             help="`TestSuiteCheck`: the test command exits 0 (or, with `baseline`, breaks "
             "nothing that passed before the run); otherwise the reason names the failing "
@@ -264,6 +281,14 @@ CHECKS = Variants(
                     'is measured (what `rollback = "on_regression"` compares).',
                     default=False,
                 ),
+                Key(
+                    "parallel",
+                    "boolean",
+                    "Ask the children at once, under the check's deadline (for children that "
+                    "share no state: commands that write different files, file checks, "
+                    "signals); the verdict is still the first reason in declared order.",
+                    default=False,
+                ),
             ],
             help="`AllOf`: every child passes; it stops at the first reason unless "
             "`progress` is asked for.",
@@ -336,7 +361,11 @@ def _build(
             for i, child in enumerate(options["checks"])
         ]
         if kind == "all_of":
-            return AllOf(children, progress=options.get("progress", False))
+            return AllOf(
+                children,
+                progress=options.get("progress", False),
+                parallel=options.get("parallel", False),
+            )
         return AnyOf(children)
     assert kind == "question_answered"
     if model_factory is None:

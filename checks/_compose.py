@@ -99,7 +99,11 @@ def _flatten(value: object, kind: type[AllOf | AnyOf]) -> tuple[CompletionCheck,
     flat: list[CompletionCheck] = []
     for item in value:
         check = as_check(item)
-        flat.extend(check.checks if isinstance(check, kind) else (check,))
+        # A parallel AllOf stays whole: flattened into a sequential one, it would lose that.
+        if isinstance(check, kind) and not getattr(check, "parallel", False):
+            flat.extend(check.checks)
+        else:
+            flat.append(check)
     if not flat:
         raise ConfigurationError(f"{kind.__name__} needs at least one check (got none)")
     return tuple(flat)
@@ -118,10 +122,15 @@ class AllOf(Combinable):
     """Complete when every check is; the first reason (in order) is the verdict, and the
     checks after it are not asked. With `progress`, every check is asked, so that the progress
     of the whole (the sum of the parts') can be measured: what a rollback on regression needs.
+
+    With `parallel`, the checks are asked at once (`checks._parallel`), for checks that share
+    no state; the verdict is the same first reason in declared order, and the checks still
+    running once it is known are cancelled (unless `progress` asks for every answer).
     """
 
     checks: tuple[CompletionCheck, ...] = field(converter=_all_of)
     progress: bool = field(default=False, kw_only=True)
+    parallel: bool = field(default=False, kw_only=True)
 
     @classmethod
     def of(cls, *checks: CompletionCheck, progress: bool = False) -> AllOf:
@@ -140,9 +149,21 @@ class AllOf(Combinable):
         """The first reason (None: every check passed), and the sum of the progress the
         checks report when each was asked: always when they all pass, and with `progress`
         whatever they say (otherwise, after a reason, the whole is not measured)."""
+        asked: list[CheckVerdict | None] = []
+        if self.parallel:
+            from ._parallel import answers_at_once  # only a parallel AllOf needs it
+
+            asked = await answers_at_once(self.checks, state, every=self.progress)
+        else:
+            for check in self.checks:
+                verdict = await ask(check, state)
+                asked.append(verdict)
+                if _decides(verdict, self.progress):
+                    break
         answers: list[CheckVerdict] = []
-        for check in self.checks:
-            answer = await ask(check, state)
+        for answer in asked:
+            if answer is None:  # cancelled once the verdict was known, so after it
+                break
             if answer.error is not None:  # it could not judge: nor can the whole
                 return Assessment(answer.reason, error=answer.error)
             answers.append(answer)
@@ -155,6 +176,12 @@ class AllOf(Combinable):
         if len(self.checks) == 1:
             return self.checks[0].description()
         return _bullets("All of these must hold:", self.checks)
+
+
+def _decides(answer: CheckVerdict, progress: bool) -> bool:
+    """Whether `answer` ends an `AllOf`'s asking: an error always, a reason unless every
+    check's progress is wanted."""
+    return answer.error is not None or (answer.reason is not None and not progress)
 
 
 @frozen

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from harness import ConfigurationError, SessionStateSnapshot, WorkspaceEscape, r
 from harness.checkpoints import WorkProgress
 from harness.extend import Baseline, ProcessResult, positive
 
-from ._baseline import Comparison, PerRun, SuiteBaseline, compare
+from ._baseline import Comparison, PerRun, SuiteBaseline, compare, matches
 from ._cannot_run import CheckCannotRun
 from ._command import (
     command_text,
@@ -31,6 +32,7 @@ from ._sandbox import LocalSandbox, SandboxProvider
 from ._suite_tally import tally
 from ._test_output import SuiteOutput, junit_failures, read_output
 from ._test_results import TestResults, Unreadable, junit_results, names, read_results
+from ._test_selection import Selection, select
 
 _SHOW = 8
 
@@ -56,6 +58,21 @@ class _Ran:
     report_cases: int | None
     report_note: str | None
 
+    @property
+    def failing(self) -> tuple[str, ...]:
+        """The failing tests by the names the runner gives (the listing's, else the output's)."""
+        if isinstance(self.listing, TestResults) and self.listing.runner != "JUnit XML":
+            return tuple(sorted(self.listing.failed))
+        return self.said.failing
+
+
+@frozen
+class _Last:
+    """What the last whole run of the suite found, for the next claim's fast half."""
+
+    failing: tuple[str, ...]
+    names: tuple[str, ...]
+
 
 @frozen
 class TestSuiteCheck(Combinable):
@@ -78,6 +95,18 @@ class TestSuiteCheck(Combinable):
     listing cannot be read, the check fails closed: the exit code decides, as without a
     baseline, and the reason says why. `must_pass` alone (no baseline) adds its tests to the
     plain check, and needs the listing. Baselines are kept for the newest `max_runs` runs.
+
+    With `fast_reject` (the default), a claim first runs only the tests that failed at the
+    run's last verdict and the `must_pass` tests (never those that already failed at the
+    baseline), by name, stopping at the first failure (`checks._test_selection` says how, per
+    runner); when one still fails, the claim is rejected with that run's output and the rest
+    of the suite is not run. Only when they pass does the whole suite run, and only the whole
+    suite can accept a claim. Where the runner cannot select (an unknown command, a shell
+    pipeline, a `junit_xml` report), the whole suite runs at once.
+
+    With `baseline_cache` (the default), a baseline is kept in the user's cache folder under
+    a key of the command, its settings, the sandbox and the workspace's content, so that
+    every run on the same content takes it once (`checks._baseline_cache`).
     """
 
     __test__ = False  # not a pytest test class, despite the name
@@ -91,7 +120,15 @@ class TestSuiteCheck(Combinable):
     baseline: bool = False
     must_pass: tuple[str, ...] = field(default=(), converter=_must_pass)
     max_runs: int = field(default=64, validator=positive(integer=True))
+    fast_reject: bool = True
+    baseline_cache: bool = True
     _baselines: PerRun[SuiteBaseline] = field(
+        init=False,
+        eq=False,
+        repr=False,
+        default=Factory(lambda self: PerRun(self.max_runs), takes_self=True),
+    )
+    _last: PerRun[_Last] = field(
         init=False,
         eq=False,
         repr=False,
@@ -121,19 +158,19 @@ class TestSuiteCheck(Combinable):
         if not self.baseline:
             return None
         shown = f"`{command_text(self.command)}`"
-        try:
-            ran = await self._run(state)
-        except CheckCannotRun as exc:  # said again at every claim, where the run counts it
-            ran = str(exc)
-        if isinstance(ran, str):
-            recorded = SuiteBaseline(shown, None, None, f"the suite could not run: {ran}")
-        elif ran.result.timed_out or ran.result.exit_code < 0:
-            why = failure_headline(self.command, ran.result, self.timeout)
-            recorded = SuiteBaseline(shown, ran.result.exit_code, None, why)
-        elif isinstance(ran.listing, Unreadable):
-            recorded = SuiteBaseline(shown, ran.result.exit_code, None, ran.listing.why)
+        if self.baseline_cache and state.workspace is not None:
+            from ._baseline_cache import BaselineCache, locked  # only a cached baseline needs it
+
+            cache = BaselineCache.default()
+            key = await cache.key(self._cache_inputs(), state.workspace)
+            async with locked(cache.folder / f"{key}.lock"):
+                recorded = cache.load(key)
+                if recorded is None:
+                    recorded, keep = await self._take_baseline(state, shown)
+                    if keep:
+                        cache.store(key, recorded)
         else:
-            recorded = SuiteBaseline(shown, ran.result.exit_code, ran.listing)
+            recorded, _ = await self._take_baseline(state, shown)
         self._baselines.remember(state.run_id, recorded)
         results = recorded.results
         return Baseline(
@@ -152,6 +189,40 @@ class TestSuiteCheck(Combinable):
             self.command, self.working_dir, self.env, self.sandbox, workspace, "TestSuiteCheck"
         )
 
+    def _cache_inputs(self) -> dict[str, object]:
+        """What a baseline depends on besides the workspace's content."""
+        return {
+            "command": self.command if isinstance(self.command, str) else list(self.command),
+            "working_dir": self.working_dir,
+            "env": dict(sorted(self.env.items())),
+            "timeout": self.timeout,
+            "junit_xml": self.junit_xml,
+            "sandbox": repr(self.sandbox),
+        }
+
+    async def _take_baseline(
+        self, state: SessionStateSnapshot, shown: str
+    ) -> tuple[SuiteBaseline, bool]:
+        """The suite as it is now, and whether that is worth keeping (a run that could not
+        start, timed out or was killed says nothing lasting)."""
+        try:
+            ran = await self._run(state)
+        except CheckCannotRun as exc:  # said again at every claim, where the run counts it
+            ran = str(exc)
+        if isinstance(ran, str):
+            recorded = SuiteBaseline(shown, None, None, f"the suite could not run: {ran}")
+        elif ran.result.timed_out or ran.result.exit_code < 0:
+            why = failure_headline(self.command, ran.result, self.timeout)
+            recorded = SuiteBaseline(shown, ran.result.exit_code, None, why)
+        elif isinstance(ran.listing, Unreadable):
+            recorded = SuiteBaseline(shown, ran.result.exit_code, None, ran.listing.why)
+        else:
+            recorded = SuiteBaseline(shown, ran.result.exit_code, ran.listing)
+        lasting = not isinstance(ran, str) and not (
+            ran.result.timed_out or ran.result.exit_code < 0
+        )
+        return recorded, lasting
+
     def baseline_for(self, run_id: str) -> SuiteBaseline | None:
         """The baseline `prepare` recorded for the run, if it is still kept."""
         return self._baselines.get(run_id)
@@ -164,11 +235,81 @@ class TestSuiteCheck(Combinable):
         return (await self.measure(state)).reason
 
     async def measure(self, state: SessionStateSnapshot) -> Assessment:
-        """The verdict, and the tests passing of those that ran (see `_progress`)."""
+        """The verdict, and the tests passing of those that ran (see `_progress`).
+
+        A rejection by the fast half measures nothing (its progress is None): it ran a few
+        tests, which say nothing of the rest."""
+        first = await self._fast_half(state)
+        if isinstance(first, Assessment):
+            return first
         ran = await self._run(state)
         if isinstance(ran, str):
             return Assessment(ran)
-        return Assessment(self._verdict(state, ran), _progress(ran))
+        if not (ran.result.timed_out or ran.result.exit_code < 0):
+            listed = ran.listing.outcomes if isinstance(ran.listing, TestResults) else {}
+            self._last.remember(state.run_id, _Last(ran.failing, tuple(listed)))
+        verdict = self._verdict(state, ran)
+        if verdict is not None and first is not None:
+            headline, newline, rest = verdict.partition("\n")
+            ran_first = names(first.names, _SHOW)
+            verdict = f"{headline}\n(first ran only {ran_first}: they pass now){newline}{rest}"
+        return Assessment(verdict, _progress(ran))
+
+    def _candidates(self, state: SessionStateSnapshot) -> tuple[str, ...]:
+        """The tests the fast half runs: those that failed at the last verdict, but not at the
+        baseline, and the `must_pass` tests as the last listing (else the baseline's) names
+        them."""
+        last = self._last.get(state.run_id)
+        recorded = self._baselines.get(state.run_id) if self.baseline else None
+        base = recorded.results if recorded is not None else None
+        predating = base.failed if base is not None else frozenset()
+        listed: tuple[str, ...] = ()
+        if last is not None and last.names:
+            listed = last.names
+        elif base is not None:
+            listed = tuple(base.outcomes)
+        required = [n for n in listed if any(matches(e, n) for e in self.must_pass)]
+        failing = [n for n in (last.failing if last is not None else ()) if n not in predating]
+        return tuple(dict.fromkeys([*failing, *required]))
+
+    async def _fast_half(self, state: SessionStateSnapshot) -> Assessment | Selection | None:
+        """A rejection by the tests most likely to fail still; else the selection that ran
+        and passed, or None when there was none to run."""
+        if not self.fast_reject or self.junit_xml is not None:
+            return None
+        chosen = select(self.command, self._candidates(state))
+        if chosen is None:
+            return None
+        ran = await self._run(state, chosen.command)
+        if isinstance(ran, str) or ran.result.timed_out or ran.result.exit_code < 0:
+            return None  # the whole suite runs, and says what is wrong
+        failing = set(ran.failing)
+        still = [n for n in chosen.names if n in failing]
+        if not still:
+            return chosen
+        return Assessment(with_output(self._fast_reason(chosen, ran, still), ran.result))
+
+    def _fast_reason(self, chosen: Selection, ran: _Ran, still: list[str]) -> str:
+        """The fast half's rejection, in the words of the whole suite's: the `must_pass`
+        tests not passing, the other tests still failing, then what ran."""
+        counts = f" ({ran.said.counts})" if ran.said.counts else ""
+        shown = f"`{command_text(self.command)}`"
+        lines = [f"{shown} still fails {len(still)} of the tests run first{counts}"]
+        unmet = [
+            f"{entry} ({', '.join(f'{n} failed' for n in named)})"
+            for entry in self.must_pass
+            if (named := [n for n in still if matches(entry, n)])
+        ]
+        if unmet:
+            lines.append(f"must_pass tests not passing: {'; '.join(unmet[:_SHOW])}")
+        other = [n for n in still if not any(matches(e, n) for e in self.must_pass)]
+        if other:
+            lines.append(f"tests that failed at the last verdict still fail: {names(other, _SHOW)}")
+        lines.append(
+            f"(only these ran, with `{_quoted(chosen.command)}`: "
+            f"{names(chosen.names, _SHOW)}; the whole suite runs once they pass)"
+        )
+        return "\n".join(lines)
 
     def _verdict(self, state: SessionStateSnapshot, ran: _Ran) -> str | None:
         result, said = ran.result, ran.said
@@ -260,14 +401,16 @@ class TestSuiteCheck(Combinable):
             )
         return with_output("\n".join(lines), result)
 
-    async def _run(self, state: SessionStateSnapshot) -> _Ran | str:
-        report = self._report_path(state)
+    async def _run(
+        self, state: SessionStateSnapshot, command: str | tuple[str, ...] | None = None
+    ) -> _Ran | str:
+        report = self._report_path(state) if command is None else None
         if isinstance(report, str):
             return report
         before = await _stamp(report)
         result = await run_in_workspace(
             state,
-            self.command,
+            self.command if command is None else command,
             working_dir=self.working_dir,
             timeout=self.timeout,
             sandbox=self.sandbox,
@@ -354,6 +497,11 @@ def _progress(ran: _Ran) -> WorkProgress | None:
     if result.timed_out or result.exit_code < 0:
         passed = 0
     return WorkProgress(max(0, min(passed, total)), total, "tests", failing)
+
+
+def _quoted(command: str | tuple[str, ...]) -> str:
+    """The command as a shell would take it (a selection's pattern has spaces)."""
+    return command if isinstance(command, str) else shlex.join(command)
 
 
 async def _stamp(path: Path | None) -> tuple[int, int] | None:

@@ -38,6 +38,14 @@ def _is_loopback(address: Any) -> bool:
 
 
 @pytest.fixture(autouse=True)
+def _own_baseline_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Each test keeps cached suite baselines in a folder of its own, never the user's."""
+    monkeypatch.setenv("COMPLETION_HARNESS_CACHE", str(tmp_path_factory.mktemp("baseline-cache")))
+
+
+@pytest.fixture(autouse=True)
 def _no_internet(monkeypatch: pytest.MonkeyPatch) -> None:
     """A global guard: a test that tries to reach a real provider fails at once."""
     real_connect = socket.socket.connect

@@ -118,7 +118,8 @@ def test_operators_build_flat_values() -> None:
     assert (a | b) | c == AnyOf.of(a, b, c)
     assert a & (b | c) == AllOf.of(a, AnyOf.of(b, c))
     assert repr(a & b) == (
-        "AllOf(checks=(SignalCheck(token='A'), SignalCheck(token='B')), progress=False)"
+        "AllOf(checks=(SignalCheck(token='A'), SignalCheck(token='B')), progress=False, "
+        "parallel=False)"
     )
     assert hash(a & b) == hash(AllOf.of(a, b))
 

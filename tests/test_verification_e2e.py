@@ -106,12 +106,13 @@ def call(name: str, expect: str | None = None, **arguments: Any) -> dict[str, An
     return row
 
 
-def suite() -> TestSuiteCheck:
+def suite(*, fast_reject: bool = True) -> TestSuiteCheck:
     return TestSuiteCheck(
         (sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "tests"),
         baseline=True,
         must_pass=["test_sub"],
         env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+        fast_reject=fast_reject,
     )
 
 
@@ -121,10 +122,12 @@ async def run(
     *,
     strategy: Strategy | None = None,
     sensors: tuple[TamperingSensor, ...] = (),
+    fast_reject: bool = True,
 ) -> tuple[RunResult, ListSink]:
     model = ScriptedModelClient.from_responses(script)
     events = ListSink()
-    policy = TerminationPolicy(completion_check=suite(), protected=["tests/**"], sensors=sensors)
+    check = suite(fast_reject=fast_reject)
+    policy = TerminationPolicy(completion_check=check, protected=["tests/**"], sensors=sensors)
     options: dict[str, Any] = {} if strategy is None else {"strategy": strategy}
     harness = Harness(
         model=model,
@@ -200,7 +203,8 @@ async def test_a_failure_that_predates_the_task_does_not_hold_the_agent_back(
     repo: Path, strategy: str
 ) -> None:
     """(c) `test_legacy` failed before the run: it is recorded in the transcript and on the
-    result, listed apart in the rejection of an early claim, and never blocks."""
+    result, listed apart in the rejection of an early claim by the whole suite, and never
+    blocks."""
     script = [
         say("Nothing to do."),
         call(
@@ -218,7 +222,7 @@ async def test_a_failure_that_predates_the_task_does_not_hold_the_agent_back(
         "ralph": Ralph(max_iterations=3),
         "self_verifying": SelfVerifying(evaluator=evaluator, evaluator_must_use_tools=False),
     }[strategy]
-    result, events = await run(repo, script, strategy=chosen)
+    result, events = await run(repo, script, strategy=chosen, fast_reject=False)
     assert result.halt_reason == Completed()
     assert result.verified
     (baseline,) = result.baselines
@@ -248,3 +252,32 @@ async def test_ralph_carries_the_tampering_rejection_into_the_next_iteration(rep
     assert result.iterations == 2
     assert result.tampering == (Tampering("tests/test_calc.py", "modified", "tests/**"),)
     assert len(events.of_type(ProtectedPathsChanged)) == 1
+
+
+async def test_both_halves_judge_with_the_pristine_test(repo: Path, tmp_path: Path) -> None:
+    """A claim that weakened the must_pass test is judged with the test as it was by the fast
+    half and by the whole suite alike: the pristine test_sub writes to a log outside the
+    workspace at every run (the baseline, then both halves of both claims), and the weakened
+    one never runs."""
+    log = tmp_path / "ran.log"
+    write = f"    open({str(log)!r}, 'a').write('{{}}\\n')\n"
+    (repo / "tests" / "test_calc.py").write_text(
+        TESTS.replace("def test_sub():\n", "def test_sub():\n" + write.format("pristine"))
+    )
+    git(repo, "commit", "-q", "-am", "test_sub logs its runs")
+    weakened = "def test_sub():\n" + write.format("weakened")
+    script = [
+        call("sh", command=f"cat > tests/test_calc.py <<'END'\n{weakened}END\n"),
+        call("write_file", path="calc.py", content=FIXED_CODE),
+        say("Done."),
+        call(
+            "sh",
+            "With them as they were, the completion check passes",
+            command="git checkout -- tests/test_calc.py",
+        ),
+        say("Restored the test."),
+    ]
+    result, _ = await run(repo, script)
+    assert result.halt_reason == Completed()
+    assert result.verified
+    assert log.read_text().split() == ["pristine"] * 5

@@ -1,0 +1,304 @@
+"""Baselines kept across runs, keyed by what they depend on: a baseline taken once.
+
+A suite's baseline depends on the command (with its folder, environment, timeout and
+report), the sandbox it runs in, and the content of the workspace. The key is a digest of
+them all; the workspace's content is
+
+- its git tree (``HEAD^{tree}``) when the workspace is a git checkout with nothing changed,
+  staged or untracked (``git status`` empty; ignored files are not part of it), else
+- a content digest of every file under it (path, executable bit, SHA-256 of the bytes; a link
+  by its target's text), the folders of `SKIPPED` left out.
+
+So every run, board attempt and stop-hook session on the same content reuses one baseline,
+and any changed file makes a new key. Computing the files' digest reads each file once: a
+stat index beside the entries (size, mtime, ctime, inode, per file) lets the next digest of
+the same folder read only the files whose stat changed (ctime cannot be set by a program,
+so a file rewritten and re-dated is read again; a file changed within a second of being
+indexed is never trusted to the index).
+
+Entries live in the user's cache folder (`default_cache_dir`), one JSON file per key, written
+to a temporary file and renamed. An entry is used only when it parses, has this format, holds
+its own key and a digest of its baseline that matches: anything else is ignored with a
+``baseline_cache.ignored`` warning, and the baseline is taken again. The entries are as
+trustworthy as the cache folder: an agent whose commands run as the user, outside a sandbox,
+can write there as it can write anywhere the user can.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+from attrs import frozen
+
+from harness.extend import get_logger
+
+from ._baseline import SuiteBaseline
+
+CACHE_ENV = "COMPLETION_HARNESS_CACHE"
+FORMAT = 1
+SKIPPED = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".hypothesis",
+        ".tox",
+        ".nox",
+        ".venv",
+        "venv",
+        "node_modules",
+        "target",
+    }
+)
+"""Folders left out of a workspace's content digest: caches, dependencies, build output."""
+_RACY_NS = 1_000_000_000
+_CHUNK = 1 << 20
+_log = get_logger("checks.baseline_cache")
+
+
+def default_cache_dir() -> Path:
+    """``$COMPLETION_HARNESS_CACHE`` when set, else the platform's cache folder (``$XDG_CACHE_HOME``
+    or ``~/.cache``; ``~/Library/Caches`` on macOS; ``%LOCALAPPDATA%`` on Windows), under
+    ``completion-harness/baselines``."""
+    override = os.environ.get(CACHE_ENV)
+    if override:
+        return Path(override)
+    home = Path.home()
+    if sys.platform == "darwin":
+        base = home / "Library" / "Caches"
+    elif os.name == "nt":
+        base = Path(os.environ.get("LOCALAPPDATA") or home / "AppData" / "Local")
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or home / ".cache")
+    return base / "completion-harness" / "baselines"
+
+
+@frozen
+class BaselineCache:
+    """One folder of cached baselines."""
+
+    folder: Path
+
+    @classmethod
+    def default(cls) -> BaselineCache:
+        return cls(default_cache_dir())
+
+    async def key(self, inputs: Mapping[str, object], workspace: Path) -> str:
+        """The key of a baseline taken with `inputs` (command, sandbox, ...) on `workspace`
+        as it is now."""
+        content = await workspace_content(workspace, self.folder)
+        whole = {"format": FORMAT, "inputs": inputs, "content": content}
+        return hashlib.sha256(_canonical(whole)).hexdigest()
+
+    def load(self, key: str) -> SuiteBaseline | None:
+        """The baseline stored under `key`, or None (missing; or unusable, with a warning)."""
+        path = self._path(key)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return _ignored(path, f"it cannot be read: {exc.strerror}")
+        try:
+            entry = json.loads(text)
+        except ValueError:
+            return _ignored(path, "it is not JSON")
+        if not isinstance(entry, dict) or entry.get("format") != FORMAT:
+            return _ignored(path, f"it is not a baseline entry of format {FORMAT}")
+        if entry.get("key") != key:
+            return _ignored(path, "it holds another key")
+        body = entry.get("baseline")
+        if entry.get("digest") != hashlib.sha256(_canonical(body)).hexdigest():
+            return _ignored(path, "its baseline does not match its digest")
+        try:
+            return SuiteBaseline.from_json(body)
+        except ValueError as exc:
+            return _ignored(path, str(exc))
+
+    def store(self, key: str, baseline: SuiteBaseline) -> None:
+        """Keep `baseline` under `key` (atomically: a reader sees the old entry or the new)."""
+        body = baseline.to_json()
+        entry = {
+            "format": FORMAT,
+            "key": key,
+            "baseline": body,
+            "digest": hashlib.sha256(_canonical(body)).hexdigest(),
+        }
+        _write_atomically(self._path(key), json.dumps(entry, sort_keys=True))
+
+    def _path(self, key: str) -> Path:
+        return self.folder / f"{key}.json"
+
+
+@asynccontextmanager
+async def locked(path: Path) -> AsyncIterator[None]:
+    """Hold the lock file `path` (waiting, cancellably, while another process or task holds
+    it), so that runs starting together on the same content take one baseline, not one each.
+    Where locks are not available (Windows), or the folder cannot be written, nothing waits."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: each run may take its own, as without a cache
+        yield
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(path, "a+b")  # noqa: SIM115, ASYNC230 - a local file, held while locked
+    except OSError as exc:
+        _log.warning("baseline_cache.unlocked", path=str(path), why=str(exc))
+        yield
+        return
+    try:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                await anyio.sleep(0.05)
+        yield
+    finally:
+        handle.close()  # closing the file releases the lock
+
+
+def _ignored(path: Path, why: str) -> SuiteBaseline | None:
+    """None, after a warning that the entry at `path` is not used, and why."""
+    _log.warning("baseline_cache.ignored", path=str(path), why=why)
+    return None
+
+
+def _canonical(value: object) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+async def workspace_content(workspace: Path, index_folder: Path | None = None) -> str:
+    """``git-tree:<hash>`` for a clean git checkout, else ``files:<digest>`` (see the module's
+    docstring); `index_folder` keeps the stat index that spares re-reading unchanged files."""
+    tree = await _clean_git_tree(workspace)
+    if tree is not None:
+        return f"git-tree:{tree}"
+    digest = await anyio.to_thread.run_sync(files_digest, workspace, index_folder)
+    return f"files:{digest}"
+
+
+async def _clean_git_tree(workspace: Path) -> str | None:
+    git = ["git", "--no-optional-locks", "-C", str(workspace)]
+    try:
+        status = await anyio.run_process(
+            [*git, "status", "--porcelain", "--untracked-files=all", "--ignore-submodules=none"],
+            check=False,
+        )
+        if status.returncode != 0 or status.stdout.strip():
+            return None
+        tree = await anyio.run_process([*git, "rev-parse", "HEAD^{tree}"], check=False)
+    except OSError:  # no git
+        return None
+    found = tree.stdout.decode(errors="replace").strip()
+    return found if tree.returncode == 0 and found else None
+
+
+def files_digest(root: Path, index_folder: Path | None = None) -> str:
+    """A digest of every file's path, executable bit and content under `root`."""
+    index_path = None
+    index: dict[str, list[Any]] = {}
+    if index_folder is not None:
+        where = hashlib.sha256(os.fsencode(os.path.realpath(root))).hexdigest()[:32]
+        index_path = index_folder / "index" / f"{where}.json"
+        index = _read_index(index_path)
+    started = time.time_ns()
+    fresh: dict[str, list[Any]] = {}
+    whole = hashlib.sha256()
+    for relative, path, info in _walk(root):
+        if stat.S_ISLNK(info.st_mode):
+            kind, digest = "link", hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()
+        else:
+            kind = "exec" if info.st_mode & 0o111 else "file"
+            seen = [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
+            known = index.get(relative)
+            unchanged = known is not None and known[:4] == seen
+            digest = known[4] if known is not None and unchanged else _file_sha256(path)
+            if started - max(info.st_mtime_ns, info.st_ctime_ns) > _RACY_NS:
+                fresh[relative] = [*seen, digest]
+        whole.update(f"{relative}\0{kind}\0{digest}\n".encode(errors="surrogateescape"))
+    if index_path is not None and fresh != index:
+        try:
+            _write_atomically(index_path, json.dumps(fresh, separators=(",", ":")))
+        except OSError as exc:
+            _log.warning("baseline_cache.index_not_written", path=str(index_path), why=str(exc))
+    return whole.hexdigest()
+
+
+def _read_index(path: Path) -> dict[str, list[Any]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError):
+        _log.warning("baseline_cache.ignored", path=str(path), why="the stat index is unreadable")
+        return {}
+    if not isinstance(data, dict) or not all(
+        isinstance(v, list) and len(v) == 5 for v in data.values()
+    ):
+        _log.warning("baseline_cache.ignored", path=str(path), why="the stat index is malformed")
+        return {}
+    return data
+
+
+def _walk(root: Path) -> Iterator[tuple[str, str, os.stat_result]]:
+    """(path relative to `root` with ``/``, full path, lstat) of every file and link, in a
+    stable order, the `SKIPPED` folders left out."""
+    stack = [""]
+    while stack:
+        relative_dir = stack.pop()
+        folder = os.path.join(root, relative_dir) if relative_dir else os.fspath(root)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        below = []
+        for entry in entries:
+            relative = f"{relative_dir}/{entry.name}" if relative_dir else entry.name
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in SKIPPED:
+                    below.append(relative)
+                continue
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
+                yield relative, entry.path, info
+        stack.extend(reversed(below))
+
+
+def _file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as file:
+            while chunk := file.read(_CHUNK):
+                digest.update(chunk)
+    except OSError as exc:
+        return f"unreadable:{exc.errno}"
+    return digest.hexdigest()

@@ -1,0 +1,273 @@
+"""A suite's baseline is taken once per content: cached under a key of the command, its
+sandbox and the workspace's content, reused by every run on that content, and never used
+when stale, corrupt, foreign or tampered with."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import anyio
+import pytest
+from _checks_support import snapshot
+
+import checks._baseline_cache as cache_module
+from checks import TestSuiteCheck
+from checks._baseline_cache import CACHE_ENV, BaselineCache, default_cache_dir, files_digest
+from harness.extend import ProcessResult
+
+pytestmark = pytest.mark.anyio
+
+LISTING = "t.py::test_a PASSED\nt.py::test_b FAILED\n=== 1 failed, 1 passed in 0.1s ===\n"
+
+
+class Counting:
+    """A sandbox that answers every run with `LISTING` and counts the runs; its repr (part
+    of the cache key) is the same for every instance, as a real sandbox's is."""
+
+    def __init__(self, output: str = LISTING, *, timed_out: bool = False) -> None:
+        self.runs = 0
+        self.output = output
+        self.timed_out = timed_out
+        self.gate: anyio.Event | None = None
+        self.started = anyio.Event()
+
+    def __repr__(self) -> str:
+        return "Counting()"
+
+    async def run(
+        self,
+        command: str | Sequence[str],
+        *,
+        cwd: Path,
+        timeout: float | None,  # noqa: ASYNC109 - the protocol's signature
+        env: Mapping[str, str] | None = None,
+        workspace: Path | None = None,
+    ) -> ProcessResult:
+        self.runs += 1
+        self.started.set()
+        if self.gate is not None:
+            await self.gate.wait()
+        return ProcessResult(1, self.output, self.timed_out, False, 0.1)
+
+
+def workspace(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "t.py").write_text("def test_a(): pass\n")
+    (root / "node_modules").mkdir(exist_ok=True)
+    (root / "node_modules" / "dep.js").write_text("1")
+    return root
+
+
+async def prepared(root: Path, sandbox: Counting, **options: object) -> TestSuiteCheck:
+    """A fresh check (as each board attempt and hook session builds one), prepared."""
+    check = TestSuiteCheck("run-tests", baseline=True, sandbox=sandbox, **options)  # type: ignore[arg-type]
+    await check.prepare(snapshot(root))
+    return check
+
+
+def entries() -> list[Path]:
+    return sorted(default_cache_dir().glob("*.json"))
+
+
+async def test_runs_on_the_same_content_take_the_baseline_once(tmp_path: Path) -> None:
+    """Two checks on two folders of the same content: the second reuses the first's
+    baseline, and judges with it (test_b failing before the run does not block)."""
+    sandbox = Counting()
+    await prepared(workspace(tmp_path / "a"), sandbox)
+    second = await prepared(workspace(tmp_path / "b"), sandbox)
+    assert sandbox.runs == 1
+    recorded = second.baseline_for("run-1")
+    assert recorded is not None
+    assert recorded.failing == ("t.py::test_b",)
+    assert await second.check(snapshot(tmp_path / "b")) is None
+
+
+async def test_a_changed_file_takes_it_again(tmp_path: Path) -> None:
+    sandbox = Counting()
+    root = workspace(tmp_path / "a")
+    await prepared(root, sandbox)
+    (root / "t.py").write_text("def test_a(): assert 0\n")
+    await prepared(root, sandbox)
+    (root / "new.py").write_text("")
+    await prepared(root, sandbox)
+    assert sandbox.runs == 3
+    assert len(entries()) == 3
+
+
+async def test_skipped_folders_are_not_part_of_the_content(tmp_path: Path) -> None:
+    sandbox = Counting()
+    root = workspace(tmp_path / "a")
+    await prepared(root, sandbox)
+    (root / "node_modules" / "dep.js").write_text("2")
+    (root / "__pycache__").mkdir()
+    (root / "__pycache__" / "t.pyc").write_bytes(b"\0")
+    await prepared(root, sandbox)
+    assert sandbox.runs == 1
+
+
+async def test_another_command_or_sandbox_is_another_key(tmp_path: Path) -> None:
+    sandbox = Counting()
+    root = workspace(tmp_path / "a")
+    await prepared(root, sandbox)
+    await prepared(root, sandbox, env={"CI": "1"})
+    await prepared(root, sandbox, timeout=5.0)
+    other = Counting()
+    other.__class__ = type("Other", (Counting,), {"__repr__": lambda self: "Other()"})
+    await prepared(root, other)
+    assert (sandbox.runs, other.runs) == (3, 1)
+
+
+async def test_a_tampered_entry_is_ignored_with_a_warning_and_replaced(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An entry whose baseline was edited (test_a marked failing, so that breaking it would
+    look older than the run) no longer matches its digest: it is never used."""
+    sandbox = Counting()
+    root = workspace(tmp_path / "a")
+    await prepared(root, sandbox)
+    (entry,) = entries()
+    data = json.loads(entry.read_text())
+    data["baseline"]["results"]["outcomes"]["t.py::test_a"] = "failed"
+    entry.write_text(json.dumps(data))
+    with caplog.at_level(logging.WARNING, logger="checks.baseline_cache"):
+        check = await prepared(root, sandbox)
+    assert sandbox.runs == 2
+    recorded = check.baseline_for("run-1")
+    assert recorded is not None
+    assert recorded.failing == ("t.py::test_b",)
+    assert "event=baseline_cache.ignored" in caplog.text
+    assert "its baseline does not match its digest" in caplog.text
+    assert json.loads(entry.read_text())["baseline"]["results"]["outcomes"]["t.py::test_a"] == (
+        "passed"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ("{not json", "it is not JSON"),
+        ('{"format": 99}', "it is not a baseline entry of format 1"),
+        ("[]", "it is not a baseline entry of format 1"),
+    ],
+)
+async def test_a_corrupt_entry_is_ignored_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, content: str, why: str
+) -> None:
+    sandbox = Counting()
+    root = workspace(tmp_path / "a")
+    await prepared(root, sandbox)
+    (entry,) = entries()
+    entry.write_text(content)
+    with caplog.at_level(logging.WARNING, logger="checks.baseline_cache"):
+        await prepared(root, sandbox)
+    assert sandbox.runs == 2
+    assert why in caplog.text
+
+
+async def test_a_foreign_entry_is_ignored(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """An entry copied under another key's name (its digest intact) is not that key's."""
+    sandbox = Counting()
+    root = workspace(tmp_path / "a")
+    await prepared(root, sandbox)
+    (first,) = entries()
+    (root / "t.py").write_text("changed\n")
+    cache = BaselineCache.default()
+    key = await cache.key(TestSuiteCheck("run-tests", sandbox=sandbox)._cache_inputs(), root)
+    shutil.copy(first, cache.folder / f"{key}.json")
+    with caplog.at_level(logging.WARNING, logger="checks.baseline_cache"):
+        await prepared(root, sandbox)
+    assert sandbox.runs == 2
+    assert "it holds another key" in caplog.text
+
+
+async def test_a_baseline_that_timed_out_is_not_kept(tmp_path: Path) -> None:
+    sandbox = Counting(timed_out=True)
+    root = workspace(tmp_path / "a")
+    await prepared(root, sandbox)
+    await prepared(root, sandbox)
+    assert sandbox.runs == 2
+    assert entries() == []
+
+
+async def test_without_the_cache_nothing_is_kept(tmp_path: Path) -> None:
+    sandbox = Counting()
+    root = workspace(tmp_path / "a")
+    await prepared(root, sandbox, baseline_cache=False)
+    await prepared(root, sandbox, baseline_cache=False)
+    assert sandbox.runs == 2
+    assert list(default_cache_dir().iterdir()) == []
+
+
+async def test_runs_that_start_together_take_one_baseline(tmp_path: Path) -> None:
+    """The first run holds the key's lock while its suite runs; the others wait, then reuse."""
+    sandbox = Counting()
+    sandbox.gate = anyio.Event()
+    roots = [workspace(tmp_path / name) for name in "abc"]
+    async with anyio.create_task_group() as group:
+        for root in roots:
+            group.start_soon(prepared, root, sandbox)
+        await sandbox.started.wait()
+        sandbox.gate.set()
+    assert sandbox.runs == 1
+
+
+def repository_and_clone(tmp_path: Path) -> tuple[Path, Path]:
+    root = workspace(tmp_path / "a")
+    (root / ".gitignore").write_text("node_modules/\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(root)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "c"], check=True)
+    clone = tmp_path / "b"
+    subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
+    return root, clone
+
+
+async def test_clean_git_checkouts_of_one_commit_share_the_key(tmp_path: Path) -> None:
+    """A clean checkout is keyed by its git tree (so an untracked file, or an edit, is
+    another key), wherever it lives."""
+    root, clone = repository_and_clone(tmp_path)
+    content = await cache_module.workspace_content(root)
+    assert content.startswith("git-tree:")
+    assert await cache_module.workspace_content(clone) == content
+    (clone / "untracked.py").write_text("")
+    assert (await cache_module.workspace_content(clone)).startswith("files:")
+    sandbox = Counting()
+    await prepared(root, sandbox)
+    (clone / "untracked.py").unlink()
+    await prepared(clone, sandbox)
+    assert sandbox.runs == 1
+
+
+def test_the_stat_index_never_hides_a_changed_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file rewritten with the same size and its old mtime put back is read again (its
+    ctime changed), so the digest follows the content."""
+    monkeypatch.setattr(cache_module, "_RACY_NS", -(10**12))  # index even brand-new files
+    root = workspace(tmp_path / "a")
+    index = tmp_path / "index"
+    first = files_digest(root, index)
+    assert files_digest(root, index) == first
+    info = (root / "t.py").stat()
+    (root / "t.py").write_text("def test_b(): pass\n")
+    os.utime(root / "t.py", ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert (root / "t.py").stat().st_size == info.st_size
+    changed = files_digest(root, index)
+    assert changed != first
+    assert files_digest(root, None) == changed
+
+
+def test_the_cache_folder_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_ENV, "/somewhere/else")
+    assert default_cache_dir() == Path("/somewhere/else")
+    monkeypatch.delenv(CACHE_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", "/xdg")
+    if os.name == "posix" and os.uname().sysname == "Linux":
+        assert default_cache_dir() == Path("/xdg/completion-harness/baselines")

@@ -1,0 +1,173 @@
+"""`TestSuiteCheck`'s fast half: a claim first runs the tests that failed at the last verdict
+and the `must_pass` ones, by name; one still failing rejects at once, and only the whole
+suite accepts. Every test here writes its name to a log outside the workspace, so what ran
+is read from the log, not guessed from timing."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from _checks_support import snapshot
+
+from checks import TestSuiteCheck
+
+pytestmark = pytest.mark.anyio
+
+PYTEST = (sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "tests")
+ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
+def suite_source(log: Path) -> str:
+    return f"""\
+from pathlib import Path
+
+from calc import VALUE
+
+
+def ran(name):
+    with Path({str(log)!r}).open("a") as log:
+        log.write(name + "\\n")
+
+
+def test_value():
+    ran("test_value")
+    assert VALUE == 2
+
+
+def test_other():
+    ran("test_other")
+    assert Path("other_ok").exists()
+
+
+def test_legacy():
+    ran("test_legacy")
+    assert False, "failing before the task began"
+
+
+def test_fine():
+    ran("test_fine")
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> tuple[Path, Path]:
+    root, log = tmp_path / "repo", tmp_path / "ran.log"
+    (root / "tests").mkdir(parents=True)
+    (root / "tests" / "test_calc.py").write_text(suite_source(log))
+    (root / "calc.py").write_text("VALUE = 0\n")
+    (root / "other_ok").write_text("")
+    return root, log
+
+
+def ran(log: Path) -> list[str]:
+    """The tests that ran since the last call, and the log emptied."""
+    names = log.read_text().split() if log.exists() else []
+    log.write_text("")
+    return sorted(names)
+
+
+async def test_a_test_still_failing_rejects_without_the_rest_of_the_suite(
+    project: tuple[Path, Path],
+) -> None:
+    """The second claim runs only test_value (failed at the last verdict); it still fails,
+    so the claim is rejected naming it and what ran, and no other test ran."""
+    root, log = project
+    check = TestSuiteCheck(PYTEST, env=ENV)
+    first = await check.measure(snapshot(root))
+    assert first.reason is not None
+    assert ran(log) == ["test_fine", "test_legacy", "test_other", "test_value"]
+    second = await check.measure(snapshot(root))
+    assert ran(log) == ["test_value"]
+    assert second.reason is not None
+    assert "still fails 1 of the tests run first" in second.reason
+    assert (
+        "tests that failed at the last verdict still fail: tests/test_calc.py::test_value"
+        in second.reason
+    )
+    assert "the whole suite runs once they pass" in second.reason
+    assert "-k '(test_calc.py and test_legacy) or (test_calc.py and test_value)'" in second.reason
+    assert second.progress is None  # a few tests say nothing of the rest
+
+
+async def test_selected_tests_that_pass_never_accept_alone(project: tuple[Path, Path]) -> None:
+    """When the tests that failed pass now, the whole suite runs, and a test broken since the
+    last verdict (test_other) rejects the claim: the fast half never accepts. test_legacy,
+    failing since the baseline, is never run first."""
+    root, log = project
+    check = TestSuiteCheck(PYTEST, env=ENV, baseline=True)
+    (root / "calc.py").write_text("VALUE = 2\n")
+    await check.prepare(snapshot(root))
+    (root / "calc.py").write_text("VALUE = 1\n")
+    assert (await check.check(snapshot(root))) is not None
+    ran(log)
+    (root / "calc.py").write_text("VALUE = 2\n")
+    (root / "other_ok").unlink()
+    reason = await check.check(snapshot(root))
+    assert ran(log) == ["test_fine", "test_legacy", "test_other", "test_value", "test_value"]
+    assert reason is not None
+    assert "tests that passed before the run no longer pass: tests/test_calc.py::test_other" in (
+        reason
+    )
+    assert "(first ran only tests/test_calc.py::test_value: they pass now)" in reason
+    (root / "other_ok").write_text("")
+    assert await check.check(snapshot(root)) is None
+    assert ran(log) == ["test_fine", "test_legacy", "test_other", "test_other", "test_value"]
+
+
+async def test_must_pass_tests_run_first_from_the_first_claim(
+    project: tuple[Path, Path],
+) -> None:
+    """With a baseline, the first claim already runs the must_pass test first, though it
+    failed at the baseline (it is the task)."""
+    root, log = project
+    check = TestSuiteCheck(PYTEST, env=ENV, baseline=True, must_pass=["test_value"])
+    await check.prepare(snapshot(root))
+    ran(log)
+    reason = await check.check(snapshot(root))
+    assert ran(log) == ["test_value"]
+    assert reason is not None
+    assert "must_pass tests not passing: test_value (tests/test_calc.py::test_value failed)" in (
+        reason
+    )
+
+
+async def test_fast_reject_false_runs_the_whole_suite(project: tuple[Path, Path]) -> None:
+    root, log = project
+    check = TestSuiteCheck(PYTEST, env=ENV, fast_reject=False)
+    await check.check(snapshot(root))
+    ran(log)
+    await check.check(snapshot(root))
+    assert ran(log) == ["test_fine", "test_legacy", "test_other", "test_value"]
+
+
+async def test_each_run_keeps_its_own_last_verdict(project: tuple[Path, Path]) -> None:
+    """A run that has no verdict yet runs the whole suite, whatever another run found."""
+    root, log = project
+    check = TestSuiteCheck(PYTEST, env=ENV)
+    await check.check(snapshot(root, run_id="one"))
+    ran(log)
+    await check.check(snapshot(root, run_id="two"))
+    assert ran(log) == ["test_fine", "test_legacy", "test_other", "test_value"]
+
+
+async def test_a_selection_that_runs_nothing_falls_through_to_the_whole_suite(
+    project: tuple[Path, Path],
+) -> None:
+    """A test renamed since the last verdict is not found by name: nothing fails in the fast
+    half, so the whole suite decides."""
+    root, log = project
+    check = TestSuiteCheck(PYTEST, env=ENV)
+    await check.check(snapshot(root))
+    test_file = root / "tests" / "test_calc.py"
+    test_file.write_text(
+        test_file.read_text()
+        .replace("def test_value", "def test_renamed")
+        .replace("def test_legacy", "def test_old")
+    )
+    ran(log)
+    reason = await check.check(snapshot(root))
+    assert ran(log) == ["test_fine", "test_legacy", "test_other", "test_value"]
+    assert reason is not None
+    assert "tests/test_calc.py::test_renamed" in reason
