@@ -87,17 +87,7 @@ class CodexStop:
     subcommand: str = "codex-stop"
 
     def parse(self, data: object) -> StopRequest:
-        payload = _object(data)
-        event = payload.get("hook_event_name", "Stop")
-        if event != "Stop":
-            raise HookPayloadError(f"'hook_event_name' must be 'Stop' (got {event!r})")
-        return StopRequest(
-            agent=self.agent,
-            session_id=_string(payload, "session_id"),
-            cwd=_path(payload, "cwd"),
-            reentry=_flag(payload, "stop_hook_active"),
-            last_message=_optional_text(payload, "last_assistant_message"),
-        )
+        return _stop_with_last_message(self.agent, data)
 
     def answer(self, decision: StopDecision) -> dict[str, object] | None:
         return decision.answer()
@@ -199,17 +189,7 @@ class QwenStop:
     subcommand: str = "qwen-stop"
 
     def parse(self, data: object) -> StopRequest:
-        payload = _object(data)
-        event = payload.get("hook_event_name", "Stop")
-        if event != "Stop":
-            raise HookPayloadError(f"'hook_event_name' must be 'Stop' (got {event!r})")
-        return StopRequest(
-            agent=self.agent,
-            session_id=_string(payload, "session_id"),
-            cwd=_path(payload, "cwd"),
-            reentry=_flag(payload, "stop_hook_active"),
-            last_message=_optional_text(payload, "last_assistant_message"),
-        )
+        return _stop_with_last_message(self.agent, data)
 
     def answer(self, decision: StopDecision) -> dict[str, object] | None:
         return decision.answer()
@@ -313,3 +293,19 @@ def _path(payload: dict[str, Any], key: str) -> Path | None:
     if not isinstance(value, str):
         raise HookPayloadError(f"{key!r} must be a path (got {value!r})")
     return Path(value).expanduser()
+
+
+def _stop_with_last_message(agent: str, data: object) -> StopRequest:
+    """A ``Stop`` payload that carries the final answer as ``last_assistant_message`` (Codex's
+    and Qwen Code's, whose transcripts are formats of their own)."""
+    payload = _object(data)
+    event = payload.get("hook_event_name", "Stop")
+    if event != "Stop":
+        raise HookPayloadError(f"'hook_event_name' must be 'Stop' (got {event!r})")
+    return StopRequest(
+        agent=agent,
+        session_id=_string(payload, "session_id"),
+        cwd=_path(payload, "cwd"),
+        reentry=_flag(payload, "stop_hook_active"),
+        last_message=_optional_text(payload, "last_assistant_message"),
+    )
