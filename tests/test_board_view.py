@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,16 @@ def test_a_folder_that_is_neither_a_transcript_nor_a_board(
 ) -> None:
     assert main(["view", str(tmp_path)]) == 2
     assert "harness: " in capsys.readouterr().err
+
+
+def test_the_index_is_titled_by_the_board_when_its_state_folder_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`harness view BOARD/.board` titles the page by the board's folder, as `harness view
+    BOARD` does: the state folder's name says nothing about which board it is."""
+    board = tmp_path / "myboard"
+    shutil.copytree(DEMO, board)
+    main(["board", "run", str(board), "--agents", "2", "-q"])
+    index, _ = _view(board / ".board", capsys)
+    title = parse(index.read_text(encoding="utf-8")).find("title").text()
+    assert title.startswith(f"Board {board}:")

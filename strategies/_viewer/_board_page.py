@@ -100,8 +100,11 @@ def write_board_view(folder: str | Path, out: str | Path) -> BoardView:
         else:
             pages.append(AttemptPage(attempt, name, view))
     index = target / "index.html"
+    # A board's state lies in its folder's `.board`: the page is titled by the board, whichever
+    # of the two was named (a state folder kept elsewhere is all there is to show).
+    board = root.parent if root == state and root.name == ".board" else root
     index.write_text(
-        render_board_index(str(root), tasks, pages, counts, costs),
+        render_board_index(str(board), tasks, pages, counts, costs),
         encoding="utf-8",
         errors="backslashreplace",
     )
