@@ -170,8 +170,8 @@ async def test_a_weakened_test_is_refused_caught_and_never_passes(repo: Path) ->
     result, events = await run(repo, script)
     assert result.halt_reason == Completed()
     assert result.verified
-    changed = Tampering("tests/test_calc.py", "modified", "tests/**")
-    assert result.tampering == (changed, changed)
+    # Found at both claims (an event each), listed once in the result.
+    assert result.tampering == (Tampering("tests/test_calc.py", "modified", "tests/**"),)
     assert [type(e) for e in events.events if isinstance(e, ProtectedPathsChanged)] == [
         ProtectedPathsChanged,
         ProtectedPathsChanged,
