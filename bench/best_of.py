@@ -23,13 +23,14 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
-import subprocess
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
+from _repos import git as _git
+from _repos import python_tree as _tree
 
 from checks import FilesCheck
 from harness import Harness, ScriptedModelClient, workspace_tools
@@ -37,22 +38,6 @@ from strategies import BestOf, Ralph
 from strategies._apply_changes import apply_changes
 from strategies._attempt_workspaces import AttemptWorkspaces
 from termination import TerminationPolicy
-
-
-def _tree(root: Path, files: int) -> None:
-    for i in range(files):
-        folder = root / "src" / f"pkg{i // 50}"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"mod_{i % 50}.py").write_text(f"# {i}\n" + "x = 1\n" * 680)
-
-
-def _git(root: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=b", "-c", "user.email=b@b", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-    )
 
 
 def _change(root: Path) -> None:

@@ -14,33 +14,18 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Literal
 
 import anyio
+from _repos import git as _git
+from _repos import python_tree as _tree
 
 from harness.checkpoints import open_checkpoints
 
 Backend = Literal["git", "snapshot"]
-
-
-def _tree(root: Path, files: int) -> None:
-    for i in range(files):
-        folder = root / "src" / f"pkg{i // 50}"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"mod_{i % 50}.py").write_text(f"# {i}\n" + "x = 1\n" * 680)
-
-
-def _git(root: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=b", "-c", "user.email=b@b", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-    )
 
 
 def _change(root: Path, round_: int) -> None:
