@@ -216,11 +216,8 @@ async def _git_content(workspace: Path) -> str | None:
         )
         if found.returncode != 0:
             return None
-        status = await anyio.run_process(
-            [*git, "status", "--porcelain=v1", "-z", "--untracked-files=all"]
-            + ["--ignore-submodules=none"],
-            check=False,
-        )
+        listing = ["status", "--porcelain=v1", "-z", "--untracked-files=all"]
+        status = await anyio.run_process([*git, *listing, "--ignore-submodules=none"], check=False)
     except OSError:  # no git
         return None
     lines = found.stdout.decode(errors="surrogateescape").splitlines()
