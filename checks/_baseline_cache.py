@@ -4,17 +4,19 @@ A suite's baseline depends on the command (with its folder, environment, timeout
 report), the sandbox it runs in, and the content of the workspace. The key is a digest of
 them all; the workspace's content is
 
-- its git tree (``HEAD^{tree}``) when the workspace is a git checkout with nothing changed,
-  staged or untracked (``git status`` empty; ignored files are not part of it), else
-- a content digest of every file under it (path, executable bit, SHA-256 of the bytes; a link
-  by its target's text), the folders of `SKIPPED` left out.
+- in a git checkout, its commit's tree (``HEAD^{tree}``) and, when ``git status`` lists
+  changes (changed, staged, deleted or untracked paths; ignored files are not part of it), a
+  digest of those paths as they are in the folder; git's index spares reading the rest (by
+  git's own rules: a file marked ``assume-unchanged`` is taken as unchanged);
+- else a content digest of every file under it (path, executable bit, SHA-256 of the bytes; a
+  link by its target's text).
 
-So every run, board attempt and stop-hook session on the same content reuses one baseline,
-and any changed file makes a new key. Computing the files' digest reads each file once: a
-stat index beside the entries (size, mtime, ctime, inode, per file) lets the next digest of
-the same folder read only the files whose stat changed (ctime cannot be set by a program,
-so a file rewritten and re-dated is read again; a file changed within a second of being
-indexed is never trusted to the index).
+The folders of `SKIPPED` are left out of both. So every run, board attempt and stop-hook
+session on the same content reuses one baseline, and any changed file makes a new key.
+Computing the files' digest reads each file once: a stat index beside the entries (size,
+mtime, ctime, inode, per file) lets the next digest of the same folder read only the files
+whose stat changed (ctime cannot be set by a program, so a file rewritten and re-dated is read
+again; a file changed within a second of being indexed is never trusted to the index).
 
 Entries live in the user's cache folder (`default_cache_dir`), one JSON file per key, written
 to a temporary file and renamed. An entry is used only when it parses, has this format, holds
@@ -194,29 +196,79 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 async def workspace_content(workspace: Path, index_folder: Path | None = None) -> str:
-    """``git-tree:<hash>`` for a clean git checkout, else ``files:<digest>`` (see the module's
-    docstring); `index_folder` keeps the stat index that spares re-reading unchanged files."""
-    tree = await _clean_git_tree(workspace)
-    if tree is not None:
-        return f"git-tree:{tree}"
+    """``git-tree:<hash>`` for a clean git checkout, ``git-tree:<hash>+changes:<digest>`` for
+    one with changes, else ``files:<digest>`` (see the module's docstring); `index_folder`
+    keeps the stat index that spares re-reading unchanged files."""
+    found = await _git_content(workspace)
+    if found is not None:
+        return found
     digest = await anyio.to_thread.run_sync(files_digest, workspace, index_folder)
     return f"files:{digest}"
 
 
-async def _clean_git_tree(workspace: Path) -> str | None:
+async def _git_content(workspace: Path) -> str | None:
+    """The content of a git checkout by its tree and its changes, or None where git cannot
+    say (no git, no repository, no commit yet, a changed submodule)."""
     git = ["git", "--no-optional-locks", "-C", str(workspace)]
     try:
-        status = await anyio.run_process(
-            [*git, "status", "--porcelain", "--untracked-files=all", "--ignore-submodules=none"],
-            check=False,
+        found = await anyio.run_process(
+            [*git, "rev-parse", "--show-toplevel", "HEAD^{tree}"], check=False
         )
-        if status.returncode != 0 or status.stdout.strip():
+        if found.returncode != 0:
             return None
-        tree = await anyio.run_process([*git, "rev-parse", "HEAD^{tree}"], check=False)
+        listing = ["status", "--porcelain=v1", "-z", "--untracked-files=all"]
+        status = await anyio.run_process([*git, *listing, "--ignore-submodules=none"], check=False)
     except OSError:  # no git
         return None
-    found = tree.stdout.decode(errors="replace").strip()
-    return found if tree.returncode == 0 and found else None
+    lines = found.stdout.decode(errors="surrogateescape").splitlines()
+    if status.returncode != 0 or len(lines) != 2:
+        return None
+    top, tree = lines
+    if not status.stdout:
+        return f"git-tree:{tree}"
+    paths = _changed_paths(status.stdout)
+    digest = await anyio.to_thread.run_sync(_paths_digest, Path(top), paths)
+    return None if digest is None else f"git-tree:{tree}+changes:{digest}"
+
+
+def _changed_paths(porcelain: bytes) -> list[str]:
+    """The paths ``git status --porcelain=v1 -z`` lists (both sides of a rename), relative
+    to the repository's top, sorted, those inside `SKIPPED` folders left out."""
+    fields = porcelain.split(b"\0")
+    paths: set[str] = set()
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        if len(entry) < 4:
+            continue
+        paths.add(os.fsdecode(entry[3:]))
+        if b"R" in entry[:2] or b"C" in entry[:2]:  # a rename or copy: its source comes next
+            paths.add(os.fsdecode(fields[i]))
+            i += 1
+    return sorted(p for p in paths if not SKIPPED.intersection(p.split("/")[:-1]))
+
+
+def _paths_digest(top: Path, paths: list[str]) -> str | None:
+    """A digest of each path's state under `top` (gone, a link's target, or the executable
+    bit and content of a file); None when one is a folder (a submodule)."""
+    whole = hashlib.sha256()
+    for relative in paths:
+        path = os.path.join(top, relative)
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            state = "gone"
+        else:
+            if stat.S_ISDIR(info.st_mode):
+                return None
+            if stat.S_ISLNK(info.st_mode):
+                state = "link\0" + hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()
+            else:
+                kind = "exec" if info.st_mode & 0o111 else "file"
+                state = f"{kind}\0{_file_sha256(path)}"
+        whole.update(f"{relative}\0{state}\n".encode(errors="surrogateescape"))
+    return whole.hexdigest()
 
 
 def files_digest(root: Path, index_folder: Path | None = None) -> str:

@@ -1,8 +1,9 @@
 """`CommandCheck`: a verify command must exit 0, run through a sandbox with a timeout.
 
 `run_in_workspace` is shared with `TestSuiteCheck`: it resolves the working folder inside the
-workspace (never outside it), runs the command and returns the `ProcessResult`, or a reason
-when the command could not even be run. Nothing here raises for the agent's doing.
+workspace (never outside it), runs the command (its Python bytecode cached outside the
+workspace, `checks._bytecode`) and returns the `ProcessResult`, or a reason when the command
+could not even be run. Nothing here raises for the agent's doing.
 """
 
 from __future__ import annotations
@@ -16,18 +17,12 @@ from attrs import field, frozen
 from harness import ConfigurationError, SessionStateSnapshot, WorkspaceEscape, resolve_in_workspace
 from harness.extend import ProcessResult, positive
 
+from ._bytecode import bytecode_env
 from ._cannot_run import CheckCannotRun, cannot_start, preflight_command
 from ._compose import Combinable
 from ._sandbox import LocalSandbox, SandboxProvider
 
 TAIL_CHARS = 1500
-# Python caches bytecode keyed by a source file's mtime in whole seconds and its size, so a fix
-# written in the same second as the last run (a - b -> a + b) could be judged by stale bytecode.
-# Commands therefore neither read nor write bytecode caches unless the check's env says otherwise.
-FRESH_BYTECODE = {
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "PYTHONPYCACHEPREFIX": "/nonexistent/harness-check-pycache",
-}
 
 
 def command_text(command: str | Sequence[str]) -> str:
@@ -78,9 +73,10 @@ async def run_in_workspace(
         cwd = resolve_in_workspace(state.workspace, working_dir)
     except WorkspaceEscape as exc:
         return f"`{command_text(command)}` cannot run: {exc}"
-    result = await sandbox.run(
-        command, cwd=cwd, timeout=timeout, env={**FRESH_BYTECODE, **env}, workspace=state.workspace
-    )
+    async with bytecode_env(sandbox, state.workspace) as bytecode:
+        result = await sandbox.run(
+            command, cwd=cwd, timeout=timeout, env={**bytecode, **env}, workspace=state.workspace
+        )
     why = cannot_start(command, result, state.workspace, working_dir)
     if why is not None:
         raise CheckCannotRun(with_output(f"`{command_text(command)}` {why}", result))

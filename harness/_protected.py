@@ -28,9 +28,9 @@ from attrs import field, frozen
 from ._errors import ConfigurationError
 
 Change = Literal["modified", "deleted", "added", "replaced"]
-# Caches a test run writes beside the tests: never compared. The checks' commands neither read
-# nor write Python bytecode caches (`checks` sets PYTHONPYCACHEPREFIX), so nothing planted
-# there can stand in for a test.
+# Caches a test run writes beside the tests: never compared. The checks' commands never read
+# the workspace's Python bytecode caches (`checks` points PYTHONPYCACHEPREFIX elsewhere and
+# holds nothing of the workspace there), so nothing planted there can stand in for a test.
 DEFAULT_IGNORE = ("__pycache__", ".pytest_cache")
 _WILD = re.compile(r"[*?\[]")
 

@@ -237,12 +237,40 @@ async def test_clean_git_checkouts_of_one_commit_share_the_key(tmp_path: Path) -
     assert content.startswith("git-tree:")
     assert await cache_module.workspace_content(clone) == content
     (clone / "untracked.py").write_text("")
-    assert (await cache_module.workspace_content(clone)).startswith("files:")
+    assert (await cache_module.workspace_content(clone)).startswith(f"{content}+changes:")
     sandbox = Counting()
     await prepared(root, sandbox)
     (clone / "untracked.py").unlink()
     await prepared(clone, sandbox)
     assert sandbox.runs == 1
+
+
+async def test_git_checkouts_with_the_same_changes_share_the_key(tmp_path: Path) -> None:
+    """A checkout with changes is keyed by its tree and the changed paths as they are: the
+    same changes in two checkouts are one key, and any edit, deletion, rename or new file
+    is another; an untracked file in a skipped folder (``node_modules``) is not part of it."""
+    root, clone = repository_and_clone(tmp_path)
+    clean = await cache_module.workspace_content(root)
+    keys = {clean}
+    for folder in (root, clone):
+        (folder / "t.py").write_text("def test_a(): assert 0\n")
+        (folder / "new.py").write_text("x = 1\n")
+    changed = await cache_module.workspace_content(root)
+    assert changed.startswith(f"{clean}+changes:")
+    assert await cache_module.workspace_content(clone) == changed
+    keys.add(changed)
+    (clone / "node_modules").mkdir()
+    (clone / "node_modules" / "lib.js").write_text("")
+    assert await cache_module.workspace_content(clone) == changed
+    (clone / "new.py").write_text("x = 2\n")  # the same size: the content decides
+    keys.add(await cache_module.workspace_content(clone))
+    (clone / "new.py").chmod(0o755)
+    keys.add(await cache_module.workspace_content(clone))
+    await anyio.run_process(["git", "-C", str(clone), "mv", "t.py", "u.py"])
+    keys.add(await cache_module.workspace_content(clone))
+    (clone / "u.py").unlink()
+    keys.add(await cache_module.workspace_content(clone))
+    assert len(keys) == 6
 
 
 def test_the_stat_index_never_hides_a_changed_file(

@@ -299,3 +299,27 @@ def test_isolation_is_read_from_board_toml_and_checked(tmp_path: Path) -> None:
     with pytest.raises(BoardConfigError, match="not 'workspace_template'"):
         load_config(tmp_path)
     assert BoardSettings().isolation == "shared"
+
+
+async def test_many_attempts_open_and_remove_worktrees_at_once(tmp_path: Path) -> None:
+    """git's worktree commands are not safe to run at once on one repository (one reads the
+    half-made record of another and fails): sixteen attempts starting and ending together
+    each get their worktree, and nothing is left behind."""
+    from strategies.board._worktree import Worktrees
+
+    repo = _repo(tmp_path)
+    worktrees = Worktrees(tmp_path / "state" / "worktrees")
+    opened = []
+
+    async def open_one(number: int) -> None:
+        opened.append(await worktrees.open(repo, f"t{number:02d}", 1))
+
+    async with anyio.create_task_group() as group:
+        for number in range(16):
+            group.start_soon(open_one, number)
+    assert sorted((tree.path / "README").read_text() for tree in opened) == ["hello\n"] * 16
+    async with anyio.create_task_group() as group:
+        for tree in opened:
+            group.start_soon(worktrees.discard, tree)
+    assert _git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert _git(repo, "branch", "--list", "harness/*") == ""

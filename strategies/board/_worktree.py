@@ -62,11 +62,14 @@ async def repository_of(workspace: Path) -> Path:
 
 class Worktrees:
     """The attempts' worktrees of one board run, kept under `folder`. Merges into a
-    repository happen one at a time."""
+    repository happen one at a time, and so do worktrees being made and removed: git's
+    worktree commands are not safe at once on one repository (one reads the half-made record
+    of another and fails with ``failed to read .git/worktrees/<name>/commondir``)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._merging = anyio.Lock()
+        self._adding_or_removing = anyio.Lock()
 
     async def clean(self, repos: Iterable[Path]) -> None:
         """Remove what a board that died left under `folder`: its worktrees and their
@@ -87,7 +90,8 @@ class Worktrees:
         branch = f"{BRANCH_PREFIX}{task}/{attempt}"
         if await anyio.Path(path).exists():  # left by a crash: start clean
             await self._remove(repo, path, None)
-        await add_worktree(repo, path, branch, base.strip())
+        async with self._adding_or_removing:
+            await add_worktree(repo, path, branch, base.strip())
         return Worktree(repo, path, branch, base.strip(), path / inside)
 
     async def settle(self, tree: Worktree, outcome: AttemptOutcome) -> AttemptOutcome:
@@ -178,4 +182,5 @@ class Worktrees:
         return None
 
     async def _remove(self, repo: Path, path: Path, branch: str | None) -> None:
-        await remove_worktree(repo, path, branch)
+        async with self._adding_or_removing:
+            await remove_worktree(repo, path, branch)
