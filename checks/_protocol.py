@@ -8,6 +8,7 @@ from harness import SessionStateSnapshot
 
 if TYPE_CHECKING:
     from ._baseline import SuiteBaseline
+    from ._last_verdict import LastVerdict
 
 
 @runtime_checkable
@@ -52,3 +53,21 @@ class KeepsBaseline(Protocol):
     def baseline_for(self, run_id: str) -> SuiteBaseline | None: ...
 
     def restore_baseline(self, run_id: str, baseline: SuiteBaseline) -> None: ...
+
+
+@runtime_checkable
+class KeepsLastVerdict(Protocol):
+    """A check whose claims start with what its last verdict found (`TestSuiteCheck`, with
+    or without a baseline), which can outlive the process that reached it: the stop hook, a
+    fresh process at every stop, stores `last_verdict_for(run_id)` after each stop and hands
+    it back to the next stop's check with `restore_last_verdict`. `fast_reject` says whether
+    the check uses it at all.
+
+    It only decides what runs first, never what is accepted, so a stored value that cannot be
+    used is ignored (with a warning) rather than an error, unlike a stored baseline."""
+
+    fast_reject: bool
+
+    def last_verdict_for(self, run_id: str) -> LastVerdict | None: ...
+
+    def restore_last_verdict(self, run_id: str, verdict: LastVerdict) -> None: ...

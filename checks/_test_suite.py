@@ -27,6 +27,7 @@ from ._command import (
 )
 from ._compose import Combinable
 from ._junit_xml import JunitError
+from ._last_verdict import LastVerdict
 from ._progress import Assessment
 from ._sandbox import LocalSandbox, SandboxProvider
 from ._suite_tally import tally
@@ -67,14 +68,6 @@ class _Ran:
 
 
 @frozen
-class _Last:
-    """What the last whole run of the suite found, for the next claim's fast half."""
-
-    failing: tuple[str, ...]
-    names: tuple[str, ...]
-
-
-@frozen
 class TestSuiteCheck(Combinable):
     """Complete when the test command exits 0 within `timeout` and ran at least one test.
 
@@ -102,7 +95,9 @@ class TestSuiteCheck(Combinable):
     runner); when one still fails, the claim is rejected with that run's output and the rest
     of the suite is not run. Only when they pass does the whole suite run, and only the whole
     suite can accept a claim. Where the runner cannot select (an unknown command, a shell
-    pipeline, a `junit_xml` report), the whole suite runs at once.
+    pipeline, a `junit_xml` report), the whole suite runs at once. The last verdict is kept
+    per run (`last_verdict_for`); a process that runs one claim each (the stop hooks) hands it
+    to the next with `restore_last_verdict`.
 
     With `baseline_cache` (the default), a baseline is kept in the user's cache folder under
     a key of the command, its settings, the sandbox and the workspace's content, so that
@@ -128,7 +123,7 @@ class TestSuiteCheck(Combinable):
         repr=False,
         default=Factory(lambda self: PerRun(self.max_runs), takes_self=True),
     )
-    _last: PerRun[_Last] = field(
+    _last: PerRun[LastVerdict] = field(
         init=False,
         eq=False,
         repr=False,
@@ -231,6 +226,21 @@ class TestSuiteCheck(Combinable):
         """Use `baseline`, recorded earlier (by another process: the stop hooks), for the run."""
         self._baselines.remember(run_id, baseline)
 
+    def last_verdict_for(self, run_id: str) -> LastVerdict | None:
+        """What the run's last whole run of the suite found, if it is still kept."""
+        return self._last.get(run_id)
+
+    def restore_last_verdict(self, run_id: str, verdict: LastVerdict) -> None:
+        """Start the run's next claim from `verdict`, found earlier (by another process: the
+        stop hooks). A `ValueError` when it is another command's: its names would select
+        nothing of this suite's, or the wrong tests."""
+        if verdict.command != command_text(self.command):
+            raise ValueError(
+                f"it is the last verdict of `{verdict.command}`, not of "
+                f"`{command_text(self.command)}`"
+            )
+        self._last.remember(run_id, verdict)
+
     async def check(self, state: SessionStateSnapshot) -> str | None:
         return (await self.measure(state)).reason
 
@@ -247,7 +257,8 @@ class TestSuiteCheck(Combinable):
             return Assessment(ran)
         if not (ran.result.timed_out or ran.result.exit_code < 0):
             listed = ran.listing.outcomes if isinstance(ran.listing, TestResults) else {}
-            self._last.remember(state.run_id, _Last(ran.failing, tuple(listed)))
+            shown = command_text(self.command)
+            self._last.remember(state.run_id, LastVerdict(shown, ran.failing, tuple(listed)))
         verdict = self._verdict(state, ran)
         if verdict is not None and first is not None:
             headline, newline, rest = verdict.partition("\n")

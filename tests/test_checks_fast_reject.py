@@ -5,6 +5,7 @@ is read from the log, not guessed from timing."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from _checks_support import snapshot
 
 from checks import TestSuiteCheck
+from checks.extend import LastVerdict
 
 pytestmark = pytest.mark.anyio
 
@@ -171,3 +173,46 @@ async def test_a_selection_that_runs_nothing_falls_through_to_the_whole_suite(
     assert ran(log) == ["test_fine", "test_legacy", "test_other", "test_value"]
     assert reason is not None
     assert "tests/test_calc.py::test_renamed" in reason
+
+
+async def test_a_last_verdict_kept_as_data_starts_another_checks_claim(
+    project: tuple[Path, Path],
+) -> None:
+    """What one check's whole run found, written out and read back (as the stop hooks keep
+    it between processes), makes a new check's first claim run the fast half; a passing
+    whole run is kept as a verdict with no failure, which runs nothing first."""
+    root, log = project
+    first = TestSuiteCheck(PYTEST, env=ENV)
+    assert first.last_verdict_for("run-1") is None
+    await first.check(snapshot(root))
+    kept = first.last_verdict_for("run-1")
+    assert kept is not None
+    assert kept.failing == ("tests/test_calc.py::test_legacy", "tests/test_calc.py::test_value")
+    assert "tests/test_calc.py::test_fine" in kept.names
+    ran(log)
+    second = TestSuiteCheck(PYTEST, env=ENV)
+    second.restore_last_verdict(
+        "run-1", LastVerdict.from_json(json.loads(json.dumps(kept.to_json())))
+    )
+    reason = await second.check(snapshot(root))
+    assert ran(log) == ["test_value"]  # the first to fail stops the selection (-x)
+    assert reason is not None
+    assert "still fails 1 of the tests run first" in reason
+    passing = TestSuiteCheck((*PYTEST, "-k", "test_fine"), env=ENV)
+    await passing.check(snapshot(root))
+    assert passing.last_verdict_for("run-1") == LastVerdict(
+        f"{' '.join(PYTEST)} -k test_fine", (), ("tests/test_calc.py::test_fine",)
+    )
+
+
+def test_a_last_verdict_of_another_command_or_malformed_is_refused() -> None:
+    check = TestSuiteCheck("pytest -rA")
+    with pytest.raises(
+        ValueError, match="it is the last verdict of `make test`, not of `pytest -rA`"
+    ):
+        check.restore_last_verdict("run-1", LastVerdict("make test", ("t",), ()))
+    assert check.last_verdict_for("run-1") is None
+    with pytest.raises(ValueError, match="'names' must be a list of test names"):
+        LastVerdict.from_json({"command": "pytest -rA", "failing": [], "names": [""]})
+    with pytest.raises(ValueError, match="needs a 'command' string"):
+        LastVerdict.from_json(["pytest"])

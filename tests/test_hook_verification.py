@@ -187,3 +187,109 @@ def test_a_start_payload_it_cannot_use_is_a_non_blocking_error(
     code_, out, err = cli(setup, "claude-start", stdin, capsys, monkeypatch)
     assert (code_, out) == (1, "")
     assert message in err
+
+
+PLAIN = TESTS.replace(
+    "\n    def test_legacy(self):\n        self.assertEqual(add(0.1, 0.2), 0.3)\n", ""
+)
+
+
+@pytest.fixture
+def plain(tmp_path: Path) -> Path:
+    """A suite check with no baseline, no must_pass and nothing protected: only its last
+    verdict decides what runs first."""
+    workspace = tmp_path / "workspace"
+    (workspace / "tests").mkdir(parents=True)
+    (workspace / "tests" / "__init__.py").write_text("")
+    (workspace / "tests" / "test_calc.py").write_text(PLAIN)
+    code(tmp_path, "0")
+    (tmp_path / "spec.toml").write_text(
+        f"""\
+prompt = "Make the tests pass."
+
+[[checks]]
+type = "test_suite"
+command = ["{sys.executable}", "-m", "unittest", "-v"]
+"""
+    )
+    return tmp_path
+
+
+def blocked(result: tuple[int, str, str]) -> str:
+    code_, out, _ = result
+    assert code_ == 0
+    answer = json.loads(out)
+    assert answer["decision"] == "block"
+    reason: str = answer["reason"]
+    return reason
+
+
+def test_a_stop_after_a_failing_stop_runs_the_tests_that_failed_first(
+    plain: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each stop is a fresh hook invocation; the second still rejects in seconds: it runs
+    only test_sub, which failed at the first stop's whole suite, and says so."""
+    first = blocked(cli(plain, "claude-stop", payload(plain), capsys, monkeypatch))
+    assert "tests run first" not in first
+    assert "failing: tests.test_calc.TestCalc.test_sub" in first
+    second = blocked(cli(plain, "claude-stop", payload(plain), capsys, monkeypatch))
+    assert "still fails 1 of the tests run first (ran 1 test: failures=1)" in second
+    assert (
+        "tests that failed at the last verdict still fail: tests.test_calc.TestCalc.test_sub"
+        in second
+    )
+    assert "-f -k tests.test_calc.TestCalc.test_sub`: tests.test_calc.TestCalc.test_sub;" in second
+
+
+@pytest.mark.parametrize(
+    ("stored", "why"),
+    [
+        ("{not json", "Expecting property name"),
+        ('{"command": "x", "failing": "test_sub", "names": []}', "'failing' must be a list"),
+        (
+            '{"command": "make test", "failing": ["t"], "names": []}',
+            "it is the last verdict of `make test`",
+        ),
+    ],
+)
+def test_a_stored_last_verdict_it_cannot_use_is_ignored_and_the_whole_suite_runs(
+    plain: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    stored: str,
+    why: str,
+) -> None:
+    """A damaged or foreign last verdict only costs speed: the stop is judged by the whole
+    suite, a note on stderr names the file, and the next whole run replaces it."""
+    blocked(cli(plain, "claude-stop", payload(plain), capsys, monkeypatch))
+    (record,) = (plain / "state").glob("*.verifier")
+    kept = record / "last-verdict-0.json"
+    kept.write_text(stored)
+    result = cli(plain, "claude-stop", payload(plain), capsys, monkeypatch)
+    reason = blocked(result)
+    assert "tests run first" not in reason
+    assert "failing: tests.test_calc.TestCalc.test_sub" in reason
+    assert f"the last verdict in {kept} is not used ({why}" in result[2]
+    assert json.loads(kept.read_text())["failing"] == ["tests.test_calc.TestCalc.test_sub"]
+
+
+def test_an_accepted_stop_keeps_a_verdict_with_no_failure(
+    plain: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a stop the whole suite accepted, nothing runs first: a later stop that breaks
+    test_sub again and test_add is judged by the whole suite, naming both."""
+    blocked(cli(plain, "claude-stop", payload(plain), capsys, monkeypatch))
+    code(plain, "a - b")
+    code_, out, _ = cli(plain, "claude-stop", payload(plain), capsys, monkeypatch)
+    assert (code_, out) == (0, "")
+    (record,) = (plain / "state").glob("*.verifier")
+    kept = json.loads((record / "last-verdict-0.json").read_text())
+    assert kept["failing"] == []
+    assert "tests.test_calc.TestCalc.test_add" in kept["names"]
+    (plain / "workspace" / "calc.py").write_text(
+        "def add(a, b):\n    return 0\n\n\ndef sub(a, b):\n    return 0\n"
+    )
+    reason = blocked(cli(plain, "claude-stop", payload(plain), capsys, monkeypatch))
+    assert "tests run first" not in reason
+    assert "first ran only" not in reason
+    assert "failing: tests.test_calc.TestCalc.test_add, tests.test_calc.TestCalc.test_sub" in reason

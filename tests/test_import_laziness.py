@@ -295,6 +295,7 @@ BEYOND_CHECKS = (
     "harness._providers._loop_clients",
     "harness._providers._openai",
     "checks._judge",
+    "checks._last_verdict",
     "checks._sandbox",
     "checks._sql",
     "checks._test_suite",
@@ -338,12 +339,18 @@ def test_the_stop_hook_on_a_checks_spec_loads_only_what_its_checks_need(tmp_path
 
 
 def test_the_hook_finds_baseline_checks_by_protocol_without_importing_them() -> None:
-    """The hook asks a check whether it keeps a baseline (`checks.extend.KeepsBaseline`), so it
-    needs no check class imported; a test suite with a baseline answers yes, a files check no."""
+    """The hook asks a check whether it keeps a baseline (`checks.extend.KeepsBaseline`) or a
+    last verdict (`KeepsLastVerdict`), so it needs no check class imported; a test suite with
+    a baseline answers yes to both, one without to the second only, a files check no."""
     from checks import FilesCheck, TestSuiteCheck
-    from checks.extend import KeepsBaseline
+    from checks.extend import KeepsBaseline, KeepsLastVerdict
 
     suite = TestSuiteCheck("true", baseline=True)
     assert isinstance(suite, KeepsBaseline)
     assert suite.baseline
+    assert isinstance(suite, KeepsLastVerdict)
+    plain = TestSuiteCheck("true")
+    assert isinstance(plain, KeepsLastVerdict)
+    assert plain.fast_reject
     assert not isinstance(FilesCheck(["a.txt"]), KeepsBaseline)
+    assert not isinstance(FilesCheck(["a.txt"]), KeepsLastVerdict)

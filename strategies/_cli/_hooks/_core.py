@@ -144,7 +144,9 @@ async def verify_stop(
     if not failed:
         state.save(0)
         unrecorded = _record(state_dir, stop, mode, checked.verdicts, False, 0)
-        return StopDecision(False, note=_notes("the completion checks pass", unrecorded))
+        return StopDecision(
+            False, note=_notes("the completion checks pass", *checked.notes, unrecorded)
+        )
     if observe:
         unrecorded = _record(state_dir, stop, mode, checked.verdicts, False, 0)
         return StopDecision(
@@ -153,6 +155,7 @@ async def verify_stop(
                 f"observe mode: {len(failed)} check(s) fail, so the stop would have been "
                 f"blocked; it was allowed and the verdict recorded in {state_dir / VERDICTS}",
                 late,
+                *checked.notes,
                 unrecorded,
             ),
         )
@@ -166,6 +169,7 @@ async def verify_stop(
                 f"stop allowed although {len(failed)} check(s) fail: this session was already "
                 f"blocked {blocks} time(s) in a row (--max-blocks {max_blocks})",
                 late,
+                *checked.notes,
                 unrecorded,
             ),
             blocks=blocks,
@@ -174,7 +178,7 @@ async def verify_stop(
     state.save(blocks)
     unrecorded = _record(state_dir, stop, mode, checked.verdicts, True, blocks)
     saved = await _checkpoint(spec, folder, stop, blocks, checked.verdicts)
-    late = _notes(late, saved, unrecorded)
+    late = _notes(late, *checked.notes, saved, unrecorded)
     lines = [
         f"The completion checks do not pass yet (stop blocked {blocks} of at most "
         f"{max_blocks} times in a row):"

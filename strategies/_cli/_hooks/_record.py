@@ -7,6 +7,11 @@ the pristine files, `PathGuard.save`) and every `TestSuiteCheck` with ``baseline
 its baseline; both are kept in a folder beside the block count. Every later invocation loads
 them: the protected paths are compared with the record, and the baselines are handed back to
 their checks (`TestSuiteCheck.restore_baseline`) under the session's own run id.
+
+After each stop's checks, what every fast-rejecting `TestSuiteCheck` found at its last whole
+run of the suite is kept there too (`TestSuiteCheck.last_verdict_for`), and handed back at the
+next stop (`restore_last_verdict`): the tests that failed then run first, so a stop that fixed
+nothing is sent back in seconds, as within a run.
 """
 
 from __future__ import annotations
@@ -20,11 +25,13 @@ import anyio
 from attrs import frozen
 
 from checks import CompletionCheck
-from checks.extend import KeepsBaseline
+from checks.extend import KeepsBaseline, KeepsLastVerdict
 from harness import ConfigurationError, SessionStateSnapshot
-from harness.extend import PathGuard
+from harness.extend import PathGuard, get_logger
 
 from ..._spec import Spec
+
+_log = get_logger("strategies.hook")
 
 
 @frozen
@@ -75,6 +82,47 @@ class SessionRecord:
                 ) from None
             check.restore_baseline(self.run_id, stored)
 
+    def restore_last_verdicts(self, spec: Spec) -> tuple[str, ...]:
+        """Hand each fast-rejecting suite check what its last whole run found at an earlier
+        stop of the session; notes on the stored verdicts not used.
+
+        A stored verdict that cannot be used (unreadable, malformed, another command's) is
+        ignored with a warning, not an error as a damaged baseline is: it only decides which
+        tests run first, and only the whole suite accepts a claim, so without it the stop
+        costs the whole suite and is judged the same."""
+        notes: list[str] = []
+        for index, check in _fast_suites(spec.checks):
+            from checks.extend import LastVerdict  # loads only for a suite check
+
+            path = self.folder / f"last-verdict-{index}.json"
+            try:
+                stored = LastVerdict.from_json(json.loads(path.read_text(encoding="utf-8")))
+                check.restore_last_verdict(self.run_id, stored)
+            except FileNotFoundError:
+                continue
+            except (ValueError, OSError) as exc:
+                _log.warning("hook.last_verdict_ignored", path=str(path), why=str(exc))
+                notes.append(
+                    f"the last verdict in {path} is not used ({exc}): the whole suite runs"
+                )
+        return tuple(notes)
+
+    def keep_last_verdicts(self, spec: Spec) -> tuple[str, ...]:
+        """Store, atomically, what each fast-rejecting suite check's last whole run found, for
+        the session's next stop; notes on those that could not be stored."""
+        notes: list[str] = []
+        for index, check in _fast_suites(spec.checks):
+            found = check.last_verdict_for(self.run_id)
+            if found is None:
+                continue
+            path = self.folder / f"last-verdict-{index}.json"
+            try:
+                _write(path, json.dumps(found.to_json()))
+            except OSError as exc:
+                _log.warning("hook.last_verdict_not_kept", path=str(path), why=str(exc))
+                notes.append(f"the last verdict could not be kept in {path}: {exc}")
+        return tuple(notes)
+
 
 def _suites(checks: tuple[CompletionCheck, ...]) -> Iterator[KeepsBaseline]:
     """Every check that takes a baseline, in order, inside compositions too."""
@@ -84,6 +132,22 @@ def _suites(checks: tuple[CompletionCheck, ...]) -> Iterator[KeepsBaseline]:
                 yield check
         elif isinstance(children := getattr(check, "checks", None), tuple):
             yield from _suites(children)
+
+
+def _fast_suites(checks: tuple[CompletionCheck, ...]) -> Iterator[tuple[int, KeepsLastVerdict]]:
+    """Every check that keeps a last verdict, numbered in order (inside compositions too),
+    with those whose fast half is off left out."""
+    for index, check in enumerate(_keeping_last(checks)):
+        if check.fast_reject:
+            yield index, check
+
+
+def _keeping_last(checks: tuple[CompletionCheck, ...]) -> Iterator[KeepsLastVerdict]:
+    for check in checks:
+        if isinstance(check, KeepsLastVerdict):
+            yield check
+        elif isinstance(children := getattr(check, "checks", None), tuple):
+            yield from _keeping_last(children)
 
 
 def _write(path: Path, text: str) -> None:
