@@ -44,7 +44,8 @@ class KeepsBaseline(Protocol):
     """A check whose baseline can outlive the process that took it (`TestSuiteCheck` with
     ``baseline = true``): the stop hook, a fresh process at every stop, takes it at the first
     stop with `prepare`, stores `baseline_for(run_id)`, and hands it back to later stops'
-    checks with `restore_baseline`. `baseline` says whether this check takes one at all."""
+    checks with `restore_baseline` (a `ValueError` when the baseline is not of this check's
+    command). `baseline` says whether this check takes one at all."""
 
     baseline: bool
 

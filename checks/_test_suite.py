@@ -223,7 +223,11 @@ class TestSuiteCheck(Combinable):
         return self._baselines.get(run_id)
 
     def restore_baseline(self, run_id: str, baseline: SuiteBaseline) -> None:
-        """Use `baseline`, recorded earlier (by another process: the stop hooks), for the run."""
+        """Use `baseline`, recorded earlier (by another process: the stop hooks), for the run.
+        A `ValueError` when it is another command's: its failures would excuse this suite's."""
+        shown = f"`{command_text(self.command)}`"
+        if baseline.command != shown:
+            raise ValueError(f"it is the baseline of {baseline.command}, not of {shown}")
         self._baselines.remember(run_id, baseline)
 
     def last_verdict_for(self, run_id: str) -> LastVerdict | None:

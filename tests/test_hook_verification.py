@@ -170,6 +170,20 @@ def test_a_damaged_record_is_a_non_blocking_error_naming_it(
     assert "delete it to take the baseline again" in err
 
 
+def test_a_baseline_of_another_command_is_never_used(
+    setup: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spec edited within a session names another suite: the stored baseline's failures
+    would excuse this suite's, so the stop says so rather than judging with it."""
+    assert cli(setup, "claude-start", start_payload(setup), capsys, monkeypatch)[0] == 0
+    (record,) = (setup / "state").glob("*.verifier")
+    stored = json.loads((record / "baseline-0.json").read_text())
+    (record / "baseline-0.json").write_text(json.dumps({**stored, "command": "`make test`"}))
+    code_, out, err = cli(setup, "claude-stop", payload(setup), capsys, monkeypatch)
+    assert (code_, out) == (1, "")
+    assert "it is the baseline of `make test`, not of `" in err
+
+
 @pytest.mark.parametrize(
     ("stdin", "message"),
     [

@@ -69,18 +69,17 @@ class SessionRecord:
             path = self.folder / f"baseline-{index}.json"
             try:
                 stored = SuiteBaseline.from_json(json.loads(path.read_text(encoding="utf-8")))
+                check.restore_baseline(self.run_id, stored)
             except FileNotFoundError:
                 await check.prepare(snapshot)
                 taken = check.baseline_for(self.run_id)
                 if taken is not None:
                     _write(path, json.dumps(taken.to_json()))
-                continue
             except (ValueError, OSError) as exc:
                 raise ConfigurationError(
                     f"the hook's baseline in {path} cannot be used: {exc} (delete it to take "
                     "the baseline again)"
                 ) from None
-            check.restore_baseline(self.run_id, stored)
 
     def restore_last_verdicts(self, spec: Spec) -> tuple[str, ...]:
         """Hand each fast-rejecting suite check what its last whole run found at an earlier
