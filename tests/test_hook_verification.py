@@ -40,14 +40,26 @@ def code(root: Path, sub: str) -> None:
     (root / "workspace" / "calc.py").write_text(text)
 
 
-@pytest.fixture
-def setup(tmp_path: Path) -> Path:
-    workspace = tmp_path / "workspace"
+UNITTEST = f'command = ["{sys.executable}", "-m", "unittest", "-v"]'
+
+
+def project(root: Path, tests: str, spec: str) -> Path:
+    """`root` with a workspace holding `tests` as tests/test_calc.py and calc.py, and
+    `spec` as spec.toml."""
+    workspace = root / "workspace"
     (workspace / "tests").mkdir(parents=True)
     (workspace / "tests" / "__init__.py").write_text("")
-    (workspace / "tests" / "test_calc.py").write_text(TESTS)
-    code(tmp_path, "0")
-    (tmp_path / "spec.toml").write_text(
+    (workspace / "tests" / "test_calc.py").write_text(tests)
+    code(root, "0")
+    (root / "spec.toml").write_text(spec)
+    return root
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> Path:
+    return project(
+        tmp_path,
+        TESTS,
         f"""\
 prompt = "Make test_sub pass."
 
@@ -56,12 +68,11 @@ protected = ["tests/**"]
 
 [[checks]]
 type = "test_suite"
-command = ["{sys.executable}", "-m", "unittest", "-v"]
+{UNITTEST}
 baseline = true
 must_pass = ["test_sub"]
-"""
+""",
     )
-    return tmp_path
 
 
 def fresh_spec(root: Path) -> Spec:
@@ -212,21 +223,8 @@ PLAIN = TESTS.replace(
 def plain(tmp_path: Path) -> Path:
     """A suite check with no baseline, no must_pass and nothing protected: only its last
     verdict decides what runs first."""
-    workspace = tmp_path / "workspace"
-    (workspace / "tests").mkdir(parents=True)
-    (workspace / "tests" / "__init__.py").write_text("")
-    (workspace / "tests" / "test_calc.py").write_text(PLAIN)
-    code(tmp_path, "0")
-    (tmp_path / "spec.toml").write_text(
-        f"""\
-prompt = "Make the tests pass."
-
-[[checks]]
-type = "test_suite"
-command = ["{sys.executable}", "-m", "unittest", "-v"]
-"""
-    )
-    return tmp_path
+    spec = f'prompt = "Make the tests pass."\n\n[[checks]]\ntype = "test_suite"\n{UNITTEST}\n'
+    return project(tmp_path, PLAIN, spec)
 
 
 def blocked(result: tuple[int, str, str]) -> str:
