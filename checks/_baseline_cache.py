@@ -76,7 +76,8 @@ _log = get_logger("checks.baseline_cache")
 def default_cache_dir() -> Path:
     """``$COMPLETION_HARNESS_CACHE`` when set, else the platform's cache folder (``$XDG_CACHE_HOME``
     or ``~/.cache``; ``~/Library/Caches`` on macOS; ``%LOCALAPPDATA%`` on Windows), under
-    ``completion-harness/baselines``."""
+    ``completion-harness/baselines``. A `RuntimeError` when there is no home folder to put it
+    in (no ``HOME`` and no user entry), which callers take as no cache."""
     override = os.environ.get(CACHE_ENV)
     if override:
         return Path(override)
@@ -133,7 +134,9 @@ class BaselineCache:
             return _ignored(path, str(exc))
 
     def store(self, key: str, baseline: SuiteBaseline) -> None:
-        """Keep `baseline` under `key` (atomically: a reader sees the old entry or the new)."""
+        """Keep `baseline` under `key` (atomically: a reader sees the old entry or the new).
+        A folder that cannot be written (full, read-only, not a folder) keeps nothing, with a
+        ``baseline_cache.not_written`` warning: the run goes on with the baseline it took."""
         body = baseline.to_json()
         entry = {
             "format": FORMAT,
@@ -141,7 +144,10 @@ class BaselineCache:
             "baseline": body,
             "digest": hashlib.sha256(_canonical(body)).hexdigest(),
         }
-        _write_atomically(self._path(key), json.dumps(entry, sort_keys=True))
+        try:
+            _write_atomically(self._path(key), json.dumps(entry, sort_keys=True))
+        except OSError as exc:
+            _log.warning("baseline_cache.not_written", path=str(self._path(key)), why=str(exc))
 
     def _path(self, key: str) -> Path:
         return self.folder / f"{key}.json"

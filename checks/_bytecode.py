@@ -50,10 +50,13 @@ async def bytecode_env(
     """The environment that points a command run by `sandbox` at its bytecode, for as long
     as the block runs; with the prefix, the workspace's image in it is removed on entry and
     on exit (see the module's docstring)."""
-    if not isinstance(sandbox, LocalSandbox) or workspace is None:
+    try:
+        prefix = bytecode_prefix() if isinstance(sandbox, LocalSandbox) else None
+    except RuntimeError:  # no home folder for a cache: as another sandbox's
+        prefix = None
+    if prefix is None or workspace is None:
         yield FRESH_BYTECODE
         return
-    prefix = bytecode_prefix()
     await anyio.to_thread.run_sync(forget_workspace, prefix, workspace)
     try:
         yield {"PYTHONPYCACHEPREFIX": str(prefix)}

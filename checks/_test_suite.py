@@ -5,13 +5,14 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 from attrs import Factory, field, frozen
 
 from harness import ConfigurationError, SessionStateSnapshot, WorkspaceEscape, resolve_in_workspace
 from harness.checkpoints import WorkProgress
-from harness.extend import Baseline, ProcessResult, positive
+from harness.extend import Baseline, ProcessResult, get_logger, positive
 
 from ._baseline import Comparison, PerRun, SuiteBaseline, compare, matches
 from ._cannot_run import CheckCannotRun
@@ -35,7 +36,11 @@ from ._test_output import SuiteOutput, junit_failures, read_output
 from ._test_results import TestResults, Unreadable, junit_results, names, read_results
 from ._test_selection import Selection, select
 
+if TYPE_CHECKING:
+    from ._baseline_cache import BaselineCache
+
 _SHOW = 8
+_log = get_logger("checks.test_suite")
 
 
 def _must_pass(value: Sequence[str] | str) -> tuple[str, ...]:
@@ -153,10 +158,10 @@ class TestSuiteCheck(Combinable):
         if not self.baseline:
             return None
         shown = f"`{command_text(self.command)}`"
-        if self.baseline_cache and state.workspace is not None:
-            from ._baseline_cache import BaselineCache, locked  # only a cached baseline needs it
+        cache = self._cache()
+        if cache is not None and state.workspace is not None:
+            from ._baseline_cache import locked
 
-            cache = BaselineCache.default()
             key = await cache.key(self._cache_inputs(), state.workspace)
             async with locked(cache.folder / f"{key}.lock"):
                 recorded = cache.load(key)
@@ -183,6 +188,18 @@ class TestSuiteCheck(Combinable):
         preflight_of(
             self.command, self.working_dir, self.env, self.sandbox, workspace, "TestSuiteCheck"
         )
+
+    def _cache(self) -> BaselineCache | None:
+        """The baseline cache, or None: off, or no home folder to keep it in (a warning)."""
+        if not self.baseline_cache:
+            return None
+        from ._baseline_cache import BaselineCache  # only a cached baseline needs it
+
+        try:
+            return BaselineCache.default()
+        except RuntimeError as exc:
+            _log.warning("baseline_cache.unavailable", why=str(exc))
+            return None
 
     def _cache_inputs(self) -> dict[str, object]:
         """What a baseline depends on besides the workspace's content."""

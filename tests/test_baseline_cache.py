@@ -9,6 +9,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -300,3 +301,47 @@ def test_the_cache_folder_follows_the_environment(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("XDG_CACHE_HOME", "/xdg")
     if os.name == "posix" and os.uname().sysname == "Linux":
         assert default_cache_dir() == Path("/xdg/completion-harness/baselines")
+
+
+async def test_a_cache_folder_that_cannot_be_written_keeps_nothing_and_stops_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The cache's folder is a file (as full or read-only it would fail the same way): the
+    baseline is taken, used and not kept, with a warning; a real check command still runs
+    (its bytecode has nowhere to go)."""
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    monkeypatch.setenv(CACHE_ENV, str(blocked))
+    sandbox = Counting()
+    root = workspace(tmp_path / "a")
+    with caplog.at_level(logging.WARNING):
+        check = await prepared(root, sandbox)
+        await prepared(root, sandbox)
+    assert sandbox.runs == 2
+    assert check.baseline_for("run-1") is not None
+    assert "baseline_cache.not_written" in caplog.text
+    real = TestSuiteCheck([sys.executable, "-c", "print('t.py::test_a PASSED'); print('1 passed')"])
+    assert await real.check(snapshot(root)) is None
+
+
+async def test_without_a_home_folder_there_is_no_cache_and_checks_still_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No $COMPLETION_HARNESS_CACHE, no HOME and no user entry (a bare container): the
+    baseline is taken without a cache, with a warning, and commands run without bytecode."""
+    for name in (CACHE_ENV, "XDG_CACHE_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+
+    def homeless(cls: type[Path]) -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", classmethod(homeless))
+    sandbox = Counting()
+    root = workspace(tmp_path / "a")
+    with caplog.at_level(logging.WARNING):
+        check = await prepared(root, sandbox)
+    assert sandbox.runs == 1
+    assert check.baseline_for("run-1") is not None
+    assert "baseline_cache.unavailable" in caplog.text
+    real = TestSuiteCheck([sys.executable, "-c", "print('t.py::test_a PASSED'); print('1 passed')"])
+    assert await real.check(snapshot(root)) is None
