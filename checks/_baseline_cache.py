@@ -45,6 +45,7 @@ from attrs import frozen
 from harness.extend import get_logger
 
 from ._baseline import SuiteBaseline
+from ._watchman import clock_of, unchanged_since, watch_of
 
 CACHE_ENV = "COMPLETION_HARNESS_CACHE"
 FORMAT = 1
@@ -204,13 +205,57 @@ def _write_atomically(path: Path, text: str) -> None:
 
 async def workspace_content(workspace: Path, index_folder: Path | None = None) -> str:
     """``git-tree:<hash>`` for a clean git checkout, ``git-tree:<hash>+changes:<digest>`` for
-    one with changes, else ``files:<digest>`` (see the module's docstring); `index_folder`
-    keeps the stat index that spares re-reading unchanged files."""
-    found = await _git_content(workspace)
-    if found is not None:
-        return found
-    digest = await anyio.to_thread.run_sync(files_digest, workspace, index_folder)
-    return f"files:{digest}"
+    one with changes, else ``files:<digest>`` (see the module's docstring). `index_folder`
+    keeps the stat index that spares re-reading unchanged files and, where watchman watches
+    the workspace, the content with watchman's clock, so that the next key asks watchman what
+    changed instead of looking at each file (`checks._watchman`)."""
+    watch = await watch_of(workspace) if index_folder is not None else None
+    remembered, clock = None, None
+    if watch is not None and index_folder is not None:
+        remembered = index_folder / "watched" / f"{_folder_id(workspace)}.json"
+        known = _read_watched(remembered, workspace)
+        if known is not None and await unchanged_since(watch, known[0], SKIPPED):
+            return known[1]
+        clock = await clock_of(watch)  # before the content: a change made meanwhile is seen
+    content = await _git_content(workspace)
+    if content is None:
+        digest = await anyio.to_thread.run_sync(files_digest, workspace, index_folder)
+        content = f"files:{digest}"
+    if remembered is not None and clock is not None:
+        _remember_watched(remembered, workspace, clock, content)
+    return content
+
+
+def _remember_watched(path: Path, workspace: Path, clock: str, content: str) -> None:
+    entry = {"workspace": os.path.realpath(workspace), "clock": clock, "content": content}
+    try:
+        _write_atomically(path, json.dumps(entry))
+    except OSError as exc:
+        _log.warning("baseline_cache.index_not_written", path=str(path), why=str(exc))
+
+
+def _folder_id(folder: Path) -> str:
+    return hashlib.sha256(os.fsencode(os.path.realpath(folder))).hexdigest()[:32]
+
+
+def _read_watched(path: Path, workspace: Path) -> tuple[str, str] | None:
+    """(watchman's clock, the content then) remembered for `workspace`, or None."""
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        _log.warning("baseline_cache.ignored", path=str(path), why="it is not readable JSON")
+        return None
+    if (
+        not isinstance(entry, dict)
+        or entry.get("workspace") != os.path.realpath(workspace)
+        or not isinstance(entry.get("clock"), str)
+        or not isinstance(entry.get("content"), str)
+    ):
+        _log.warning("baseline_cache.ignored", path=str(path), why="it is not this folder's")
+        return None
+    return entry["clock"], entry["content"]
 
 
 async def _git_content(workspace: Path) -> str | None:
@@ -283,8 +328,7 @@ def files_digest(root: Path, index_folder: Path | None = None) -> str:
     index_path = None
     index: dict[str, list[Any]] = {}
     if index_folder is not None:
-        where = hashlib.sha256(os.fsencode(os.path.realpath(root))).hexdigest()[:32]
-        index_path = index_folder / "index" / f"{where}.json"
+        index_path = index_folder / "index" / f"{_folder_id(root)}.json"
         index = _read_index(index_path)
     started = time.time_ns()
     fresh: dict[str, list[Any]] = {}
