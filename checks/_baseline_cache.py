@@ -209,7 +209,7 @@ async def workspace_content(workspace: Path, index_folder: Path | None = None) -
     keeps the stat index that spares re-reading unchanged files and, where watchman watches
     the workspace, the content with watchman's clock, so that the next key asks watchman what
     changed instead of looking at each file (`checks._watchman`)."""
-    watch = await watch_of(workspace) if index_folder is not None else None
+    watch = await watch_of(workspace, SKIPPED) if index_folder is not None else None
     remembered, clock = None, None
     if watch is not None and index_folder is not None:
         remembered = index_folder / "watched" / f"{_folder_id(workspace)}.json"

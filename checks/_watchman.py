@@ -38,8 +38,10 @@ class Watch:
     relative: str
 
 
-async def watch_of(workspace: Path) -> Watch | None:
-    """The watch that covers `workspace`, or None (no watchman, not running, not watched)."""
+async def watch_of(workspace: Path, left_out: frozenset[str]) -> Watch | None:
+    """The watch that covers `workspace`, or None (no watchman, not running, not watched, or
+    configured to ignore a folder that is not one of `left_out`: a change there would go
+    unreported)."""
     if shutil.which("watchman") is None:
         return None
     answer = await _ask(["watch-list"])
@@ -49,8 +51,20 @@ async def watch_of(workspace: Path) -> Watch | None:
     real = str(await anyio.Path(workspace).resolve())
     for root in roots:
         if isinstance(root, str) and (real == root or real.startswith(root.rstrip("/") + "/")):
-            return Watch(root, real[len(root) :].strip("/"))
+            watch = Watch(root, real[len(root) :].strip("/"))
+            return watch if await _reports_everything(watch, left_out) else None
     return None
+
+
+async def _reports_everything(watch: Watch, left_out: frozenset[str]) -> bool:
+    """Whether the watch's configuration (``.watchmanconfig``) ignores only folders named in
+    `left_out`."""
+    answer = await _ask(["get-config", watch.root])
+    config = answer.get("config") if answer is not None else None
+    if not isinstance(config, dict):
+        return False
+    ignored = [*config.get("ignore_dirs", []), *config.get("ignore_vcs", [".git", ".svn", ".hg"])]
+    return all(isinstance(d, str) and d.rstrip("/").rsplit("/", 1)[-1] in left_out for d in ignored)
 
 
 async def clock_of(watch: Watch) -> str | None:

@@ -147,3 +147,24 @@ async def test_an_unwatched_folder_is_looked_at_each_time(
     assert await workspace_content(root, index) == await workspace_content(root, index)
     assert computed.times == 2
     assert not (index / "watched").exists()
+
+
+async def test_a_watch_that_ignores_a_folder_of_the_content_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``.watchmanconfig`` that ignores ``build/`` (not a folder the key leaves out): a change
+    there would go unreported, so the content is computed each time."""
+    computed = Computed(monkeypatch)
+    root = (tmp_path / "ws").resolve()
+    (root / "build").mkdir(parents=True)
+    (root / "build" / "out.py").write_text("x = 1\n")
+    (root / ".watchmanconfig").write_text('{"ignore_dirs": ["build", "node_modules"]}')
+    _watchman("watch", str(root))
+    try:
+        index = tmp_path / "cache"
+        first = await workspace_content(root, index)
+        (root / "build" / "out.py").write_text("x = 2\n")
+        assert await workspace_content(root, index) != first
+        assert computed.times == 2
+    finally:
+        _watchman("watch-del", str(root))
