@@ -14,6 +14,7 @@ import logging
 import shutil
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,17 +41,24 @@ def _watchman(*command: object) -> dict[str, Any]:
     return answer
 
 
+@contextmanager
+def watching(root: Path) -> Iterator[Path]:
+    """`root` watched by watchman for as long as the block runs."""
+    _watchman("watch", str(root))
+    try:
+        yield root
+    finally:
+        _watchman("watch-del", str(root))
+
+
 @pytest.fixture
 def watched(tmp_path: Path) -> Iterator[Path]:
     root = (tmp_path / "ws").resolve()
     (root / "src").mkdir(parents=True)
     (root / "src" / "calc.py").write_text("VALUE = 1\n")
     (root / "test_calc.py").write_text("def test_value(): pass\n")
-    _watchman("watch", str(root))
-    try:
+    with watching(root):
         yield root
-    finally:
-        _watchman("watch-del", str(root))
 
 
 class Computed:
@@ -159,12 +167,9 @@ async def test_a_watch_that_ignores_a_folder_of_the_content_is_not_used(
     (root / "build").mkdir(parents=True)
     (root / "build" / "out.py").write_text("x = 1\n")
     (root / ".watchmanconfig").write_text('{"ignore_dirs": ["build", "node_modules"]}')
-    _watchman("watch", str(root))
-    try:
-        index = tmp_path / "cache"
+    index = tmp_path / "cache"
+    with watching(root):
         first = await workspace_content(root, index)
         (root / "build" / "out.py").write_text("x = 2\n")
         assert await workspace_content(root, index) != first
-        assert computed.times == 2
-    finally:
-        _watchman("watch-del", str(root))
+    assert computed.times == 2
