@@ -63,8 +63,12 @@ async def _reports_everything(watch: Watch, left_out: frozenset[str]) -> bool:
     config = answer.get("config") if answer is not None else None
     if not isinstance(config, dict):
         return False
-    ignored = [*config.get("ignore_dirs", []), *config.get("ignore_vcs", [".git", ".svn", ".hg"])]
-    return all(isinstance(d, str) and d.rstrip("/").rsplit("/", 1)[-1] in left_out for d in ignored)
+    dirs, vcs = config.get("ignore_dirs", []), config.get("ignore_vcs", [".git", ".svn", ".hg"])
+    if not isinstance(dirs, list) or not isinstance(vcs, list):
+        return False  # a configuration watchman may read otherwise: not trusted
+    return all(
+        isinstance(d, str) and d.rstrip("/").rsplit("/", 1)[-1] in left_out for d in dirs + vcs
+    )
 
 
 async def clock_of(watch: Watch) -> str | None:
