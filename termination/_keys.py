@@ -1,8 +1,9 @@
 """What a run spec's ``[budget]``, ``[policy]``, ``[[sensors]]`` and ``[[feedback]]`` tables
 accept: the schemas their loaders validate against and the spec reference renders.
 
-Adding a setting to a sensor or provider is one `Key` line here (tests/test_spec_reference.py
-fails while a constructor argument has no key, or a key's default differs from the class's).
+Adding a setting to a sensor or provider is one `Key` line here
+(tests/strategies/test_spec_reference.py fails while a constructor argument has no key, or a
+key's default differs from the class's).
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 `UsageLimit` (see `_limits`).
 
 What is recognised, and where each format comes from (the samples are in
-``tests/test_usage_limits.py`` and ``tests/test_cli_agent_limits.py``; the real binaries'
-own forms are proven by ``tests/test_agent_limits_real.py``):
+``tests/harness/providers/test_usage_limits.py`` and
+``tests/harness/providers/test_cli_agent_limits.py``; the real binaries' own forms are proven
+by ``tests/real/test_agent_limits_real.py``):
 
 - Claude Code (2.1.197, read from its binary and its output against a scripted provider):
   ``You've hit your session limit · resets 1:17pm (UTC)`` (also ``weekly``, ``Opus``,

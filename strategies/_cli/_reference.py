@@ -1,8 +1,8 @@
 """`harness spec-reference`: docs/spec-reference.md, rendered from the schemas the spec loader
 validates against, so the page cannot drift from what a spec accepts.
 
-tests/test_spec_reference.py fails when the committed page differs from this output; rerun
-``harness spec-reference > docs/spec-reference.md`` after changing a key.
+tests/strategies/test_spec_reference.py fails when the committed page differs from this output;
+rerun ``harness spec-reference > docs/spec-reference.md`` after changing a key.
 """
 
 from __future__ import annotations

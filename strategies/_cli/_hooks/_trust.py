@@ -11,7 +11,7 @@ codex-rs/config/src/fingerprint.rs ``version_for_toml``): the SHA-256 of the com
 sorted, of ``{"event_name": "stop", "hooks": [the handler, normalized]}`` (plus the group's
 ``matcher`` when it has one), prefixed ``sha256:``. The normalized handler is ``type``,
 ``command``, ``timeout`` (Codex's default 600 when absent, at least 1), ``async`` (false unless
-set) and ``statusMessage`` when set. `tests/test_agents_real_hooks.py` holds this against the
+set) and ``statusMessage`` when set. `tests/real/test_agents_real_hooks.py` holds this against the
 real binary's own ``hooks/list``.
 
 Gemini CLI (0.61.0) runs a project's hooks only in a trusted folder: ``trustedFolders.json`` in
