@@ -25,10 +25,9 @@ from harness import (
     HaltReason,
     Harness,
     RunResult,
-    SessionStateSnapshot,
     Usage,
 )
-from harness.checkpoints import Assessment, WorkProgress
+from harness.checkpoints import WorkProgress
 from harness.events import (
     AttemptApplied,
     AttemptEvent,
@@ -40,7 +39,6 @@ from harness.events import (
 from harness.extend import (
     ForksAttempts,
     ModelClient,
-    PolicySession,
     Run,
     Strategy,
     check_positive,
@@ -50,7 +48,14 @@ from termination import Budget, TerminationPolicy
 
 from ._apply_changes import apply_changes
 from ._attempt_budget import ADDITIVE, BudgetPool, share_of
-from ._attempt_workspaces import ISOLATIONS, AttemptWorkspace, AttemptWorkspaces, Isolation
+from ._attempt_workspaces import (
+    ISOLATIONS,
+    AttemptWorkspace,
+    AttemptWorkspaces,
+    Change,
+    Isolation,
+    changed_paths,
+)
 from ._reasons import NoAttemptVerified, WinnerRefused
 
 Pick = Literal["first_verified", "best_progress"]
@@ -124,7 +129,12 @@ class _Outcome:
     halt: HaltReason
     progress: WorkProgress | None = None
     reason: str | None = None
-    changed: tuple[str, ...] = ()
+    changes: tuple[Change, ...] = ()
+    """What the attempt changed, found once when it ended (the winner's are applied)."""
+
+    @property
+    def changed(self) -> tuple[str, ...]:
+        return changed_paths(self.changes)
 
 
 @define(eq=False)
@@ -284,13 +294,14 @@ class _Attempts:
         space = outcome.workspace
         if space is None or self.spaces is None or isinstance(outcome.halt, Cancelled):
             return
-        outcome.changed = tuple(c.path for c in await self.spaces.changes(space))
+        outcome.changes = tuple(await self.spaces.changes(space))
         if self.spec.pick == "first_verified":
             return  # the final check measures the winner; the others need no more runs
         run = self.run
         policy = run.policy.start_session(clock=run.clock)
         snapshot = evolve(run.snapshot(), workspace=space.path)
-        assessed = await _assess_quietly(run, snapshot, policy)
+        # The run's verifier, recorded nowhere: the attempt's own run reported its claims.
+        assessed = await run.judge(snapshot, policy.assess, record=False)
         outcome.progress, outcome.reason = assessed.progress, assessed.reason
 
     def _finished(self, outcome: _Outcome) -> None:
@@ -327,7 +338,7 @@ class _Attempts:
         if self.spaces is None or winner.workspace is None:
             self._record(winner, applied=True)
             return Completed()
-        changes = await self.spaces.changes(winner.workspace)
+        changes = winner.changes
         drifted = await self.spaces.drifted(changes)
         if drifted:
             why = (
@@ -359,7 +370,7 @@ class _Attempts:
         await anyio.to_thread.run_sync(applied.discard)
         if assessed.progress is not None:
             winner.progress = assessed.progress
-        run.emit(AttemptApplied(run.elapsed(), winner.number, tuple(c.path for c in changes)))
+        run.emit(AttemptApplied(run.elapsed(), winner.number, winner.changed))
         self._record(winner, applied=True)
         return Completed()
 
@@ -397,19 +408,3 @@ class _Attempts:
 
 def _rank(progress: WorkProgress | None) -> tuple[float, int]:
     return (-1.0, -1) if progress is None else (progress.fraction, progress.done)
-
-
-async def _assess_quietly(
-    run: Run, snapshot: SessionStateSnapshot, policy: PolicySession
-) -> Assessment:
-    """The check's verdict and measure of `snapshot`'s workspace with the run's verifier (its
-    protected paths laid over any change to them), recorded nowhere: an attempt's own run
-    has already reported its checks."""
-    guard, workspace = run.guard, snapshot.workspace
-    if guard is not None and workspace is not None:
-        changes = await anyio.to_thread.run_sync(guard.changes, workspace)
-        if changes:
-            async with guard.pristine(workspace, changes) as copy:
-                judged = evolve(snapshot, workspace=copy, tampering=changes)
-                return await policy.assess(judged)
-    return await policy.assess(snapshot)
