@@ -6,6 +6,7 @@ if typing.TYPE_CHECKING:
     from checks import ModelVerdict, parse_verdict
 
     from ._best_of import BestOf
+    from ._best_of_ranking import Ranking, SmallestChange
     from ._loop import Loop
     from ._ralph import Ralph
     from ._reasons import (
@@ -24,6 +25,8 @@ if typing.TYPE_CHECKING:
 _LAZY = {
     "Loop": "._loop",
     "BestOf": "._best_of",
+    "Ranking": "._best_of_ranking",
+    "SmallestChange": "._best_of_ranking",
     "NoAttemptVerified": "._reasons",
     "WinnerRefused": "._reasons",
     "RalphCompletionUnmet": "._reasons",
@@ -66,8 +69,10 @@ __all__ = [
     "NoAttemptVerified",
     "Ralph",
     "RalphCompletionUnmet",
+    "Ranking",
     "SelfVerifyExhausted",
     "SelfVerifying",
+    "SmallestChange",
     "Spec",
     "SpecError",
     "WinnerRefused",
