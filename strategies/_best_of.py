@@ -87,8 +87,8 @@ class BestOf:
     end (or until `max_verified` are verified, the others then cancelled) and `ranking`
     orders the verified ones (default `SmallestChange`: no test or protected file changed,
     fewest files outside what the task names, fewest changed lines, cheapest); the first
-    wins, and ``attempt.ranked`` records the order. The winner's changes are applied to the run's
-    workspace only if the check, run again there with the run's protected paths and
+    wins, and ``attempt.ranked`` records the order. The winner's changes are applied to the
+    run's workspace only if the check, run again there with the run's protected paths and
     baselines, accepts them; otherwise the workspace is left as it was and the run halts
     `WinnerRefused`. No verified attempt: `NoAttemptVerified`, the workspace untouched.
 
@@ -98,8 +98,7 @@ class BestOf:
     bounded, see `strategies._best_of_digest`), recorded in ``attempt.wave``.
 
     Each attempt runs under `attempt_budget` (by default the run's budget divided by
-    ``n * waves``),
-    and never past what the run's budget has left. `isolation`: ``"auto"`` (a git worktree
+    ``n * waves``), and never past what the run's budget has left. `isolation`: ``"auto"`` (a git worktree
     in a git repository, else a copy), ``"worktree"`` or ``"copy"``. The model is forked per
     attempt when it can be (`harness.extend.ForksAttempts`: a scripted fixture's
     ``attempt`` lines), else shared.
