@@ -98,10 +98,10 @@ class BestOf:
     bounded, see `strategies._best_of_digest`), recorded in ``attempt.wave``.
 
     Each attempt runs under `attempt_budget` (by default the run's budget divided by
-    ``n * waves``), and never past what the run's budget has left. `isolation`: ``"auto"`` (a git worktree
-    in a git repository, else a copy), ``"worktree"`` or ``"copy"``. The model is forked per
-    attempt when it can be (`harness.extend.ForksAttempts`: a scripted fixture's
-    ``attempt`` lines), else shared.
+    ``n * waves``), and never past what the run's budget has left. `isolation`: ``"auto"``
+    (a git worktree in a git repository, else a copy), ``"worktree"`` or ``"copy"``. The
+    model is forked per attempt when it can be (`harness.extend.ForksAttempts`: a scripted
+    fixture's ``attempt`` lines), else shared.
     """
 
     n: int = 4

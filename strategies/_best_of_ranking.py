@@ -11,6 +11,7 @@ cheapest (cost, then tokens), the earliest attempt.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import re
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
@@ -25,7 +26,7 @@ from harness.extend import ProtectedPaths
 from ._attempt_workspaces import Change
 
 MAX_DIFF_BYTES = 1_000_000
-"""A file larger than this (or not text) counts as one changed line per side, unread."""
+"""A file larger than this (or not text) is compared whole: one changed line a side."""
 
 _TEST_FOLDERS = frozenset({"test", "tests", "__tests__", "spec", "specs", "testing"})
 _TEST_NAME = re.compile(
@@ -54,8 +55,9 @@ class FileChange:
 
 @runtime_checkable
 class Ranking(Protocol):
-    """Orders the scores of the verified attempts, best first (a subset of them in any order
-    may not be returned: every score, each once)."""
+    """Orders the scores of the verified attempts, best first: `rank` returns every score
+    it is given, each once (anything else is a `ConfigurationError`); `name` is recorded in
+    ``attempt.ranked``."""
 
     @property
     def name(self) -> str: ...
@@ -166,19 +168,18 @@ def _measure(changes: Sequence[Change], before: Path, after: Path) -> tuple[File
 
 def _read(path: Path) -> list[str]:
     """The lines of `path` (none when it is absent); a binary or very large file is one line,
-    its size and bytes' hash standing for it."""
+    its size and content hash standing for it."""
     try:
         if path.is_symlink():
             return [f"-> {path.readlink()}"]
         if not path.is_file():
             return []
-        size = path.stat().st_size
-        if size > MAX_DIFF_BYTES:
-            return [f"<{size} bytes, {path.stat().st_mtime_ns}>"]
         data = path.read_bytes()
     except OSError:
         return []
-    try:
-        return data.decode("utf-8").splitlines()
-    except UnicodeDecodeError:
-        return [f"<binary {hash(data)}>"]
+    if len(data) <= MAX_DIFF_BYTES:
+        try:
+            return data.decode("utf-8").splitlines()
+        except UnicodeDecodeError:
+            pass
+    return [f"<{len(data)} bytes, sha256 {hashlib.sha256(data).hexdigest()}>"]
