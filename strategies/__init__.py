@@ -7,6 +7,7 @@ if typing.TYPE_CHECKING:
 
     from ._best_of import BestOf
     from ._best_of_ranking import Ranking, SmallestChange
+    from ._best_of_ray import RayAttempts
     from ._loop import Loop
     from ._ralph import Ralph
     from ._reasons import (
@@ -26,6 +27,7 @@ _LAZY = {
     "Loop": "._loop",
     "BestOf": "._best_of",
     "Ranking": "._best_of_ranking",
+    "RayAttempts": "._best_of_ray",
     "SmallestChange": "._best_of_ranking",
     "NoAttemptVerified": "._reasons",
     "WinnerRefused": "._reasons",
@@ -70,6 +72,7 @@ __all__ = [
     "Ralph",
     "RalphCompletionUnmet",
     "Ranking",
+    "RayAttempts",
     "SelfVerifyExhausted",
     "SelfVerifying",
     "SmallestChange",

@@ -10,6 +10,7 @@ at its start; a refusal puts the workspace back (`strategies._apply_changes`).
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Literal
 
 import anyio
@@ -63,6 +64,7 @@ from ._attempt_workspaces import (
 )
 from ._best_of_digest import FailedAttempt, digest
 from ._best_of_ranking import FileChange, Ranking, SmallestChange, measure, ranked, score
+from ._best_of_ray import RayAttempts, RemoteAttempt, lay_into, pack
 from ._reasons import NoAttemptVerified, WinnerRefused
 
 Pick = Literal["first_verified", "best_progress", "best_verified"]
@@ -92,6 +94,9 @@ class BestOf:
     baselines, accepts them; otherwise the workspace is left as it was and the run halts
     `WinnerRefused`. No verified attempt: `NoAttemptVerified`, the workspace untouched.
 
+    `engine`: `RayAttempts` runs each attempt on a Ray worker, in a checkout of its own
+    (see `strategies._best_of_ray`); by default they run in the run's process.
+
     `waves`: when no attempt of a wave of `n` is verified, another wave of `n` starts (up
     to `waves` in all), its task followed by a digest of every failed attempt so far (how it
     ended, what it changed, the tests it broke or left failing, the check's last reason;
@@ -113,6 +118,7 @@ class BestOf:
     ranking: Ranking = field(factory=SmallestChange)
     max_verified: int | None = None
     waves: int = 1
+    engine: RayAttempts | None = None
     name: str = "best_of"
 
     def __attrs_post_init__(self) -> None:
@@ -124,6 +130,8 @@ class BestOf:
             raise ConfigurationError(
                 f"'max_verified' is for pick = 'best_verified' (got pick = {self.pick!r})"
             )
+        if self.engine is not None and not isinstance(self.engine, RayAttempts):
+            raise ConfigurationError(f"'engine' must be a RayAttempts (got {self.engine!r})")
         if not implements(self.ranking, Ranking):
             raise ConfigurationError(f"'ranking' must be a Ranking (got {self.ranking!r})")
         if self.pick not in PICKS:
@@ -230,8 +238,9 @@ class _Attempts:
                 run.workspace, run.run_id, self.spec.isolation
             )
         try:
-            await self._run_all()
-            halt = None if self.error is not None else await self._settle()
+            async with self._engine():
+                await self._run_all()
+                halt = None if self.error is not None else await self._settle()
         except BaseException:
             if not run.attempts:  # cut off (the run's deadline, a cancel): what there was
                 for number in range(1, self.wave * self.spec.n + 1):
@@ -246,6 +255,10 @@ class _Attempts:
             assert self.error is not None
             raise self.error  # a fixture's fault, a git failure: not the run's own halt
         return halt
+
+    def _engine(self) -> AbstractAsyncContextManager[object]:
+        engine = self.spec.engine
+        return engine.open() if engine is not None else nullcontext()
 
     async def _run_all(self) -> None:
         for wave in range(1, self.spec.waves + 1):
@@ -339,7 +352,17 @@ class _Attempts:
                 token.cancel(f"best_of: attempt {self.first} was verified first")
             elif self.enough is not None:
                 token.cancel(f"best_of: {self.enough}")
-            result = await self._harness(number, space, share).run(self.task, cancel=token)
+            if self.spec.engine is None:
+                result = await self._harness(number, space, share).run(self.task, cancel=token)
+            else:
+                remote = await self._remote(self.spec.engine, number, space, share, token)
+                if remote is None:
+                    self.pool.settle(number, None)
+                    halt = Cancelled(token.by or "best_of: cancelled")
+                    self.outcomes[number] = _Outcome(number, space, None, halt, wave=self.wave)
+                    self._finished(self.outcomes[number])
+                    return
+                result = remote
             self.pool.settle(number, result)
             self._account(result)
             if result.verified:
@@ -355,6 +378,43 @@ class _Attempts:
                 held.cancel("best_of: another attempt failed")
         finally:
             slots.release()
+
+    async def _remote(
+        self,
+        engine: RayAttempts,
+        number: int,
+        space: AttemptWorkspace | None,
+        share: Budget,
+        token: CancelToken,
+    ) -> RunResult | None:
+        """Attempt `number` on a worker, from its workspace's files; what it wrote is laid
+        into that workspace and its events reach the run as a local attempt's do. None: it
+        was cancelled before it ended."""
+        config = self.run.config
+        local = self._harness(number, space, share)
+        job = RemoteAttempt(
+            number=number,
+            task=self.task,
+            files=await pack(space.path) if space is not None else b"",
+            model=local.model,
+            policy=local.policy,
+            tools=tuple(config.tools.values()),
+            strategy=self.spec.strategy,
+            clock=config.clock,
+            system_prompt=config.system_prompt,
+            tool_timeout=config.tool_timeout,
+            done_tool=config.done_tool,
+            context_window=config.context_window,
+        )
+        outcome = await engine.run(job, lambda: token.cancelled)
+        if outcome is None:
+            return None
+        if space is not None:
+            await lay_into(space.path, outcome)
+        forward = _Forward(self.run, number, self.reasons)
+        for event in outcome.events:
+            forward.emit(event)
+        return outcome.result
 
     def _verified(self, number: int) -> None:
         """Attempt `number` was verified: with ``first_verified`` it is the winner, with
