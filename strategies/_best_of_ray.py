@@ -34,9 +34,11 @@ import anyio
 import anyio.to_thread
 from attrs import frozen
 
-from harness import ConfigurationError, Event, Harness, RunResult, Tool
+from harness import Event, Harness, RunResult, Tool
 from harness.events import ListSink
 from harness.extend import Clock, ModelClient, Policy, Strategy
+
+from ._ray_instance import cpus, import_ray, ray_instance
 
 POLL = 0.2
 """Seconds between looks at a running attempt (and at its cancel token)."""
@@ -75,14 +77,7 @@ class RemoteOutcome:
 
 
 def _import_ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise ConfigurationError(
-            "RayAttempts needs Ray: pip install 'completion-harness[ray]' "
-            "(or pip install -e '.[ray]' in a checkout)"
-        ) from None
-    return ray
+    return import_ray("RayAttempts")
 
 
 class RayAttempts:
@@ -97,10 +92,8 @@ class RayAttempts:
         num_cpus: float = 1.0,
         init_options: Mapping[str, Any] | None = None,
     ) -> None:
-        if isinstance(num_cpus, bool) or not isinstance(num_cpus, int | float) or num_cpus < 0:
-            raise ConfigurationError(f"'num_cpus' must be a number >= 0 (got {num_cpus!r})")
         self.address = address
-        self.num_cpus = float(num_cpus)
+        self.num_cpus = cpus(num_cpus)
         self.init_options = dict(init_options or {})
         self._remote: Any = None
 
@@ -112,22 +105,12 @@ class RayAttempts:
 
     @asynccontextmanager
     async def _open(self) -> AsyncIterator[RayAttempts]:
-        ray = _import_ray()
-        started = False
-        if not ray.is_initialized():
-            options: dict[str, Any] = {"log_to_driver": False, **self.init_options}
-            if self.address is not None:
-                options["address"] = self.address
-            await anyio.to_thread.run_sync(lambda: ray.init(**options))
-            started = True
-        self._remote = ray.remote(num_cpus=self.num_cpus, max_retries=0)(run_on_worker)
-        try:
-            yield self
-        finally:
-            self._remote = None
-            if started:
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(ray.shutdown)
+        async with ray_instance("RayAttempts", self.address, self.init_options) as ray:
+            self._remote = ray.remote(num_cpus=self.num_cpus, max_retries=0)(run_on_worker)
+            try:
+                yield self
+            finally:
+                self._remote = None
 
     async def run(self, job: RemoteAttempt, cancelled: Callable[[], bool]) -> RemoteOutcome | None:
         """Run `job` on a worker; None when `cancelled()` turned true first (the worker's

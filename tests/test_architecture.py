@@ -181,6 +181,7 @@ STRATEGY_LAYERS: dict[str, int] = {
     "strategies._best_of": 0,
     "strategies._best_of_digest": 0,
     "strategies._best_of_ray": 0,
+    "strategies._ray_instance": 0,
     "strategies._best_of_ranking": 0,
     "strategies._git": 0,
     "strategies._loop": 0,
