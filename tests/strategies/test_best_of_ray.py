@@ -53,6 +53,24 @@ def claim(attempt: int) -> dict[str, Any]:
     return {"attempt": attempt, "text": "Done."}
 
 
+def on_ray(rows: list[dict[str, Any]], repo: Path, concurrency: int | None, **kw: Any) -> Harness:
+    """Best-of-2 on Ray workers, one Ralph iteration per attempt, checked by check_calc.py."""
+    return Harness(
+        model=ScriptedModelClient.from_responses(rows),
+        policy=TerminationPolicy(
+            completion_check=CommandCheck(["python3", "check_calc.py"], timeout=60),
+            protected=["check_calc.py"],
+            budget=Budget(),
+        ),
+        strategy=BestOf(
+            n=2, concurrency=concurrency, strategy=Ralph(max_iterations=1), engine=RayAttempts()
+        ),
+        tools=[*workspace_tools(), run_command_tool(timeout=300)],
+        workspace=repo,
+        **kw,
+    )
+
+
 async def test_attempts_run_on_ray_workers_and_the_winner_is_applied_here(
     tmp_path: Path, local_ray: None
 ) -> None:
@@ -78,19 +96,7 @@ async def test_attempts_run_on_ray_workers_and_the_winner_is_applied_here(
         claim(2),
     ]
     sink = ListSink()
-    harness = Harness(
-        model=ScriptedModelClient.from_responses(rows),
-        policy=TerminationPolicy(
-            completion_check=CommandCheck(["python3", "check_calc.py"], timeout=60),
-            protected=["check_calc.py"],
-            budget=Budget(),
-        ),
-        strategy=BestOf(n=2, concurrency=1, strategy=Ralph(max_iterations=1), engine=RayAttempts()),
-        tools=[*workspace_tools(), run_command_tool()],
-        workspace=repo,
-        clock=FakeClock(),
-        sinks=[sink],
-    )
+    harness = on_ray(rows, repo, concurrency=1, clock=FakeClock(), sinks=[sink])
     result = await harness.run("Fix add in calc.py.")
     assert result.verified
     assert [(a.number, a.verified, a.applied) for a in result.attempts] == [
@@ -132,18 +138,7 @@ async def test_an_attempt_still_running_on_a_worker_is_cancelled_there(
         write(2, "calc.py", FIXED),
         claim(2),
     ]
-    harness = Harness(
-        model=ScriptedModelClient.from_responses(rows),
-        policy=TerminationPolicy(
-            completion_check=CommandCheck(["python3", "check_calc.py"], timeout=60),
-            protected=["check_calc.py"],
-            budget=Budget(),
-        ),
-        strategy=BestOf(n=2, strategy=Ralph(max_iterations=1), engine=RayAttempts()),
-        tools=[*workspace_tools(), run_command_tool(timeout=300)],
-        workspace=repo,
-        sinks=[],
-    )
+    harness = on_ray(rows, repo, concurrency=None)  # the real clock: a shell command waits
     result = await harness.run("Fix add in calc.py.")
     assert [(a.number, type(a.halt_reason).__name__, a.applied) for a in result.attempts] == [
         (1, "Cancelled", False),
