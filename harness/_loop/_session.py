@@ -121,6 +121,7 @@ class Session:
         self._tool_timeout = config.tool_timeout
         self.started_at = self._last_reading = run.now()
         self._paused = 0.0  # paused for usage limits, not counted toward wall time
+        self._limits_in_a_row = 0  # usage limits since the last answer (see `_pause`)
         self._scope: anyio.CancelScope | None = None
         self._wall_time = limit.wall_time if limit is not None else None
         self._deadline = _earlier(
@@ -202,6 +203,7 @@ class Session:
                     if halt is not None:
                         break
                 response = await self._call_model()
+                self._limits_in_a_row = 0
             except UsageLimitError as exc:
                 halt = await self._pause(exc.limit)
                 continue  # the same turn again, or the halt
@@ -286,7 +288,9 @@ class Session:
         turn = self.turns + 1
         settings = run.config.pause
         seed = f"{run.task}|{self.agent}|{self.iteration}|{turn}|{limit.retry_in}"
-        wait = 0.0 if limit.terminal else settings.wait_for(limit, seed)
+        again = self._limits_in_a_row  # > 0: the turn that woke from a pause met one again
+        self._limits_in_a_row += 1
+        wait = 0.0 if limit.terminal else settings.wait_for(limit, seed, again=again)
         bound: tuple[str, float] | None = None
         if limit.terminal:
             bound = ("terminal", 0.0)
