@@ -7,6 +7,7 @@ decision, before each later one; every reason to stop is a named `HaltReason`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -485,8 +486,18 @@ class Session:
         self._run.emit(outcome)
 
     def _account(self, response: ModelResponse) -> None:
+        """Add the call's usage to the session's and the run's. A cost that is not a finite
+        number >= 0 (a provider's NaN) is refused: the run halts `ModelFailed("malformed")`
+        rather than carry a figure no budget can compare (NaN never trips ``max_cost_usd``)."""
         usage = response.usage
-        if usage.cost_usd is None and self._requires_cost:
+        cost = usage.cost_usd
+        if cost is not None and not (math.isfinite(cost) and cost >= 0):
+            raise ModelError(
+                f"the model reported a cost of {cost!r} USD for this call (model "
+                f"{response.model!r}): not a finite number >= 0",
+                kind="malformed",
+            )
+        if cost is None and self._requires_cost:
             raise ConfigurationError(
                 "a cost budget is set but the model reported no price for this call "
                 f"(model {response.model!r}); add its price or drop max_cost_usd"

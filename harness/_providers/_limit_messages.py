@@ -190,7 +190,7 @@ def _stream_json(text: str, read_at: datetime, local: tzinfo) -> UsageLimit | No
             continue
         try:
             data = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested deeper than the parser goes: not an event
             continue
         if not isinstance(data, dict):
             continue

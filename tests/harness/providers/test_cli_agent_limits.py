@@ -467,3 +467,14 @@ async def test_an_orgs_limit_and_spent_credits_are_usage_limits(
         assert isinstance(paused, RunPaused)
         assert paused.retry_in is not None
         assert 7200 - 65 <= paused.retry_in <= 7200
+
+
+async def test_an_agents_line_nested_too_deeply_is_its_answer_not_a_crash(tmp_path: Path) -> None:
+    """Issue 41 item 9: a structured line nested deeper than the JSON parser goes (the agent's
+    own output can hold one) raised RecursionError out of the limit reader; it is the turn's
+    answer, and the run goes on."""
+    deep = '{"type": "rate_limit_event", "x": ' + "[" * 20_000 + "]" * 20_000 + "}"
+    harness, sink, _ = _run_harness(tmp_path, [{"text": deep, "work": True}, WORK])
+    result = await harness.run("Add steps to progress.txt.")
+    assert result.verified, result.halt_reason
+    assert not sink.of_type(RunPaused)
