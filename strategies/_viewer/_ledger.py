@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from attrs import field, frozen
 
@@ -216,8 +216,9 @@ def _transcript_runs(path: Path, skipped: list[str]) -> list[RunFigures]:
     current: _Fold | None = None
     try:
         for line, row in reader.rows():
-            Event.from_dict(row, path=path, line=line)  # each line checked as its event
-            if not isinstance(row, dict):  # from_dict has refused it already
+            # Each line checked as its event (one that is not an object is refused there).
+            Event.from_dict(cast("Mapping[str, Any]", row), path=path, line=line)
+            if not isinstance(row, dict):
                 continue
             name = row.get("event")
             if name == "run.started":
