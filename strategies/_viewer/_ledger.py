@@ -11,9 +11,10 @@ What is a task, and an attempt at it:
 - a board's state folder (or a board's folder holding ``.board``): each task of the board, its
   attempts numbered as the board numbered them (an attempt its account's usage limit stopped,
   ``paused``, is not an attempt, as the board does not charge it, though its cost counts);
-- a plain transcript, or a folder of them (its ``*.jsonl`` files): each run is an attempt, and
-  runs of the same task text (the ``run.started`` event's ``task``) are attempts at one task,
-  in the order given (files in the order named, a folder's files by name).
+- a plain transcript, or a folder of them (its ``*.jsonl`` files): each run is an attempt (a
+  best-of run, each of its attempts up to the winner), and runs of the same task text (the
+  ``run.started`` event's ``task``) are attempts at one task, in the order given (files in the
+  order named, a folder's files by name).
 
 Every transcript is read with `TranscriptReader` (regular files only, each line checked as its
 event); a run cut off mid-write (a crashed run) counts up to its last whole line, as
@@ -40,6 +41,7 @@ from harness.extend import TranscriptReader
 UNFINISHED = "unfinished"
 """The halt cause of a run whose transcript ends without ``run.halted`` (a crashed run)."""
 _DETAIL = ("limit", "cause", "kind", "sensor", "by")
+_OUTER = ("run.started", "run.halted")  # an attempt's own: the best-of run's say it all
 
 
 @frozen
@@ -61,6 +63,9 @@ class RunFigures:
     flaky: tuple[str, ...] = ()
     charged: bool = True
     """False for a board attempt its account's pause stopped (``paused``): not an attempt."""
+    tries: int = 1
+    """The attempts this run stands for: a best-of run's, up to its winner when one verified
+    (each attempt's iterations and claims sent back are counted too)."""
 
 
 @frozen
@@ -94,7 +99,7 @@ class Ledger:
             if index is None:
                 continue
             verified.append(attempts[: index + 1])
-            first += index == 0
+            first += index == 0 and attempts[0].tries == 1
         costs = [run.cost_usd for run in self.runs]
         known = None if None in costs else sum(c for c in costs if c is not None)
         runs = len(self.runs)
@@ -111,7 +116,7 @@ class Ledger:
             "tasks": len(tasks),
             "verified_tasks": len(verified),
             "first_attempt_rate": _rate(first, len(tasks)),
-            "attempts_per_verified_task": _mean([len(v) for v in verified]),
+            "attempts_per_verified_task": _mean([sum(run.tries for run in v) for v in verified]),
             "iterations_per_verified_task": _mean(
                 [sum(run.iterations for run in v) for v in verified]
             ),
@@ -204,6 +209,7 @@ def _board_runs(state: Path, skipped: list[str]) -> list[RunFigures]:
                     run.rejections,
                     run.flaky,
                     charged=attempt.outcome != "paused",
+                    tries=run.tries,
                 )
             )
     return runs
@@ -248,9 +254,19 @@ class _Fold:
         self.verified = False
         self.rejections: Counter[str] = Counter()
         self.flaky: list[str] = []
+        self.started = 0  # a best-of run's attempts that started
+        self.won: int | None = None
 
     def add(self, name: object, row: Mapping[str, Any]) -> None:
-        if name == "iteration.started":
+        if name == "attempt.started":
+            self.started += 1
+        elif name == "attempt.won":
+            self.won = _int(row.get("attempt")) or None
+        elif name == "attempt.event":  # a best-of attempt's own event: its work counts
+            inner = row.get("inner")
+            if isinstance(inner, Mapping) and inner.get("event") not in _OUTER:
+                self.add(inner.get("event"), inner)
+        elif name == "iteration.started":
             self.iterations += 1
         elif name == "turn.finished":
             self.turns += 1
@@ -290,6 +306,7 @@ class _Fold:
             self.cost,
             dict(self.rejections),
             tuple(self.flaky),
+            tries=(self.won if self.verified and self.won else self.started) or 1,
         )
 
 

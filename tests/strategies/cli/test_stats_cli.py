@@ -84,6 +84,22 @@ def test_a_failed_attempt_counts_and_its_cost_is_paid_by_the_verified_task(
     assert alone > 0.035355
 
 
+def test_a_best_of_run_counts_its_attempts_up_to_the_winner(tmp_path: Path) -> None:
+    """The best-of demo verifies at its third attempt (one wrong fix, one that empties the
+    protected test): one run, but three attempts and three iterations for the verified task,
+    not a first-attempt success; each attempt's claims sent back count."""
+    transcript = tmp_path / "best-of.jsonl"
+    spec = ROOT / "fixtures" / "best_of" / "best_of.toml"
+    done = _harness("run", str(spec), "--transcript", str(transcript), "-q")
+    assert transcript.is_file(), done.stderr
+    figures = _stats(transcript)
+    assert (figures["runs"], figures["verified_runs"], figures["tasks"]) == (1, 1, 1)
+    assert figures["first_attempt_rate"] == 0.0
+    assert figures["attempts_per_verified_task"] == 3.0
+    assert figures["iterations_per_verified_task"] == 3.0
+    assert sum(figures["rejections_per_check"].values()) == 2
+
+
 def test_a_board_state_folder_gives_the_figures_board_status_gives(tmp_path: Path) -> None:
     """The board fixture: five tasks, four verified at the first attempt, the release task
     sent back twice until the rejection cap; $0.0524 in all, $0.0131 per verified task (the
