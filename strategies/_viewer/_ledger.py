@@ -150,14 +150,18 @@ def read_ledger(paths: Iterable[str | Path]) -> Ledger:
     for path in map(Path, paths):
         if not path.exists():
             raise FileNotFoundError(2, "no such file or folder", str(path))
-        if path.is_dir() and _board_state(path) is not None:
-            runs.extend(_board_runs(_board_state(path), skipped))  # type: ignore[arg-type]
-            continue
-        files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
-        for file in files:
-            for run in _transcript_runs(file, skipped):
-                seen[run.task] += 1
-                runs.append(_numbered(run, seen[run.task]))
+        before = (len(runs), len(skipped))
+        state = _board_state(path) if path.is_dir() else None
+        if state is not None:
+            runs.extend(_board_runs(state, skipped))
+        else:
+            files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+            for file in files:
+                for run in _transcript_runs(file, skipped):
+                    seen[run.task] += 1
+                    runs.append(_numbered(run, seen[run.task]))
+        if (len(runs), len(skipped)) == before:
+            skipped.append(f"{path}: no run found (no transcript, and no board's board.db)")
     return Ledger(tuple(runs), tuple(skipped))
 
 

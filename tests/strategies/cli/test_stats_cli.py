@@ -160,3 +160,8 @@ def test_what_cannot_be_read_is_named_never_a_traceback_or_a_hang(tmp_path: Path
     assert str(good) not in done.stderr
     nothing = _harness("stats", str(fifo))
     assert nothing.returncode == 2
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    none = _harness("stats", str(empty))
+    assert none.returncode == 2
+    assert f"harness: skipped {empty}: no run found" in none.stderr
