@@ -315,9 +315,9 @@ class _Fold:
 
 
 def flaky_tests(row: Mapping[str, Any]) -> list[str]:
-    """The flaky tests a check's or a verdict's line names: its ``flaky`` list (names, or
-    objects with a ``name``). The one place the ledger reads them."""
-    found = row.get("flaky")
+    """The flaky tests a check's or a verdict's line names: its ``flaky`` (or ``flaky_tests``)
+    list of names, or of objects with a ``name``. The one place the ledger reads them."""
+    found = row.get("flaky", row.get("flaky_tests"))
     if not isinstance(found, list):
         return []
     names = []
