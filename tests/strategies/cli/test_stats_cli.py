@@ -131,11 +131,13 @@ def test_flaky_tests_a_check_reports_are_counted_by_name(tmp_path: Path) -> None
         {"event": "check.passed", "at": 0.2, "agent": "a", "turn": 1, "flaky": ["test_net"]},
         {"event": "check.failed", "at": 0.3, "agent": "a", "turn": 2, "reason": "r",
          "flaky": [{"name": "test_net"}, {"name": "test_clock"}]},
+        {"event": "verdict.reached", "at": 0.4, "round": 1, "passed": False,
+         "flaky_tests": ["test_clock"]},
     ]  # fmt: skip
     path = tmp_path / "flaky.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     figures = _stats(path)
-    assert figures["flaky_tests"] == {"test_net": 2, "test_clock": 1}
+    assert figures["flaky_tests"] == {"test_net": 2, "test_clock": 2}
     assert figures["halt_causes"] == {"unfinished": 1}  # no run.halted: a crashed run
     assert figures["cost_usd"] == 0.5
 
