@@ -345,3 +345,22 @@ async def test_without_a_home_folder_there_is_no_cache_and_checks_still_run(
     assert "baseline_cache.unavailable" in caplog.text
     real = TestSuiteCheck([sys.executable, "-c", "print('t.py::test_a PASSED'); print('1 passed')"])
     assert await real.check(snapshot(root)) is None
+
+
+async def test_a_watchman_that_exits_at_once_leaves_the_key_to_the_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `watchman` on PATH that exits before reading its question (a stub, or a watchman
+    that cannot start): the baseline is taken, the key computed from the content, and the
+    next check on the same content reuses it, with no error from the broken pipe."""
+    stub = tmp_path / "bin" / "watchman"
+    stub.parent.mkdir()
+    stub.write_text("#!/bin/sh\nexec 0<&-\nexit 0\n")
+    stub.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{stub.parent}{os.pathsep}{os.environ['PATH']}")
+    sandbox = Counting()
+    root = workspace(tmp_path / "a")
+    check = await prepared(root, sandbox)
+    await prepared(root, sandbox)
+    assert sandbox.runs == 1
+    assert check.baseline_for("run-1") is not None
