@@ -21,7 +21,6 @@ from harness import (
     CancelToken,
     Completed,
     ConfigurationError,
-    Event,
     HaltReason,
     Harness,
     RunResult,
@@ -36,6 +35,7 @@ from harness.events import (
     AttemptRefused,
     AttemptStarted,
     AttemptWon,
+    Event,
 )
 from harness.extend import (
     ForksAttempts,

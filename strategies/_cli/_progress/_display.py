@@ -29,13 +29,25 @@ from typing import Literal, Protocol, TextIO
 
 from attrs import define, field
 
-from harness import (
+from harness.events import (
+    AttemptApplied,
+    AttemptEvent,
+    AttemptFinished,
+    AttemptRefused,
+    AttemptStarted,
+    AttemptWon,
+    BaselineRecorded,
     CheckFailed,
     CheckPassed,
+    CheckpointFailed,
+    CheckpointRestored,
+    CheckpointSaved,
     Event,
     EventSink,
     FeedbackInjected,
     IterationStarted,
+    ModelEscalated,
+    ProtectedPathsChanged,
     RunHalted,
     RunStarted,
     RunWarning,
@@ -44,21 +56,7 @@ from harness import (
     TurnFinished,
     VerdictReached,
 )
-from harness.checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
-from harness.events import (
-    AttemptApplied,
-    AttemptEvent,
-    AttemptFinished,
-    AttemptRefused,
-    AttemptStarted,
-    AttemptWon,
-)
-from harness.extend import (
-    Baseline,
-    BaselineRecorded,
-    ModelEscalated,
-    ProtectedPathsChanged,
-)
+from harness.extend import Baseline
 from termination import Budget
 
 from .._terminal import for_terminal
