@@ -22,6 +22,7 @@ async def wait_out(
     run: RunState,
     limit: UsageLimit,
     *,
+    again: int,
     agent: str,
     iteration: int,
     turn: int,
@@ -32,13 +33,14 @@ async def wait_out(
     None once it is over, or `UsageLimitReached` when the run will not wait: a terminal
     limit, or a wait past `max_pause`, `max_total_pause` or `max_pauses`.
 
-    `read_clock` reads the clock after the wait (the session's reading for what follows);
-    `postpone` moves the run's and the session's wall-time deadlines, for a pause that does
-    not count toward wall time.
+    `again` counts the limits the session met since its model last answered (> 0: the turn
+    that woke from a pause met one again). `read_clock` reads the clock after the wait (the
+    session's reading for what follows); `postpone` moves the run's and the session's
+    wall-time deadlines, for a pause that does not count toward wall time.
     """
     settings = run.config.pause
     seed = f"{run.task}|{agent}|{iteration}|{turn}|{limit.retry_in}"
-    wait = 0.0 if limit.terminal else settings.wait_for(limit, seed)
+    wait = 0.0 if limit.terminal else settings.wait_for(limit, seed, again=again)
     bound: tuple[str, float] | None = None
     if limit.terminal:
         bound = ("terminal", 0.0)
