@@ -48,9 +48,11 @@ from ._fs._jsonl import check_output_file, dump_json, dump_line, parse_json, rea
 from ._lazy import lazy_exports
 from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
 from ._log import LibraryLogger, get_logger
+from ._loop._feedback import rejection_feedback
 from ._loop._run import Run, SingleSession, Strategy
 from ._loop._run_state import RunConfig
-from ._loop._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
+from ._loop._session import Session, SessionEnd
+from ._loop._tool_calls import DONE_TOOL
 from ._messages import NOT_EXECUTED, ModelRequest, ModelResponse, ToolSpec
 from ._model import ChecksConsumed, ForksAttempts, KnowsPrices, ModelClient, ReadsClock
 from ._policy import (
