@@ -7,8 +7,8 @@ Public names by audience, as trio does it:
 - `harness.extend`: what extenders need (the protocols `checks`, `termination` and `strategies`
   implement, the session and policy types, and the config-table helpers).
 
-Names that moved from here to `harness.testing` or `harness.extend` stay importable from here
-for one release, with a `DeprecationWarning` that names their new home.
+Names that moved from here to `harness.testing`, `harness.extend` or `harness.events` stay
+importable from here for one release, with a `DeprecationWarning` that names their new home.
 """
 
 import typing
@@ -145,10 +145,8 @@ _EXTEND = [
     "CONTINUE",
     "ChecksConsumed",
     "Clock",
-    "ContextCompacted",
     "DONE_TOOL",
     "Decision",
-    "EventStream",
     "HistoryView",
     "KnowsPrices",
     "Limit",
@@ -159,27 +157,32 @@ _EXTEND = [
     "ProcessResult",
     "ReadsClock",
     "Run",
-    "RunPaused",
-    "RunResumed",
-    "RunTally",
     "SensorReading",
     "Session",
     "SessionEnd",
     "SessionStore",
     "SingleSession",
-    "SinkFailed",
     "Strategy",
     "SystemClock",
     "ToolOutcome",
     "ToolSpec",
-    "TranscriptReader",
     "rejection_feedback",
     "render_prompt",
     "run_process",
 ]
+_EVENTS = [
+    "ContextCompacted",
+    "EventStream",
+    "RunPaused",
+    "RunResumed",
+    "RunTally",
+    "SinkFailed",
+    "TranscriptReader",
+]
 _MOVED = {
     **dict.fromkeys(_TESTING, "harness.testing"),
     **dict.fromkeys(_EXTEND, "harness.extend"),
+    **dict.fromkeys(_EVENTS, "harness.events"),
 }
 
 __getattr__, __dir__ = _lazy_exports(

@@ -23,7 +23,6 @@ from harness import (
     CancelToken,
     Completed,
     ConfigurationError,
-    Event,
     HaltReason,
     Harness,
     RunResult,
@@ -40,6 +39,7 @@ from harness.events import (
     AttemptWon,
     CheckFailed,
     CheckPassed,
+    Event,
     WaveStarted,
 )
 from harness.extend import (

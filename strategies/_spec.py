@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from attrs import evolve, frozen
 
 from checks import AllOf, CompletionCheck, check_from_config
-from harness import ConfigurationError, EventSink, Harness, ModelClient, PauseSettings, Tool
+from harness import ConfigurationError, Harness, ModelClient, PauseSettings, Tool
+from harness.events import EventSink
 from harness.extend import (
     BUILTIN_TOOL_NAMES,
     REQUIRED,

@@ -23,15 +23,14 @@ from harness import (
     BudgetExceeded,
     Cancelled,
     ConfigurationError,
-    Event,
-    EventSink,
     FixtureError,
     ModelClient,
     ModelLadder,
     RecordingModelClient,
     RunResult,
 )
-from harness.extend import SinkFailed, SystemClock, check_output_file, dump_json, remove_tree
+from harness.events import Event, EventSink, SinkFailed
+from harness.extend import SystemClock, check_output_file, dump_json, remove_tree
 from harness.testing import FastForwardClock
 from termination import TerminationPolicy
 
@@ -329,11 +328,8 @@ def events_dropped() -> Any:
     """A logger for the run that drops the events the progress display shows (all but a
     sink's failure, which the outcome names only at the end) and passes every other warning
     on to stderr."""
-    # The features' events are defined in modules that load on first use, perhaps later in
-    # the run; the transcript reader reads every event, so importing it defines them all.
-    import harness.extend
-
-    harness.extend.TranscriptReader  # noqa: B018
+    # Every kind is defined by now: `harness.events`, imported above, loads the modules of
+    # the features' events too (pauses, checkpoints, compaction...), not only the run's.
     names = _event_names(Event) - {SinkFailed.name}
 
     def drop(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:

@@ -29,22 +29,6 @@ from typing import Literal, Protocol, TextIO
 
 from attrs import define, field
 
-from harness import (
-    CheckFailed,
-    CheckPassed,
-    Event,
-    EventSink,
-    FeedbackInjected,
-    IterationStarted,
-    RunHalted,
-    RunStarted,
-    RunWarning,
-    SensorRead,
-    ToolCalled,
-    TurnFinished,
-    VerdictReached,
-)
-from harness.checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
 from harness.events import (
     AttemptApplied,
     AttemptEvent,
@@ -53,14 +37,28 @@ from harness.events import (
     AttemptsRanked,
     AttemptStarted,
     AttemptWon,
-    WaveStarted,
-)
-from harness.extend import (
-    Baseline,
     BaselineRecorded,
+    CheckFailed,
+    CheckPassed,
+    CheckpointFailed,
+    CheckpointRestored,
+    CheckpointSaved,
+    Event,
+    EventSink,
+    FeedbackInjected,
+    IterationStarted,
     ModelEscalated,
     ProtectedPathsChanged,
+    RunHalted,
+    RunStarted,
+    RunWarning,
+    SensorRead,
+    ToolCalled,
+    TurnFinished,
+    VerdictReached,
+    WaveStarted,
 )
+from harness.extend import Baseline
 from termination import Budget
 
 from .._terminal import for_terminal
