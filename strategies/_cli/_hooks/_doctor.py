@@ -21,9 +21,11 @@ would be checked, and if not, what to change:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -40,6 +42,7 @@ from harness import ConfigurationError
 from .._terminal import for_terminal
 from . import _trust as trust
 from ._args import AGENTS, DEFAULT_TIME_LIMIT
+from ._core import CANNOT_RUN, default_state_dir, read_verdicts
 from ._install import (
     MILLISECONDS,
     Scope,
@@ -48,6 +51,7 @@ from ._install import (
     find_hooks,
     hook_timeout,
 )
+from ._root import ROOT_VARIABLES
 
 EXIT_OK = 0
 EXIT_UNCHECKED = 1  # some installed hook would not check a stop (or none is installed)
@@ -226,16 +230,7 @@ def _run(agent: str, path: Path, project: Path, command: str, timeout: float) ->
         }
         started = time.monotonic()
         try:
-            ran = subprocess.run(
-                [*shell, command],
-                input=json.dumps(_payload(agent, project)),
-                capture_output=True,
-                text=True,
-                cwd=project,
-                env=env,
-                timeout=timeout,
-                check=False,
-            )
+            ran = _run_in_group([*shell, command], _payload(agent, project), project, env, timeout)
         except subprocess.TimeoutExpired:
             return Finding(
                 agent,
@@ -248,6 +243,20 @@ def _run(agent: str, path: Path, project: Path, command: str, timeout: float) ->
             return Finding(agent, path, False, f"the agent's shell cannot start: {exc}")
     took = time.monotonic() - started
     observe = "--observe" in _words(command)
+    missing = _missing_entry_point(agent, command, project)
+    if missing is not None and ran.returncode != 0:
+        return Finding(
+            agent,
+            path,
+            False,
+            f"the hook's entry point {missing} no longer exists (a venv removed or moved?): "
+            f"the agent cannot start it (exit {ran.returncode}) and stops unchecked",
+            fix=(
+                f"install harness there again, or run harness hook install --agent {agent} "
+                "again from the harness you use now (it writes that one's entry point)"
+            ),
+            detail=ran.stderr,
+        )
     if ran.returncode == 127 or ("not found" in ran.stderr and ran.returncode != 0):
         return Finding(
             agent,
@@ -280,10 +289,68 @@ def _run(agent: str, path: Path, project: Path, command: str, timeout: float) ->
             "the hook prints something the agent cannot read as its answer",
             detail=ran.stdout,
         )
+    if answer and CANNOT_RUN in ran.stdout:
+        return Finding(
+            agent,
+            path,
+            False,
+            "the hook cannot run the checks: each stop is blocked with the error (the agent "
+            "is told so), up to the block cap, then let through",
+            fix="read the error below (a spec missing in this checkout, or one that does not load)",
+            detail=ran.stderr,
+        )
     verdict = "the checks fail now: a stop would be blocked" if answer else "the checks pass now"
     if observe:
         verdict = "observe mode: the checks run and are recorded, but a stop is never blocked"
     return Finding(agent, path, True, f"a stop is checked ({verdict}; {took:.1f} s)")
+
+
+def _run_in_group(
+    argv: list[str], payload: dict[str, Any], cwd: Path, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """Run the hook in a process group of its own; at the timeout, the whole group is killed
+    (the shell and the checks it started), as the agent would, and none is left running."""
+    with subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+    ) as process:
+        try:
+            out, err = process.communicate(json.dumps(payload), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            process.communicate()
+            raise
+        except BaseException:
+            _kill_group(process)
+            raise
+    return subprocess.CompletedProcess(argv, process.returncode, out, err)
+
+
+def _kill_group(process: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def _missing_entry_point(agent: str, command: str, project: Path) -> str | None:
+    """The command's first word, when it names a file (absolute, or under the agent's project
+    variable) that does not exist."""
+    words = _words(command)
+    if not words:
+        return None
+    first = words[0]
+    for variable in (*ROOT_VARIABLES.get(agent, ()), "CLAUDE_PROJECT_DIR"):
+        first = first.replace(f"${{{variable}}}", str(project)).replace(
+            f"${variable}", str(project)
+        )
+    if "$" in first or not first.startswith("/"):
+        return None
+    return None if Path(first).exists() else first
 
 
 def _payload(agent: str, project: Path) -> dict[str, Any]:
@@ -366,6 +433,28 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def recorded_unchecked(state_dir: Path, last: int = 50) -> list[str]:
+    """Lines on the stops among the `last` recorded that went unchecked (an error, or a hook
+    killed before it completed its record); none when there are none."""
+    try:
+        verdicts = read_verdicts(state_dir)[-last:]
+    except ConfigurationError as exc:
+        return [f"the record cannot be read: {for_terminal(exc)}"]
+    unchecked = [v for v in verdicts if v.outcome in ("error", "killed")]
+    if not unchecked:
+        return []
+    killed = sum(1 for v in unchecked if v.outcome == "killed")
+    newest = unchecked[-1]
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(newest.at))
+    return [
+        f"recorded: {len(unchecked)} of the last {len(verdicts)} stops were not checked "
+        f"({killed} killed, {len(unchecked) - killed} errors) in {for_terminal(state_dir)}",
+        f"         the newest: {when} {newest.agent} {newest.describe()}: "
+        f"{for_terminal(newest.error or '')}",
+        "         (harness hook verdicts lists them)",
+    ]
+
+
 def handle_doctor(args: argparse.Namespace) -> int:
     project = (args.project or Path.cwd()).expanduser().resolve()
     agents = (args.agent,) if args.agent else AGENTS
@@ -374,6 +463,8 @@ def handle_doctor(args: argparse.Namespace) -> int:
     except ConfigurationError as exc:
         print(f"harness hook doctor: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    for line in recorded_unchecked(default_state_dir()):
+        print(line)
     if not findings:
         print(
             "harness hook doctor: no harness stop hook is installed here or for the user; "

@@ -140,14 +140,14 @@ def test_the_doctors_trial_stop_leaves_no_state_behind(
 def test_a_hook_that_fails_or_is_killed_is_found(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A spec gone since the install: exit 1, the agent lets the stop go. A timeout shorter
-    than the hook's start: the agent kills it."""
+    """A spec gone since the install: each stop is blocked with the error, up to the cap. A
+    timeout shorter than the hook's start: the agent kills it."""
     spec = project.parent / "checks.toml"
     install_hook("claude", spec, project=project)
     spec.rename(project.parent / "moved.toml")
     code, out = doctor(project, "claude", capsys)
     assert code == 1
-    assert "NOT CHECKED: the hook fails (exit 1), which the agent treats as 'let it stop'" in out
+    assert "NOT CHECKED: the hook cannot run the checks: each stop is blocked with the error" in out
     assert "checks.toml" in out  # the hook's own error, shown
     (project.parent / "moved.toml").rename(spec)
     path = project / ".claude" / "settings.json"
