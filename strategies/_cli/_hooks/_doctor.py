@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 from attrs import frozen
 
 from harness import ConfigurationError
@@ -51,7 +52,7 @@ from ._install import (
     find_hooks,
     hook_timeout,
 )
-from ._root import ROOT_VARIABLES
+from ._root import ROOT_VARIABLES, repository_root
 
 EXIT_OK = 0
 EXIT_UNCHECKED = 1  # some installed hook would not check a stop (or none is installed)
@@ -81,6 +82,7 @@ class Finding:
     summary: str
     fix: str | None = None
     detail: str | None = None
+    warnings: tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
         mark = "ok" if self.checked else "NOT CHECKED"
@@ -88,6 +90,7 @@ class Finding:
             f"{self.agent:<8} {mark}: {for_terminal(self.summary)}",
             f"         in {for_terminal(self.path)}",
         ]
+        out.extend(f"         warning: {for_terminal(w)}" for w in self.warnings)
         if self.fix:
             out.append(f"         fix: {for_terminal(self.fix)}")
         if self.detail:
@@ -113,7 +116,14 @@ def diagnose(agents: Sequence[str], project: Path) -> list[Finding]:
                 continue
             for group, index, entry in find_hooks(agent, config):
                 seen = True
-                findings.append(_diagnose(agent, scope, path, project, group, index, entry))
+                found = _diagnose(agent, scope, path, project, group, index, entry)
+                if scope == "project":
+                    warnings = (
+                        *_outside(agent, entry_command(agent, entry) or "", project),
+                        *_subfolder_gap(agent, project),
+                    )
+                    found = attrs.evolve(found, warnings=found.warnings + warnings)
+                findings.append(found)
         if not seen and len(agents) == 1:
             findings.append(
                 Finding(
@@ -152,6 +162,46 @@ def _diagnose(
     if untrusted is not None:
         return Finding(agent, path, False, untrusted[0], fix=untrusted[1])
     return _run(agent, path, project, command, timeout or DEFAULT_TIMEOUTS.get(agent, 60))
+
+
+def _outside(agent: str, command: str, project: Path) -> tuple[str, ...]:
+    """A warning for each path the entry names outside the repository: a clone of the
+    project elsewhere (a team mate's, CI's) has no such path, and its stops go unchecked."""
+    root = repository_root(project)
+    outside = []
+    for word in _words(command):
+        for variable in (*ROOT_VARIABLES.get(agent, ()), "CLAUDE_PROJECT_DIR"):
+            for form in (f"${{{variable}}}", f"${variable}"):
+                word = word.replace(form, str(project))
+        if word.startswith("/") and not Path(word).is_relative_to(root):
+            outside.append(word)
+    if not outside:
+        return ()
+    return (
+        f"the entry names {', '.join(outside)}, outside the repository {root}: committed, it "
+        "works only on this machine (a clone elsewhere stops unchecked); fix: harness hook "
+        f"install --agent {agent} --committed --spec SPEC.toml (paths a clone finds)",
+    )
+
+
+def _subfolder_gap(agent: str, project: Path) -> tuple[str, ...]:
+    """Claude Code and Gemini CLI read a project's settings only in the folder they start
+    in: started in a subfolder, they run none of its hooks. Said unless a user-scope
+    ``--walk-up`` hook covers the subfolders."""
+    if agent not in ("claude", "gemini"):
+        return ()
+    user = _read_json(config_path(agent, "user", project)) or {}
+    if any(
+        "--walk-up" in _words(entry_command(agent, e) or "") for *_, e in find_hooks(agent, user)
+    ):
+        return ()
+    name = "Claude Code" if agent == "claude" else "Gemini CLI"
+    return (
+        f"{name} reads .{agent}/settings.json only in the folder it starts in: started in a "
+        f"subfolder of {project}, it runs no stop hook and stops unchecked; fix: harness hook "
+        f"install --agent {agent} --scope user --walk-up --spec SPEC.toml (the spec named "
+        "relative to the project root: a user hook that finds it from any subfolder)",
+    )
 
 
 def _ms_example() -> str:

@@ -101,28 +101,77 @@ def hook_command(
     max_blocks: int = DEFAULT_MAX_BLOCKS,
     time_limit: float = DEFAULT_TIME_LIMIT,
     observe: bool = False,
+    committed: bool = False,
+    walk_up: bool = False,
 ) -> str:
     """The shell command the agent runs: the stop hook for `agent` on the spec `spec`.
 
     `executable` is written as given (shell words: a ``$VAR`` in it is expanded by the agent's
-    shell); by default `default_executable`.
+    shell); by default `default_executable`. With `committed`, `spec` is written as given (a
+    path relative to the project root, which the hook finds from any folder of a clone).
     """
     _check_agent(agent)
+    written = spec.as_posix() if committed else str(spec.expanduser().resolve())
     argv = [
         "hook",
         f"{agent}-stop",
         "--spec",
-        str(spec.expanduser().resolve()),
+        written,
         "--max-blocks",
         str(max_blocks),
         "--timeout",
         f"{time_limit:g}",
         *(["--observe"] if observe else []),
+        *(["--walk-up"] if walk_up else []),
     ]
     start = default_executable() if executable is None else executable.strip()
     if not start:
         raise ConfigurationError("'executable' must not be empty")
     return f"{start} {shlex.join(argv)}"
+
+
+# How a committed hook names the project root at run time, per agent: the agent's own variable
+# where it sets one to the folder whose settings it read (Claude Code, Gemini CLI), else the
+# repository's root as git reports it from the folder the agent runs the hook in.
+ROOT_EXPRESSIONS = {
+    "claude": '"$CLAUDE_PROJECT_DIR"',
+    "gemini": '"$GEMINI_PROJECT_DIR"',
+    "codex": '"$(git rev-parse --show-toplevel)"',
+    "qwen": '"$(git rev-parse --show-toplevel)"',
+    "cursor": '"$(git rev-parse --show-toplevel)"',
+    "copilot": '"$(git rev-parse --show-toplevel)"',
+}
+
+
+def committed_spec(spec: Path, project: Path) -> Path:
+    """`spec` relative to the project root (a relative `spec` is read from the project root,
+    else from the current folder); an error when it is outside the project."""
+    named = spec.expanduser()
+    if not named.is_absolute():
+        named = project / named if (project / named).exists() else named.absolute()
+    try:
+        return named.resolve().relative_to(project)
+    except ValueError:
+        raise ConfigurationError(
+            f"the spec {str(named)!r} is outside the project {str(project)!r}: a committed "
+            "hook can only name a spec the repository holds"
+        ) from None
+
+
+def committed_executable(agent: str, project: Path) -> str:
+    """This harness's entry point written for a committed file: relative to the project root
+    named the agent's way at run time (`ROOT_EXPRESSIONS`)."""
+    entry = Path(shlex.split(default_executable())[0])
+    try:
+        inside = entry.relative_to(project)
+    except ValueError:
+        raise ConfigurationError(
+            f"a committed hook starts harness from the project, and this harness ({entry}) is "
+            f"not inside {project}: install it in the project (say .venv), or pass --executable"
+        ) from None
+    if entry.name != "harness":  # no console script: the interpreter runs the package
+        return f"{ROOT_EXPRESSIONS[agent]}/{shlex.quote(inside.as_posix())} -m strategies"
+    return f"{ROOT_EXPRESSIONS[agent]}/{shlex.quote(inside.as_posix())}"
 
 
 def config_path(agent: str, scope: Scope, project: Path) -> Path:
@@ -270,6 +319,8 @@ def install_hook(
     observe: bool = False,
     record_trust: bool = False,
     dry_run: bool = False,
+    committed: bool = False,
+    walk_up: bool = False,
 ) -> Installed:
     """Merge the stop hook for `agent` into its configuration file (unless `dry_run`); with
     `record_trust`, also record the user's trust where Codex or Gemini CLI keeps it."""
@@ -279,13 +330,28 @@ def install_hook(
     folder = folder.resolve()
     path = config_path(agent, scope, folder)
     existing = _read(path)
+    committed = committed or (executable is not None and "$" in executable)
+    if walk_up:
+        if spec.is_absolute():
+            raise ConfigurationError(
+                "--walk-up names the spec relative to each project's root (say checks.toml)"
+            )
+        written = spec
+    elif committed:
+        written = committed_spec(spec, folder)
+        if executable is None:
+            executable = committed_executable(agent, folder)
+    else:
+        written = spec if spec.expanduser().is_absolute() else _from_project(spec, folder)
     command = hook_command(
         agent,
-        spec,
+        written,
         executable=executable,
         max_blocks=max_blocks,
         time_limit=time_limit,
         observe=observe,
+        committed=committed or walk_up,
+        walk_up=walk_up,
     )
     merged, changed = merge_hook(
         agent,
@@ -379,6 +445,11 @@ def _gemini_trust(folder: Path, record: bool, dry_run: bool) -> tuple[str, ...]:
         "skips the project's hooks). Run this install again with --trust, or trust the folder "
         "in gemini's interactive trust dialog.",
     )
+
+
+def _from_project(spec: Path, project: Path) -> Path:
+    """A relative spec: the project root's when it holds it, else the current folder's."""
+    return project / spec if (project / spec).exists() else spec.absolute()
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from attrs import frozen
 
+from ._files import UnreadableRecord, read_text
+
 # The variable each agent sets to its project folder when it runs a hook.
 ROOT_VARIABLES: dict[str, tuple[str, ...]] = {
     "claude": ("CLAUDE_PROJECT_DIR",),
@@ -96,3 +98,24 @@ def _unique(paths: list[Path]) -> list[Path]:
             seen.add(key)
             out.append(path)
     return out
+
+
+# Where each agent that reads only its working folder's settings keeps a project's hooks.
+OWN_SETTINGS = {
+    "claude": ".claude/settings.json",
+    "gemini": ".gemini/settings.json",
+    "qwen": ".qwen/settings.json",
+}
+
+
+def has_own_hook(agent: str, folder: Path | None) -> bool:
+    """Whether `folder`'s own settings for `agent` hold a harness stop hook (a user-scope
+    ``--walk-up`` hook leaves such a folder's stops to that hook, so none is checked twice)."""
+    name = OWN_SETTINGS.get(agent)
+    if folder is None or name is None:
+        return False
+    try:
+        text = read_text(folder / name)
+    except UnreadableRecord:
+        return False
+    return text is not None and f"{agent}-stop" in text and " hook " in text

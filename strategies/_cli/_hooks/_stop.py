@@ -85,7 +85,7 @@ from ._core import (
 )
 from ._ledger import Started
 from ._ledger import start as start_record
-from ._root import SpecNotFound, locate, repository_root
+from ._root import SpecNotFound, has_own_hook, locate, repository_root
 
 __all__ = [
     "DEFAULT_MAX_BLOCKS",
@@ -237,7 +237,13 @@ def handle_stop(args: argparse.Namespace) -> int:
         print(f"harness hook: {exc}", file=sys.stderr)
         return EXIT_BROKEN
     except SpecNotFound as exc:
+        if args.walk_up:  # a user-scope hook, in a folder of no gated project
+            started.error(f"not a gated project: {exc}")
+            return _answer(adapter, StopDecision(False))
         return _unchecked(adapter, stop, str(exc), options, started)
+    if args.walk_up and has_own_hook(adapter.agent, stop.cwd):
+        started.error("the working folder's own settings run the stop hook: left to it")
+        return _answer(adapter, StopDecision(False))
     started = attrs.evolve(
         started,
         session_id=stop.session_id,
@@ -307,7 +313,11 @@ def handle_install(args: argparse.Namespace) -> int:
     from ._install import install_hook  # not needed at each stop
 
     try:
-        load_spec(args.spec, purpose="checks")  # a hook on a broken spec would only warn later
+        project = (args.project or Path.cwd()).expanduser()
+        spec = args.spec.expanduser()
+        named = project / spec if not spec.is_absolute() and (project / spec).exists() else spec
+        if not (args.walk_up and not named.exists()):  # a user hook's spec is each project's
+            load_spec(named, purpose="checks")  # a hook on a broken spec would only warn later
         done = install_hook(
             args.agent,
             args.spec,
@@ -319,6 +329,8 @@ def handle_install(args: argparse.Namespace) -> int:
             observe=args.observe,
             record_trust=args.trust,
             dry_run=args.dry_run,
+            committed=args.committed,
+            walk_up=args.walk_up,
         )
     except (ConfigurationError, OSError) as exc:
         print(f"harness hook install: {exc}", file=sys.stderr)
