@@ -112,7 +112,7 @@ def register(sub: Any) -> None:
         action="store_true",
         help=(
             "also record your trust where the agent keeps it (Codex: the hook's trusted_hash "
-            "and the project; Gemini CLI: the trusted folder)"
+            "and the project; Gemini CLI and Copilot CLI: the trusted folder)"
         ),
     )
     install.add_argument(

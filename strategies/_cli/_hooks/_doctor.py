@@ -251,6 +251,16 @@ def _trust(
                 "harness hook install --agent codex --trust (with the same options), or trust "
                 "it in codex's /hooks",
             )
+    if agent == "copilot":
+        where = trust.copilot_config_path()
+        if not trust.copilot_folder_trusted(project, trust.read_copilot_config(where)):
+            return (
+                f"GitHub Copilot CLI loads a repository's hooks only in a trusted folder, and "
+                f"{project} is not trusted in {where} (copilot -p skips the hook without a word; "
+                "--trust-folder trusts one session only)",
+                "harness hook install --agent copilot --trust, or answer copilot's folder-trust "
+                "prompt with 'this and future sessions'",
+            )
     if agent == "gemini" and scope == "project":
         where = trust.gemini_trusted_folders_path()
         trusted = trust.gemini_folder_trust(project, trust.read_gemini_trust(where))

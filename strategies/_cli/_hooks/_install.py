@@ -373,11 +373,7 @@ def install_hook(
     elif agent == "gemini" and scope == "project":
         notes = _gemini_trust(folder, record_trust, dry_run)
     elif agent == "copilot":
-        notes = (
-            "GitHub Copilot CLI loads a repository's hooks only in a folder you trusted: "
-            "accept its folder-trust prompt once (it keeps the list in its own store, which "
-            "this command does not write), or run prompt mode with --trust-folder.",
-        )
+        notes = _copilot_trust(folder, record_trust, dry_run)
     elif record_trust:
         notes = (f"--trust: {agent} keeps no trust for hooks; nothing else was recorded",)
     return Installed(path, merged, changed, notes)
@@ -444,6 +440,25 @@ def _gemini_trust(folder: Path, record: bool, dry_run: bool) -> tuple[str, ...]:
         f"and {folder} is {state} ({where}; headless gemini exits 55 there, and --skip-trust "
         "skips the project's hooks). Run this install again with --trust, or trust the folder "
         "in gemini's interactive trust dialog.",
+    )
+
+
+def _copilot_trust(folder: Path, record: bool, dry_run: bool) -> tuple[str, ...]:
+    """Copilot CLI's folder trust for the project: recorded (asked), or what to run."""
+    where = trust.copilot_config_path()
+    if trust.copilot_folder_trusted(folder, trust.read_copilot_config(where)):
+        return (f"GitHub Copilot CLI trusts the folder {folder} ({where})",)
+    if record:
+        if dry_run:
+            return (f"would trust the folder {folder} in {where}",)
+        trust.record_copilot_trust(folder)
+        return (f"recorded GitHub Copilot CLI's trust in the folder {folder} in {where} (--trust)",)
+    return (
+        f"GitHub Copilot CLI will NOT run it yet: it loads a repository's hooks only in a "
+        f"folder you trusted, and {folder} is not in trustedFolders ({where}; copilot -p skips "
+        "the hook without a word, and --trust-folder trusts one session only). Run this "
+        "install again with --trust, or answer copilot's folder-trust prompt with 'this and "
+        "future sessions'.",
     )
 
 

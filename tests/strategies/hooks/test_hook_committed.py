@@ -123,14 +123,15 @@ def test_a_subfolder_start_is_named_and_a_walk_up_user_hook_covers_it(
     sub.mkdir()
     nowhere = tmp_path / "nowhere"
     nowhere.mkdir()
-    blocked = run_as_claude(command, sub)
+    state = tmp_path / "hook-state"
+    blocked = run_as_claude(command, sub, state)
     assert json.loads(blocked.stdout)["decision"] == "block"
     assert f"the checks ran on the project root {project}" in blocked.stdout
-    assert run_as_claude(command, nowhere).stdout == ""
-    assert run_as_claude(command, project).stdout == ""  # the project's own hook checks it
+    assert run_as_claude(command, nowhere, state).stdout == ""
+    assert run_as_claude(command, project, state).stdout == ""  # the project's own hook's
 
 
-def run_as_claude(command: str, folder: Path) -> subprocess.CompletedProcess[str]:
+def run_as_claude(command: str, folder: Path, state: Path) -> subprocess.CompletedProcess[str]:
     payload = {"session_id": f"s-{folder.name}", "cwd": str(folder), "hook_event_name": "Stop"}
     return subprocess.run(
         ["/bin/sh", "-c", command],
@@ -138,7 +139,39 @@ def run_as_claude(command: str, folder: Path) -> subprocess.CompletedProcess[str
         capture_output=True,
         text=True,
         cwd=folder,
-        env={"PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(folder), "HOME": "/nonexistent"},
+        env={
+            "PATH": "/usr/bin:/bin",
+            "CLAUDE_PROJECT_DIR": str(folder),
+            "HOME": str(state),
+            "XDG_STATE_HOME": str(state),
+        },
         timeout=120,
         check=True,
     )
+
+
+def test_copilot_folder_trust_is_found_and_recorded_as_copilot_records_it(
+    tmp_path: Path, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Copilot CLI skips the hook in a folder it does not trust: the doctor says so; --trust
+    adds the folder to trustedFolders in Copilot's own config.json, keeping its other keys and
+    its comment lines."""
+    project = make_project(tmp_path / "project")
+    config = home / ".copilot" / "config.json"
+    config.parent.mkdir()
+    config.write_text(
+        '// managed\n{\n  "firstLaunchAt": "x",\n  "trusted_folders": ["/elsewhere"]\n}\n'
+    )
+    install_hook("copilot", project / "checks.toml", project=project)
+    code, out = doctor(project, "copilot", capsys)
+    assert code == 1
+    assert "loads a repository's hooks only in a trusted folder" in out
+    assert "harness hook install --agent copilot --trust" in out
+    done = install_hook("copilot", project / "checks.toml", project=project, record_trust=True)
+    assert any("recorded GitHub Copilot CLI's trust" in note for note in done.notes)
+    text = config.read_text()
+    assert text.startswith("// ")
+    data = json.loads("\n".join(line for line in text.splitlines() if not line.startswith("//")))
+    assert data == {"firstLaunchAt": "x", "trustedFolders": ["/elsewhere", str(project)]}
+    code, out = doctor(project, "copilot", capsys)
+    assert code == 0, out
