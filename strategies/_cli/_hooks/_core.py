@@ -45,6 +45,7 @@ from ..._spec import Spec
 from .._checking import Checked, run_checks
 from .._terminal import without_escapes
 from ._args import DEFAULT_MAX_BLOCKS, DEFAULT_TIME_LIMIT
+from ._files import read_json
 from ._ledger import VERDICTS, Started, Verdict, read_verdicts
 from ._ledger import start as start_record
 from ._record import SessionRecord
@@ -394,8 +395,8 @@ class BlockCount:
 
     def load(self) -> int:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = read_json(self.path, own=True)
+        except ValueError:  # not a count the hook wrote: counted again from zero
             return 0
         blocks = data.get("blocks") if isinstance(data, dict) else None
         return blocks if isinstance(blocks, int) and blocks >= 0 else 0

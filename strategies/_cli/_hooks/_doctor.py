@@ -44,6 +44,7 @@ from .._terminal import for_terminal
 from . import _trust as trust
 from ._args import AGENTS, DEFAULT_TIME_LIMIT
 from ._core import CANNOT_RUN, default_state_dir, read_verdicts
+from ._files import UnreadableRecord, read_json
 from ._install import (
     MILLISECONDS,
     Scope,
@@ -484,12 +485,12 @@ def _words(command: str) -> list[str]:
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
+    """An agent's settings file through the bounded reader: None when it does not exist; one
+    that is a FIFO, a device, a folder, not UTF-8 or JSON too deep is an error naming it."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        raise ConfigurationError(f"{path}: cannot be read as JSON ({exc})") from None
+        data = read_json(path)
+    except UnreadableRecord as exc:
+        raise ConfigurationError(f"{exc} (cannot be read as the agent's settings)") from None
     return data if isinstance(data, dict) else None
 
 

@@ -49,6 +49,7 @@ from harness import ConfigurationError
 
 from . import _trust as trust
 from ._args import AGENTS, DEFAULT_MAX_BLOCKS, DEFAULT_TIME_LIMIT
+from ._files import UnreadableRecord, parse_json, read_text
 
 Scope = Literal["project", "user"]
 # The hook's "timeout" written out: the hook's own --timeout plus a margin for starting and
@@ -470,18 +471,17 @@ def _from_project(spec: Path, project: Path) -> Path:
 def _read(path: Path) -> dict[str, Any]:
     """The file's JSON object; an empty object if the file does not exist."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(f"cannot read {str(path)!r}: {exc}") from None
+        text = read_text(path)
+    except UnreadableRecord as exc:
+        raise ConfigurationError(f"cannot read {exc}; it was left as it is") from None
+    text = (text or "").removeprefix("\ufeff")
     if not text.strip():
         return {}
     try:
-        data = json.loads(text)
-    except ValueError as exc:
+        data = parse_json(text, path)
+    except UnreadableRecord as exc:
         raise ConfigurationError(
-            f"{path}: not valid JSON ({exc}); fix or move it, it was left as it is"
+            f"{path}: not valid JSON ({exc.reason}); fix or move it, it was left as it is"
         ) from None
     if not isinstance(data, dict):
         raise ConfigurationError(

@@ -92,12 +92,7 @@ def codex_hook_key(hooks_file: Path, group: int, handler: int) -> str:
 
 def read_toml(path: Path) -> dict[str, Any]:
     """`path` as TOML; empty when it does not exist; an error naming the file otherwise."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(f"cannot read {str(path)!r}: {exc}") from None
+    text = _text(path)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -180,16 +175,11 @@ def gemini_folder_trust(folder: Path, rules: Mapping[str, Any]) -> bool | None:
 
 def read_gemini_trust(path: Path) -> dict[str, Any]:
     """Gemini CLI's trusted folders; empty when the file does not exist."""
+    text = _text(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(f"cannot read {str(path)!r}: {exc}") from None
-    try:
-        data = json.loads(text) if text.strip() else {}
-    except ValueError as exc:
-        raise ConfigurationError(f"{path}: not valid JSON ({exc}); it was left as it is") from None
+        data = parse_json(text, path) if text.strip() else {}
+    except UnreadableRecord as exc:
+        raise ConfigurationError(f"{exc}; it was left as it is") from None
     if not isinstance(data, dict):
         raise ConfigurationError(f"{path}: must hold a JSON object; it was left as it is")
     return data
@@ -277,12 +267,11 @@ def _strings(value: object) -> list[str]:
 
 
 def _text(path: Path) -> str:
+    """The file's text through the bounded reader; empty when it does not exist."""
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(f"cannot read {str(path)!r}: {exc}") from None
+        return read_text(path) or ""
+    except UnreadableRecord as exc:
+        raise ConfigurationError(f"cannot read {exc}; it was left as it is") from None
 
 
 def _parsed(text: str, path: Path) -> dict[str, Any]:
