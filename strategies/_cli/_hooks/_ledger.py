@@ -151,8 +151,11 @@ class Started:
         (a record never changes the decision)."""
         return _append(self.state_dir, verdict.to_json())
 
-    def error(self, why: str, *, blocked: bool = False, blocks: int = 0) -> str | None:
-        """Complete the record with the error that ended the invocation."""
+    def error(
+        self, why: str, *, blocked: bool = False, blocks: int = 0, outcome: str = "error"
+    ) -> str | None:
+        """Complete the record with the error that ended the invocation (or, with outcome
+        "killed", the signal that stopped it)."""
         return self.complete(
             Verdict(
                 at=time.time(),
@@ -165,7 +168,7 @@ class Started:
                 blocks=blocks,
                 failed=(),
                 checks=0,
-                outcome="error",
+                outcome=outcome,
                 error=without_escapes(why),
                 root=self.root,
                 cwd=self.cwd,

@@ -269,7 +269,12 @@ def handle_stop(args: argparse.Namespace) -> int:
         print(f"harness hook: {exc}", file=sys.stderr)
         return EXIT_BROKEN
     if decision is None:  # a signal stopped the checks
-        started.error("a signal stopped the checks; nothing was decided")
+        signal = watch.received.name if watch.received is not None else "a signal"
+        started.error(
+            f"stopped by {signal} before the checks ended (an agent stops its hook so at the "
+            "hook's timeout): the stop went through unchecked",
+            outcome="killed",
+        )
         return watch.report_stop("harness hook", "the checks were stopped and nothing was decided")
     return _answer(adapter, decision)
 

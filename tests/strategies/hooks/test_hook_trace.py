@@ -79,11 +79,13 @@ def test_a_spec_that_became_invalid_blocks_within_the_cap_and_is_recorded(
     assert "let through" in listed.stdout
 
 
+@pytest.mark.parametrize("sent", [signal.SIGKILL, signal.SIGTERM])
 def test_a_hook_killed_at_the_agents_timeout_is_reported_as_killed(
-    project: Path, tmp_path: Path
+    project: Path, tmp_path: Path, sent: signal.Signals
 ) -> None:
-    """The agent kills its hook at the hook's timeout: the record started before the checks
-    is never completed, and every reader says the stop went through unchecked."""
+    """The agent kills its hook at the hook's timeout (SIGKILL: the record started before the
+    checks is never completed; SIGTERM: the hook completes it as killed), and every reader
+    says the stop went through unchecked."""
     state = tmp_path / "state"
     (project / "checks.toml").write_text(SLOW)
     argv = ["hook", "claude-stop", "--spec", "checks.toml", "--state-dir", str(state)]
@@ -103,7 +105,7 @@ def test_a_hook_killed_at_the_agents_timeout_is_reported_as_killed(
         while not (state / "verdicts.jsonl").exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         time.sleep(1.0)  # into the checks
-        os.killpg(running.pid, signal.SIGKILL)
+        os.killpg(running.pid, sent)
     [verdict] = read_verdicts(state)
     assert (verdict.outcome, verdict.agent, verdict.session_id) == ("killed", "claude", "s1")
     listed = harness("hook", "verdicts", "--state-dir", str(state), cwd=project)
