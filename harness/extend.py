@@ -23,7 +23,9 @@ A map by audience:
   `Escalates`, `JudgedTurn`, `Escalation`, `ModelEscalated`;
 - tools and processes: `as_tools`, `BUILTIN_TOOL_NAMES`, `builtin_tools`, `CommandSandbox`,
   `is_secret_name`, `ProcessResult`, `run_process`, `open_in_workspace`,
-  `resolve_in_workspace`, `remove_tree`, `read_regular_file`, `FileRefused`;
+  `resolve_in_workspace`, `remove_tree`, `read_regular_file`, `FileRefused`; folders the
+  harness owns (made without following links, swept only by their mark): `private_folder`,
+  `owned_folder`, `remove_owned`, `FolderRefused`;
 - events and transcripts: `EventStream`, `stream_events`, `SinkFailed`, `ContextCompacted`,
   `TranscriptReader`, `RunTally`, `UnknownEvent`, `UnknownHalt`, `check_output_file`,
   `dump_json`, `dump_line`;
@@ -78,6 +80,7 @@ if typing.TYPE_CHECKING:
     from ._events._pause import RunPaused, RunResumed
     from ._events._reader import RunTally, TranscriptReader
     from ._events._verifier import BaselineRecorded, ProtectedPathsChanged, ProtectedPathsRecorded
+    from ._fs._owned import FolderRefused, owned_folder, private_folder, remove_owned
     from ._fs._path_guard import PathGuard
     from ._fs._workspace import open_in_workspace, remove_tree, resolve_in_workspace
     from ._pause_table import PAUSE
@@ -122,6 +125,10 @@ __getattr__, __dir__ = lazy_exports(
         "CommandSandbox": "harness._tools._shell",
         "is_secret_name": "harness._secrets",
         "PathGuard": "harness._fs._path_guard",
+        "FolderRefused": "harness._fs._owned",
+        "owned_folder": "harness._fs._owned",
+        "private_folder": "harness._fs._owned",
+        "remove_owned": "harness._fs._owned",
         "PAUSE": "harness._pause_table",
         "RunPaused": "harness._events._pause",
         "Escalates": "harness._escalation",
@@ -162,6 +169,7 @@ __all__ = [
     "Escalation",
     "EventStream",
     "FileRefused",
+    "FolderRefused",
     "ForksAttempts",
     "HistoryView",
     "JudgedTurn",
@@ -232,9 +240,12 @@ __all__ = [
     "notifiers_from_config",
     "of_type",
     "open_in_workspace",
+    "owned_folder",
     "positive",
+    "private_folder",
     "read_regular_file",
     "rejection_feedback",
+    "remove_owned",
     "remove_tree",
     "render_prompt",
     "render_schema",

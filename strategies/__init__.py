@@ -13,6 +13,7 @@ if typing.TYPE_CHECKING:
         RalphCompletionUnmet,
         SelfVerifyExhausted,
         WinnerRefused,
+        WorkspaceUnwritable,
     )
     from ._self_verifying import EVALUATOR_PROMPT, SelfVerifying
     from ._spec import Spec, SpecError, load_spec, spec_from_table
@@ -26,6 +27,7 @@ _LAZY = {
     "BestOf": "._best_of",
     "NoAttemptVerified": "._reasons",
     "WinnerRefused": "._reasons",
+    "WorkspaceUnwritable": "._reasons",
     "RalphCompletionUnmet": "._reasons",
     "SelfVerifyExhausted": "._reasons",
     "Ralph": "._ralph",
@@ -71,6 +73,7 @@ __all__ = [
     "Spec",
     "SpecError",
     "WinnerRefused",
+    "WorkspaceUnwritable",
     "load_spec",
     "parse_verdict",
     "spec_from_table",

@@ -36,6 +36,7 @@ from harness.events import (
     AttemptRefused,
     AttemptStarted,
     AttemptWon,
+    RunWarning,
 )
 from harness.extend import (
     ForksAttempts,
@@ -50,8 +51,14 @@ from termination import Budget, TerminationPolicy
 
 from ._apply_changes import apply_changes
 from ._attempt_budget import ADDITIVE, BudgetPool, share_of
-from ._attempt_workspaces import ISOLATIONS, AttemptWorkspace, AttemptWorkspaces, Isolation
-from ._reasons import NoAttemptVerified, WinnerRefused
+from ._attempt_workspaces import (
+    ISOLATIONS,
+    AttemptWorkspace,
+    AttemptWorkspaces,
+    Isolation,
+    WorkspaceFailed,
+)
+from ._reasons import NoAttemptVerified, WinnerRefused, WorkspaceUnwritable
 
 Pick = Literal["first_verified", "best_progress"]
 PICKS: tuple[Pick, ...] = ("first_verified", "best_progress")
@@ -167,12 +174,20 @@ class _Attempts:
             )
         self.pool = BudgetPool(whole, per)
         if run.workspace is not None:
-            self.spaces = await AttemptWorkspaces.open(
-                run.workspace, run.run_id, self.spec.isolation
-            )
+            try:
+                self.spaces = await AttemptWorkspaces.open(
+                    run.workspace, run.run_id, self.spec.isolation
+                )
+            except WorkspaceFailed as exc:
+                return WorkspaceUnwritable(exc.doing, exc.reason)
+            for note in self.spaces.notes:
+                run.emit(RunWarning(run.elapsed(), "best_of", note))
         try:
             await self._run_all()
             halt = None if self.error is not None else await self._settle()
+        except WorkspaceFailed as exc:  # a full disk: a halt, the user's workspace intact
+            self._record(None, applied=False)
+            halt = WorkspaceUnwritable(exc.doing, exc.reason)
         except BaseException:
             if not run.attempts:  # cut off (the run's deadline, a cancel): what there was
                 for number in range(1, self.spec.n + 1):
@@ -185,6 +200,9 @@ class _Attempts:
                 await self.spaces.close()
         if halt is None:
             assert self.error is not None
+            if isinstance(self.error, WorkspaceFailed):
+                self._record(None, applied=False)
+                return WorkspaceUnwritable(self.error.doing, self.error.reason)
             raise self.error  # a fixture's fault, a git failure: not the run's own halt
         return halt
 
@@ -339,7 +357,9 @@ class _Attempts:
             self._record(winner, applied=False)
             return WinnerRefused(winner.number, why)
         with anyio.CancelScope(shield=True):
-            applied = await apply_changes(changes, winner.workspace.path, self.spaces.workspace)
+            applied = await apply_changes(
+                changes, winner.workspace.path, self.spaces.workspace, self.spaces.aside
+            )
         try:
             policy = run.policy.start_session(clock=run.clock)
             last = winner.result.sessions[-1].messages if winner.result else ()
