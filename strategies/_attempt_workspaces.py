@@ -67,6 +67,9 @@ class WorkspaceFailed(Exception):
 
 def failure(doing: str, exc: BaseException) -> WorkspaceFailed:
     """`exc` (an `OSError` or `GitError`) as a `WorkspaceFailed` of `doing`."""
+    if isinstance(exc, shutil.Error) and exc.args and isinstance(exc.args[0], list):
+        first = exc.args[0][0]  # copytree goes on past a failure and lists them all
+        return WorkspaceFailed(doing, str(first[-1]) if isinstance(first, tuple) else str(first))
     if isinstance(exc, OSError) and exc.strerror:
         where = f"{exc.filename}: " if exc.filename else ""
         return WorkspaceFailed(doing, f"{where}{exc.strerror}")
