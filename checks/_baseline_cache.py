@@ -42,32 +42,16 @@ from typing import Any
 import anyio
 from attrs import frozen
 
-from harness.extend import get_logger
+from harness.extend import NOT_WORK, get_logger
 
 from ._baseline import SuiteBaseline
 from ._watchman import clock_of, unchanged_since, watch_of
 
 CACHE_ENV = "COMPLETION_HARNESS_CACHE"
 FORMAT = 1
-SKIPPED = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "__pycache__",
-        ".pytest_cache",
-        ".mypy_cache",
-        ".ruff_cache",
-        ".hypothesis",
-        ".tox",
-        ".nox",
-        ".venv",
-        "venv",
-        "node_modules",
-        "target",
-    }
-)
-"""Folders left out of a workspace's content digest: caches, dependencies, build output."""
+SKIPPED = NOT_WORK
+"""Folders left out of a workspace's content digest: the folders that are not work
+(`harness.extend.NOT_WORK`: caches, environments, dependencies, build output)."""
 _RACY_NS = 1_000_000_000
 _CHUNK = 1 << 20
 _READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)  # O_BINARY: Windows only

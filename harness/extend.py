@@ -25,7 +25,8 @@ A map by audience:
   `is_secret_name`, `ProcessResult`, `run_process`, `open_in_workspace`,
   `resolve_in_workspace`, `remove_tree`, `read_regular_file`, `FileRefused`; folders the
   harness owns (made without following links, swept only by their mark): `private_folder`,
-  `owned_folder`, `remove_owned`, `FolderRefused`;
+  `owned_folder`, `remove_owned`, `FolderRefused`; the folders that are not work, one list
+  for every part that walks a workspace: `NOT_WORK`, `is_work`;
 - events and transcripts: `EventStream`, `stream_events`, `SinkFailed`, `ContextCompacted`,
   `TranscriptReader`, `RunTally`, `UnknownEvent`, `UnknownHalt`, `check_output_file`,
   `dump_json`, `dump_line`;
@@ -48,6 +49,7 @@ from ._events._run import SinkFailed
 from ._events._stream import EventStream, stream_events
 from ._fs._files import FileRefused, read_regular_file
 from ._fs._jsonl import check_output_file, dump_json, dump_line
+from ._fs._not_work import NOT_WORK, is_work
 from ._lazy import lazy_exports
 from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
 from ._log import LibraryLogger, get_logger
@@ -185,6 +187,7 @@ __all__ = [
     "NOTIFY",
     "NOTIFY_EVENTS",
     "NOT_EXECUTED",
+    "NOT_WORK",
     "PAUSE",
     "PRICE",
     "PathGuard",
@@ -236,6 +239,7 @@ __all__ = [
     "get_logger",
     "implements",
     "is_secret_name",
+    "is_work",
     "lazy_exports",
     "notifiers_from_config",
     "of_type",

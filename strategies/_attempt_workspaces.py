@@ -34,7 +34,7 @@ import anyio.to_thread
 from attrs import define, field, frozen
 
 from harness import ConfigurationError
-from harness.extend import owned_folder, private_folder, remove_owned
+from harness.extend import NOT_WORK, is_work, owned_folder, private_folder, remove_owned
 
 from ._apply_journal import pending, recover
 from ._git import (
@@ -183,7 +183,8 @@ class AttemptWorkspaces:
         return made
 
     async def changes(self, attempt: AttemptWorkspace) -> list[Change]:
-        """What `attempt` changed of the workspace, in path order."""
+        """What `attempt` changed of the workspace, in path order; never a file in a folder
+        that is not work (`harness.extend.NOT_WORK`: caches, environments, build output)."""
         try:
             return await self._changes(attempt)
         except (OSError, GitError) as exc:
@@ -202,7 +203,7 @@ class AttemptWorkspaces:
         prefix = "" if self.inside == Path() else f"{self.inside.as_posix()}/"
         found: list[Change] = []
         for status, path in zip(fields[::2], fields[1::2], strict=False):
-            if path.startswith(prefix) and status.strip():
+            if path.startswith(prefix) and status.strip() and is_work(path):
                 found.append(Change(path.removeprefix(prefix), deleted=status.strip() == "D"))
         return sorted(found, key=lambda c: c.path)
 
@@ -346,14 +347,12 @@ def _copy(source: Path, target: Path) -> None:
     shutil.copytree(source, target, symlinks=True)
 
 
-_SKIP = frozenset({".git"})
-
-
 def _files(root: Path) -> dict[str, os.stat_result]:
-    """Every file and link under `root` (not folders; not ``.git``), by relative path."""
+    """Every file and link under `root` (not folders; nothing in the folders that are not
+    work, `NOT_WORK`), by relative path."""
     found: dict[str, os.stat_result] = {}
     for folder, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP or folder != str(root))
+        dirs[:] = sorted(d for d in dirs if d not in NOT_WORK)
         base = Path(folder)
         for name in [*names, *(d for d in dirs if (base / d).is_symlink())]:
             path = base / name

@@ -203,3 +203,56 @@ def test_remove_owned_never_removes_an_unmarked_folder_or_follows_a_link(tmp_pat
     assert not marked.exists()
     with pytest.raises(FolderRefused, match="was not made by the harness"):
         owned_folder(plain)
+
+
+NOT_WORK_COMMAND = (
+    "{python} -m pytest -q test_calc.py; mkdir -p pkg/__pycache__ .venv/lib node_modules/x && "
+    "echo x > pkg/__pycache__/m.cpython-311.pyc && echo x > .venv/lib/site.py && "
+    "echo x > node_modules/x/index.js && echo x > .hypothesis/db 2>/dev/null; true"
+)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("isolation", ["copy", "worktree"])
+async def test_an_attempt_that_ran_pytest_lists_no_cache_file_and_applies_none(
+    tmp_path: Path, isolation: str
+) -> None:
+    """An attempt runs pytest (which leaves ``.pytest_cache``) and leaves ``__pycache__``,
+    ``.venv`` and ``node_modules`` files beside its fix: its changed files are the fix alone,
+    and only the fix reaches the workspace."""
+    from checks import FilesCheck
+    from harness import Harness, ScriptedModelClient, run_command_tool, workspace_tools
+    from harness.testing import FakeClock
+    from strategies import BestOf, Ralph
+    from termination import TerminationPolicy
+
+    files = {"calc.py": "x = 1\n", "test_calc.py": "def test_x():\n    assert True\n"}
+    if isolation == "worktree":
+        work = init_repo(tmp_path / "work", files)
+    else:
+        work = tmp_path / "work"
+        work.mkdir()
+        for name, text in files.items():
+            (work / name).write_text(text)
+    command = NOT_WORK_COMMAND.format(python=sys.executable)
+    run = {"name": "run_command", "arguments": {"command": command}}
+    rows = [
+        {"attempt": 1, "tool_calls": [run, WRITE]},
+        {"attempt": 1, "text": "Done."},
+    ]
+    harness = Harness(
+        model=ScriptedModelClient.from_responses(rows),
+        policy=TerminationPolicy(completion_check=FilesCheck(["done.txt"])),
+        strategy=BestOf(n=1, strategy=Ralph(max_iterations=1), isolation=isolation),  # type: ignore[arg-type]
+        tools=[*workspace_tools(), run_command_tool()],
+        workspace=work,
+        clock=FakeClock(),
+    )
+    result = await harness.run("Write done.txt.")
+    assert result.verified
+    [attempt] = result.attempts
+    ran = attempt.result.sessions[0].messages if attempt.result else ()
+    assert "1 passed" in str(ran)  # pytest ran in the attempt's workspace
+    assert attempt.changed == ("done.txt",)
+    names = {p.name for p in work.rglob("*")}
+    assert not names & {".pytest_cache", "__pycache__", ".venv", "node_modules"}
