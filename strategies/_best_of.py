@@ -284,6 +284,8 @@ class _Attempts:
             context_window=config.context_window,
             pause=config.pause,
             compaction=config.compaction,
+            # The run's setting, each attempt's store its own: one `state_dir` would be shared.
+            checkpoints=evolve(config.checkpoints, state_dir=None) if config.checkpoints else None,
         )
 
     def _account(self, result: RunResult) -> None:

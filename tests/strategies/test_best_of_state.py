@@ -256,3 +256,35 @@ async def test_an_attempt_that_ran_pytest_lists_no_cache_file_and_applies_none(
     assert attempt.changed == ("done.txt",)
     names = {p.name for p in work.rglob("*")}
     assert not names & {".pytest_cache", "__pycache__", ".venv", "node_modules"}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("checkpoints", [True, False])
+async def test_attempts_checkpoint_as_the_run_is_told_to(tmp_path: Path, checkpoints: bool) -> None:
+    """``Harness(checkpoints=True)`` reaches each attempt (its start is checkpointed, in its
+    own workspace); without it and without rollback, an attempt checkpoints nothing."""
+    from checks import FilesCheck
+    from harness import Harness, ScriptedModelClient, workspace_tools
+    from harness.events import AttemptEvent
+    from harness.testing import FakeClock, ListSink
+    from strategies import BestOf, Ralph
+    from termination import TerminationPolicy
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.py").write_text("a = 1\n")
+    sink = ListSink()
+    harness = Harness(
+        model=ScriptedModelClient.from_responses(SCRIPT),
+        policy=TerminationPolicy(completion_check=FilesCheck(["done.txt"])),
+        strategy=BestOf(n=1, strategy=Ralph(max_iterations=1)),
+        tools=workspace_tools(),
+        workspace=work,
+        clock=FakeClock(),
+        sinks=[sink],
+        checkpoints=checkpoints,
+    )
+    result = await harness.run("Write done.txt.")
+    assert result.verified
+    inner = [e.inner.name for e in sink.events if isinstance(e, AttemptEvent)]
+    assert ("checkpoint.saved" in inner) is checkpoints
