@@ -19,7 +19,7 @@ from typing import Any
 
 from attrs import frozen
 
-from harness.extend import FileRefused, read_regular_file
+from harness.extend import FileRefused, read_json_file
 
 JOURNAL = "journal.json"
 SAVED = "saved"
@@ -78,10 +78,12 @@ def read_journal(aside: Path) -> Journal:
     """The journal in `aside`; `ValueError` naming it when it cannot be read."""
     path = aside / JOURNAL
     try:
-        data: Any = json.loads(read_regular_file(path, limit=_LIMIT, what="apply journal"))
+        data: Any = read_json_file(path, limit=_LIMIT, what="apply journal", follow_links=False)
         entries = tuple(Entry(str(p), bool(d), bool(s)) for p, d, s in data["entries"])
         return Journal(Path(data["workspace"]), entries, tuple(map(str, data["made"])))
-    except (FileRefused, OSError, ValueError, KeyError, TypeError) as exc:
+    except FileRefused as exc:  # a FIFO, a link, not UTF-8, not JSON: its message names it
+        raise ValueError(str(exc)) from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path}: cannot be read ({exc})") from None
 
 
