@@ -21,6 +21,7 @@ cannot be put back, keeps the run's folder and says which (`notes`).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -308,11 +309,17 @@ async def _snapshot(repo: Repository, index: Path) -> str:
 
 def _take(path: Path) -> IO[str]:
     handle = path.open("a+", encoding="utf-8")
-    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a fresh run id: never held
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"{os.getpid()}\n")
-    handle.flush()
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a fresh run id: never held
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+    except BaseException:  # a full disk: no lock file of this run is left behind
+        with contextlib.suppress(OSError):
+            handle.close()  # flushes again, and fails again on a full disk
+        path.unlink(missing_ok=True)
+        raise
     return handle
 
 

@@ -15,7 +15,7 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -317,3 +317,65 @@ def test_a_full_disk_while_copying_an_attempts_workspace_is_a_halt_in_json(
     assert "No space left on device" in halt["reason"]
     assert state_of(work) == before
     assert list((temp / f"harness-best-of-{os.getuid()}").iterdir()) == []
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MB tmpfs (root only), unmounted after the test."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """Write a file on `disk` until it is full; the file."""
+    filler = disk / "filler"
+
+    def write_until_full() -> None:
+        with filler.open("wb") as out:
+            while True:
+                out.write(b"\0" * 65536)
+                out.flush()
+
+    with pytest.raises(OSError) as full:
+        write_until_full()
+    assert full.value.errno == errno.ENOSPC
+    return filler
+
+
+async def test_a_really_full_disk_under_a_repository_is_a_halt_with_the_workspace_intact(
+    small_disk: Path,
+) -> None:
+    """The repository sits on a 4 MB tmpfs that is full: best-of cannot make its state
+    folder there (nor git the attempts' starting commit or worktree), and the run halts
+    `WorkspaceUnwritable` (no traceback), the user's files, branch and index as they were,
+    nothing of the run left behind."""
+    repo = init_repo(small_disk / "repo", {f"m{i}.py": f"m = {i}\n" * 50 for i in range(20)})
+    (repo / "new.py").write_text("uncommitted\n")  # the starting commit must write it
+    before, index = state_of(repo), (repo / ".git" / "index").read_bytes()
+    filler = fill(small_disk)
+    harness = Harness(
+        model=ScriptedModelClient.from_responses([]),  # no attempt gets to start
+        policy=TerminationPolicy(completion_check=FilesCheck(["done.txt"])),
+        strategy=BestOf(n=2, strategy=Ralph(max_iterations=1)),
+        workspace=repo,
+        clock=FakeClock(),
+    )
+    result = await harness.run("Rewrite everything.")
+    halt = result.halt_reason
+    assert isinstance(halt, WorkspaceUnwritable), halt
+    assert halt.doing.startswith(
+        ("open best-of's state folder", "record the workspace's files", "make attempt")
+    )
+    assert "No space left on device" in halt.reason
+    filler.unlink()
+    assert state_of(repo) == before
+    assert (repo / ".git" / "index").read_bytes() == index
+    assert git(repo, "for-each-ref", "refs/heads/harness-best-of/") == ""
+    assert list((repo / ".git" / "harness-best-of").iterdir()) == []
