@@ -3,7 +3,8 @@
 Only the files the attempt changed are touched: each is first saved (or noted as absent) in an
 aside folder, and a journal of what was saved, what will be written and which folders will be
 made is written there, fsync'd, before the first write (`strategies._apply_journal`). Then each
-file is written from the attempt (or deleted). `Applied.undo` puts every one back as it was and
+file is written from the attempt, through a temporary file and a rename (or deleted): a write
+that fails (a full disk) leaves the file as it was. `Applied.undo` puts every one back as it was and
 removes the folders the apply made; `Applied.discard` forgets what was saved. A process killed in
 between leaves the journal, and the next best-of start undoes the apply from it. A path that
 would leave the workspace, or pass through a link on the way, is refused before anything is
@@ -27,6 +28,7 @@ from ._apply_journal import (
     Journal,
     copy_entry,
     forget_journal,
+    replace_with,
     undo,
     write_journal,
 )
@@ -110,10 +112,10 @@ def _apply(
     try:
         for change in changes:
             target = workspace / change.path
-            if os.path.lexists(target):
-                target.unlink()
             if not change.deleted:
-                copy_entry(source / change.path, target)
+                replace_with(source / change.path, target)
+            elif os.path.lexists(target):
+                target.unlink()
     except BaseException:
         applied.undo()
         raise

@@ -11,6 +11,7 @@ the saved files where they are).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -95,12 +96,12 @@ def undo(aside: Path, journal: Journal) -> list[str]:
     for entry in journal.entries:
         target = workspace / entry.path
         try:
-            if os.path.islink(target) or target.is_file():
+            if entry.saved:
+                replace_with(aside / SAVED / entry.path, target)
+            elif os.path.islink(target) or target.is_file():
                 target.unlink()
             elif target.is_dir():
                 shutil.rmtree(target)
-            if entry.saved:
-                copy_entry(aside / SAVED / entry.path, target)
         except OSError as exc:
             problems.append(f"{entry.path}: {exc.strerror or exc}")
     for folder in reversed(journal.made):
@@ -133,6 +134,24 @@ def recover(aside: Path) -> str:
         f"an apply into {journal.workspace} was interrupted (the process was killed): its "
         f"{len(journal.entries)} files were put back as they were before it"
     )
+
+
+def replace_with(source: Path, target: Path) -> None:
+    """Replace `target` with a copy of `source` in one rename: a copy that fails (a full
+    disk) leaves whatever was there, never nothing."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    temporary = target.with_name(f".{target.name}.harness-undo")
+    with contextlib.suppress(FileNotFoundError):
+        temporary.unlink()
+    try:
+        copy_entry(source, temporary)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
 
 
 def copy_entry(source: Path, target: Path) -> None:

@@ -104,11 +104,11 @@ async def rewrite_everything(ctx: ToolContext) -> str:
 
 
 repo, marker, after = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
-real = applying.copy_entry
+real = applying.replace_with
 written = 0
 
 
-def copy_entry(source: Path, target: Path) -> None:
+def replace_with(source: Path, target: Path) -> None:
     # The kill's moment, made exact: after `after` files of the winner reached the workspace.
     global written
     real(source, target)
@@ -119,7 +119,7 @@ def copy_entry(source: Path, target: Path) -> None:
             time.sleep(3600)
 
 
-applying.copy_entry = copy_entry
+applying.replace_with = replace_with
 rows = [
     {"attempt": 1, "tool_calls": [{"name": "rewrite_everything", "arguments": {}}]},
     {"attempt": 1, "text": "Done."},
@@ -276,6 +276,48 @@ async def test_a_full_disk_while_writing_the_winner_halts_with_the_workspace_as_
     assert state_of(repo) == before
     assert sink.events[-1].name == "run.halted"
     assert sink.events[-1].reason == halt  # type: ignore[attr-defined]
+    assert list((repo / ".git" / "harness-best-of").iterdir()) == []
+
+
+async def test_an_undo_the_full_disk_stops_too_is_finished_by_the_next_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk fills while the winner is written and stays full, so its undo cannot put
+    every file back either: the halt names the files and where their saved copies are, the
+    journal is kept, and the next start, with room again, puts the workspace back exactly."""
+    repo = project(tmp_path / "repo")
+    before = state_of(repo)
+    real = shutil.copyfile
+
+    room = 100  # files into src/ before the disk is full, for good
+
+    def full(src: Any, dst: Any, *, follow_symlinks: bool = True) -> Any:
+        nonlocal room
+        if Path(dst).is_relative_to(repo / "src"):
+            if room == 0:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(dst))
+            room -= 1
+        return real(src, dst, follow_symlinks=follow_symlinks)
+
+    monkeypatch.setattr(shutil, "copyfile", full)
+    result = await best_of_rewrite(repo, ListSink()).run("Rewrite everything.")
+
+    halt = result.halt_reason
+    assert isinstance(halt, WorkspaceUnwritable)
+    assert "files could not be put back (src/f000.py: No space left" in halt.reason
+    assert "applying/saved" in halt.reason
+    assert state_of(repo) != before  # 100 files of src/ are the winner's still
+    assert (repo / "src" / "f000.py").read_text() == "new 0\n"
+    assert (repo / "src" / "f150.py").read_text() == "old 150\n"  # never removed on the way
+    assert len(list((repo / "src").glob("f*.py"))) == CHANGED
+    assert not (repo / "new").exists()
+    monkeypatch.setattr(shutil, "copyfile", real)  # room again
+
+    sink = ListSink()
+    await next_start(repo, sink).run("Check.")
+    [warning] = [e for e in sink.events if isinstance(e, RunWarning)]
+    assert "its 400 files were put back as they were" in warning.message
+    assert state_of(repo) == before
     assert list((repo / ".git" / "harness-best-of").iterdir()) == []
 
 
