@@ -44,32 +44,16 @@ from typing import Any
 import anyio
 from attrs import frozen
 
-from harness.extend import FileRefused, get_logger, parse_json, read_text_file
+from harness.extend import NOT_WORK, FileRefused, get_logger, parse_json, read_text_file
 
 from ._baseline import SuiteBaseline
 from ._watchman import clock_of, unchanged_since, watch_of
 
 CACHE_ENV = "COMPLETION_HARNESS_CACHE"
 FORMAT = 1
-SKIPPED = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "__pycache__",
-        ".pytest_cache",
-        ".mypy_cache",
-        ".ruff_cache",
-        ".hypothesis",
-        ".tox",
-        ".nox",
-        ".venv",
-        "venv",
-        "node_modules",
-        "target",
-    }
-)
-"""Folders left out of a workspace's content digest: caches, dependencies, build output."""
+SKIPPED = NOT_WORK
+"""Folders left out of a workspace's content digest: the folders that are not work
+(`harness.extend.NOT_WORK`: caches, environments, dependencies, build output)."""
 ENTRY_LIMIT = 64 << 20
 """The largest entry read (a baseline lists its failing tests: far below this); a larger file,
 like one that is not a regular file, is ignored."""

@@ -26,7 +26,10 @@ A map by audience:
   `is_secret_name`, `ProcessResult`, `run_process`, `open_in_workspace`,
   `resolve_in_workspace`, `remove_tree`, `read_regular_file`, `FileRefused`; the files another
   process could have placed (records, caches, state, an agent's settings), read with a bound:
-  `read_text_file`, `read_json_file`, `parse_json`;
+  `read_text_file`, `read_json_file`, `parse_json`; folders the harness owns (made without
+  following links, swept only by their mark): `private_folder`, `owned_folder`,
+  `remove_owned`, `FolderRefused`; the folders that are not work, one list for every part
+  that walks a workspace: `NOT_WORK`, `is_work`;
 - transcripts: `UnknownHalt`, `check_output_file`, `dump_json`, `dump_line`;
 - config tables and their reference: `Schema`, `Key`, `Variants`, `REQUIRED`, `MODELS`, `PAUSE`,
   `PRICE`, `RETRY`, `NOTIFY`, `NOTIFY_EVENTS`, `notifiers_from_config`, `render_schema`,
@@ -45,6 +48,7 @@ from ._check_error import CheckError
 from ._clock import Clock, SystemClock
 from ._fs._files import FileRefused, read_regular_file, read_text_file
 from ._fs._jsonl import check_output_file, dump_json, dump_line, parse_json, read_json_file
+from ._fs._not_work import NOT_WORK, is_work
 from ._lazy import lazy_exports
 from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
 from ._log import LibraryLogger, get_logger
@@ -73,6 +77,7 @@ from ._validate import check_positive, check_type, of_type, positive
 
 if typing.TYPE_CHECKING:
     from ._escalation import Escalates, Escalation, JudgedTurn
+    from ._fs._owned import FolderRefused, owned_folder, private_folder, remove_owned
     from ._fs._path_guard import PathGuard
     from ._fs._workspace import open_in_workspace, remove_tree, resolve_in_workspace
     from ._pause_table import PAUSE
@@ -134,6 +139,10 @@ __getattr__, __dir__ = lazy_exports(
         "CommandSandbox": "harness._tools._shell",
         "is_secret_name": "harness._secrets",
         "PathGuard": "harness._fs._path_guard",
+        "FolderRefused": "harness._fs._owned",
+        "owned_folder": "harness._fs._owned",
+        "private_folder": "harness._fs._owned",
+        "remove_owned": "harness._fs._owned",
         "PAUSE": "harness._pause_table",
         "Escalates": "harness._escalation",
         "Escalation": "harness._escalation",
@@ -163,6 +172,7 @@ __all__ = [
     "Escalates",
     "Escalation",
     "FileRefused",
+    "FolderRefused",
     "ForksAttempts",
     "HistoryView",
     "JudgedTurn",
@@ -177,6 +187,7 @@ __all__ = [
     "NOTIFY",
     "NOTIFY_EVENTS",
     "NOT_EXECUTED",
+    "NOT_WORK",
     "PAUSE",
     "PRICE",
     "PathGuard",
@@ -220,16 +231,20 @@ __all__ = [
     "get_logger",
     "implements",
     "is_secret_name",
+    "is_work",
     "lazy_exports",
     "notifiers_from_config",
     "of_type",
     "open_in_workspace",
+    "owned_folder",
     "parse_json",
     "positive",
+    "private_folder",
     "read_json_file",
     "read_regular_file",
     "read_text_file",
     "rejection_feedback",
+    "remove_owned",
     "remove_tree",
     "render_prompt",
     "render_schema",

@@ -271,6 +271,7 @@ class Harness:
             context_window=self.context_window,
             pause=self.pause,
             compaction=self.compaction,
+            checkpoints=self.checkpoints,
         )
 
     def _finish(self, run: Run, reason: HaltReason) -> RunResult:

@@ -67,6 +67,8 @@ class RunConfig:
     context_window: int | None = None
     pause: PauseSettings = PauseSettings()
     compaction: Compaction | None = None
+    checkpoints: Checkpointing | None = None
+    """The run's `Harness(checkpoints=...)` setting (None: off unless rollback opens them)."""
 
 
 @define(eq=False, kw_only=True)
