@@ -196,7 +196,8 @@ class Harness:
         """
         preflight = getattr(self.policy, "preflight", None)
         if preflight is not None:  # a check that cannot run: refused before anything starts
-            preflight(self._workspace)
+            # In a thread: it may ask an interpreter whether it finds a module (`python -m`).
+            await anyio.to_thread.run_sync(preflight, self._workspace)
         run_id = os.urandom(6).hex()  # 12 hex digits, as random as a uuid4's first 12
         transcript = JsonlTranscript(self.transcript) if self.transcript is not None else None
         all_sinks: list[EventSink] = [StructlogSink(run_id, self.logger), *self.sinks, *sinks]
@@ -391,6 +392,8 @@ class Harness:
                 continue
             run.baselines.append(baseline)
             run.emit(BaselineRecorded(run.elapsed(), baseline))
+            if (excused := baseline.excused_warning()) is not None:
+                run.emit(RunWarning(run.elapsed(), "baseline", excused))
 
     def stream(self, task: str) -> AbstractAsyncContextManager[EventStream[Event, RunResult]]:
         """Run `task` in the background and iterate its events as they happen.
