@@ -268,8 +268,8 @@ def test_a_check_that_raises_points_to_its_traceback_and_prints_it_once(
     monkeypatch: pytest.MonkeyPatch,
     verbose: bool,
 ) -> None:
-    """Without -v the failed check says `(-v for the traceback)`; with -v the traceback is
-    printed once, on its lines."""
+    """The failed check is named `checks[0]` and says `(-v for the traceback)`; with -v the
+    traceback is printed once, on its lines."""
     (tmp_path / "raising_check_fh.py").write_text(RAISING)
     monkeypatch.syspath_prepend(str(tmp_path))
     body = FILES_SPEC.replace("[model]", 'workspace = "ws"\n[model]').replace(
@@ -279,7 +279,11 @@ def test_a_check_that_raises_points_to_its_traceback_and_prints_it_once(
     spec = _write(tmp_path, body)
     main(["run", str(spec), "--no-transcript", *(["-v"] if verbose else [])])
     err = capsys.readouterr().err
-    assert "failed with KeyError: 'b' (-v for the traceback)" in err
+    # Named as the spec names it, not by its class (FunctionCheck).
+    assert (
+        "the completion check checks[0] (raising_check_fh:check) failed with KeyError: 'b' "
+        "(-v for the traceback)"
+    ) in err
     tracebacks = err.count("Traceback (most recent call last)")
     assert tracebacks == (1 if verbose else 0)  # one claim (the budget ends turn 2), once
     if verbose:
