@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -316,3 +317,13 @@ def test_init_writes_a_commented_starter_that_runs_verified(
     assert (tmp_path / "workspace" / "hello.txt").read_text() == "hello\n"
     assert main(["init", str(tmp_path)]) == 2
     assert "exists" in capsys.readouterr().err
+
+
+def test_the_docs_say_what_a_second_signal_does_as_the_code_does() -> None:
+    """A second SIGTERM or SIGINT kills the command by that signal (`SignalCancel`):
+    docs/cli.md and docs/board.md both say so, and neither says it is ignored."""
+    root = Path(__file__).resolve().parents[3]
+    for page in ("cli.md", "board.md"):
+        text = " ".join((root / "docs" / page).read_text(encoding="utf-8").split())
+        assert re.search(r"second signal[^.]*kills the command at once", text.lower()), page
+        assert "further signals are ignored" not in text.lower(), page
