@@ -31,8 +31,8 @@ workspace = "workspace"
 # The agent's tools: the built-in file tools. A [tools] table with shell = true adds a shell.
 tools = ["read_file", "list_files", "write_file"]
 
-# Every run records its events here (`harness view` draws them); remove the line to keep
-# the default, runs/ beside this file.
+# Every run records its events in a new file in runs/ beside this file (`harness view` draws
+# it). Uncomment to name the file instead, or write transcript = false to record nothing.
 # transcript = "runs/hello.jsonl"
 
 # The model. This one is scripted (script.jsonl), so the starter runs offline and for free.
