@@ -22,6 +22,7 @@ from . import (
     _init_args,
     _reference_args,
     _run_args,
+    _stats_args,
     _view_args,
 )
 from ._exits import EXIT_CONFIGURATION, exit_code_for, shadowed, signal_handlers_kept
@@ -37,6 +38,7 @@ SUBCOMMANDS = [
     _board_args,
     _checkpoints_args,
     _reference_args,
+    _stats_args,
 ]
 
 
