@@ -210,13 +210,13 @@ def _run_spec(
             transcript = spec.default_transcript()  # every run leaves a record to view
         if transcript is not None:
             check_output_file("transcript", transcript)
-        spec.require_workspace(args.workspace or spec.workspace or spec.workspace_template)
         workspace = spec.prepare_workspace(args.workspace)
-        # Named as the spec names them (checks[0]); the run's own preflight says it again.
-        spec.preflight(workspace.resolve() if workspace is not None else None)
         if args.workspace is None and spec.workspace_template is not None:
             temporary.path = workspace
-        model = spec.build_model()
+        model = spec.build_model()  # a wrong [model] is said first, whatever else is wrong
+        spec.require_workspace(workspace)
+        # Named as the spec names them (checks[0]); the run's own preflight says it again.
+        spec.preflight(workspace.resolve() if workspace is not None else None)
         wrap = None
         if args.record is not None:
             record: Path = args.record
