@@ -48,6 +48,7 @@ from ._model import ModelClient
 from ._pause import PauseSettings
 from ._result import (
     AttemptResult,
+    AttemptScore,
     BudgetExceeded,
     Cancelled,
     CheckBroken,
@@ -192,6 +193,7 @@ __getattr__, __dir__ = _lazy_exports(
 __all__ = [
     "AnthropicClient",
     "AttemptResult",
+    "AttemptScore",
     "BudgetExceeded",
     "CancelToken",
     "Cancelled",
