@@ -97,12 +97,12 @@ class BestOf:
     `WinnerRefused`. No verified attempt: `NoAttemptVerified`, the workspace untouched.
 
     `engine`: `RayAttempts` runs each attempt on a Ray worker, in a checkout of its own
-    (see `strategies._best_of_ray`); by default they run in the run's process.
+    (see `RayAttempts`); by default they run in the run's process.
 
     `waves`: when no attempt of a wave of `n` is verified, another wave of `n` starts (up
     to `waves` in all), its task followed by a digest of every failed attempt so far (how it
     ended, what it changed, the tests it broke or left failing, the check's last reason;
-    bounded, see `strategies._best_of_digest`), recorded in ``attempt.wave``.
+    bounded: docs/best-of.md says how), recorded in ``attempt.wave``.
 
     Each attempt runs under `attempt_budget` (by default the run's budget divided by
     ``n * waves``), and never past what the run's budget has left. `isolation`: ``"auto"``

@@ -1,4 +1,4 @@
-"""The `harness` command line: `run`, `check`, `view`, the agent hook bridge, and the task board.
+"""The `harness` command line: `init`, `run`, `check`, `view`, the hook bridge, and the board.
 
 This is the one place that wires all four packages together. Building the parser imports
 only each command's grammar (the ``_*_args`` modules); a command's handler, and what it
@@ -19,6 +19,7 @@ from . import (
     _board_args,
     _check_args,
     _checkpoints_args,
+    _init_args,
     _reference_args,
     _run_args,
     _stats_args,
@@ -29,6 +30,7 @@ from ._hooks import _args as _hook_args
 from ._streams import safe_std_streams
 
 SUBCOMMANDS = [
+    _init_args,
     _run_args,
     _check_args,
     _view_args,

@@ -137,7 +137,8 @@ def _describe(event: Event) -> tuple[str, Tone] | None:
         case CheckPassed():
             return "check passed", "good"
         case CheckFailed():
-            return f"check failed: {short(event.reason)}", "bad"
+            hint = " (-v for the traceback)" if event.error is not None else ""
+            return f"check failed: {short(event.reason)}{hint}", "bad"
         case FeedbackInjected():
             return f"feedback from {event.source} goes into the next turn", "warn"
         case VerdictReached():
@@ -152,7 +153,9 @@ def _describe(event: Event) -> tuple[str, Tone] | None:
         case CheckpointFailed():
             return f"checkpoint {event.label} failed: {short(event.error)}", "bad"
         case RunHalted():
-            return f"halted: {event.reason.describe()}", "good" if event.verified else "strong"
+            # One line: the outcome below prints the whole reason, its lines as lines.
+            halt = event.reason.describe().partition("\n")[0]
+            return f"halted: {halt}", "good" if event.verified else "strong"
         case BaselineRecorded():
             return f"baseline: {_baseline(event.baseline)}", "plain"
         case RunWarning():
