@@ -22,7 +22,8 @@ A map by audience:
   the run plateaus:
   `Escalates`, `JudgedTurn`, `Escalation`, `ModelEscalated`;
 - tools and processes: `as_tools`, `BUILTIN_TOOL_NAMES`, `builtin_tools`, `CommandSandbox`,
-  `is_secret_name`, `ProcessResult`, `run_process`, `open_in_workspace`,
+  `is_secret_name`, `ProcessResult`, `run_process`, `bytecode_env`, `bytecode_prefix`,
+  `FRESH_BYTECODE`, `default_cache_dir`, `CACHE_ENV`, `open_in_workspace`,
   `resolve_in_workspace`, `remove_tree`, `read_regular_file`, `FileRefused`;
 - events and transcripts: `EventStream`, `stream_events`, `SinkFailed`, `ContextCompacted`,
   `TranscriptReader`, `RunTally`, `UnknownEvent`, `UnknownHalt`, `check_output_file`,
@@ -42,32 +43,9 @@ import typing
 
 from ._check_error import CheckError
 from ._clock import Clock, SystemClock
-from ._events._run import SinkFailed
-from ._events._stream import EventStream, stream_events
-from ._fs._files import FileRefused, read_regular_file
-from ._fs._jsonl import check_output_file, dump_json, dump_line
 from ._lazy import lazy_exports
-from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
 from ._log import LibraryLogger, get_logger
-from ._loop._run import Run, SingleSession, Strategy
-from ._loop._run_state import RunConfig
-from ._loop._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
-from ._messages import NOT_EXECUTED, ModelRequest, ModelResponse, ToolSpec
-from ._model import ChecksConsumed, ForksAttempts, KnowsPrices, ModelClient, ReadsClock
-from ._policy import (
-    CONTINUE,
-    Decision,
-    Limit,
-    Policy,
-    PolicySession,
-    ProtectsPaths,
-    Scope,
-    ScopesRun,
-    SensorReading,
-)
 from ._protocols import implements
-from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
-from ._tools._base import as_tools
 from ._validate import check_positive, check_type, of_type, positive
 
 if typing.TYPE_CHECKING:
@@ -77,10 +55,38 @@ if typing.TYPE_CHECKING:
     from ._events._escalation import ModelEscalated
     from ._events._pause import RunPaused, RunResumed
     from ._events._reader import RunTally, TranscriptReader
+    from ._events._run import SinkFailed
+    from ._events._stream import EventStream, stream_events
     from ._events._verifier import BaselineRecorded, ProtectedPathsChanged, ProtectedPathsRecorded
+    from ._fs._files import FileRefused, read_regular_file
+    from ._fs._jsonl import check_output_file, dump_json, dump_line
     from ._fs._path_guard import PathGuard
     from ._fs._workspace import open_in_workspace, remove_tree, resolve_in_workspace
+    from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
+    from ._loop._run import Run, SingleSession, Strategy
+    from ._loop._run_state import RunConfig
+    from ._loop._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
+    from ._messages import NOT_EXECUTED, ModelRequest, ModelResponse, ToolSpec
+    from ._model import ChecksConsumed, ForksAttempts, KnowsPrices, ModelClient, ReadsClock
     from ._pause_table import PAUSE
+    from ._policy import (
+        CONTINUE,
+        Decision,
+        Limit,
+        Policy,
+        PolicySession,
+        ProtectsPaths,
+        Scope,
+        ScopesRun,
+        SensorReading,
+    )
+    from ._process._bytecode import (
+        CACHE_ENV,
+        FRESH_BYTECODE,
+        bytecode_env,
+        bytecode_prefix,
+        default_cache_dir,
+    )
     from ._process._child import ProcessResult, run_process
     from ._protected import ProtectedPaths, Tampering
     from ._providers._cli_agent import render_prompt
@@ -93,6 +99,8 @@ if typing.TYPE_CHECKING:
     from ._schema import REQUIRED, Key, Schema, Variants
     from ._secrets import is_secret_name
     from ._sinks._notify import NOTIFY, NOTIFY_EVENTS, notifiers_from_config
+    from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
+    from ._tools._base import as_tools
     from ._tools._registry import BUILTIN_TOOL_NAMES, builtin_tools
     from ._tools._shell import CommandSandbox
     from ._verification import Baseline
@@ -101,6 +109,53 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     globals(),
     {
+        "CACHE_ENV": "harness._process._bytecode",
+        "FRESH_BYTECODE": "harness._process._bytecode",
+        "bytecode_env": "harness._process._bytecode",
+        "bytecode_prefix": "harness._process._bytecode",
+        "default_cache_dir": "harness._process._bytecode",
+        "SinkFailed": "harness._events._run",
+        "EventStream": "harness._events._stream",
+        "stream_events": "harness._events._stream",
+        "FileRefused": "harness._fs._files",
+        "read_regular_file": "harness._fs._files",
+        "check_output_file": "harness._fs._jsonl",
+        "dump_json": "harness._fs._jsonl",
+        "dump_line": "harness._fs._jsonl",
+        "USAGE_LIMIT": "harness._limits",
+        "UsageLimit": "harness._limits",
+        "UsageLimitError": "harness._limits",
+        "Run": "harness._loop._run",
+        "SingleSession": "harness._loop._run",
+        "Strategy": "harness._loop._run",
+        "RunConfig": "harness._loop._run_state",
+        "DONE_TOOL": "harness._loop._session",
+        "Session": "harness._loop._session",
+        "SessionEnd": "harness._loop._session",
+        "rejection_feedback": "harness._loop._session",
+        "NOT_EXECUTED": "harness._messages",
+        "ModelRequest": "harness._messages",
+        "ModelResponse": "harness._messages",
+        "ToolSpec": "harness._messages",
+        "ChecksConsumed": "harness._model",
+        "ForksAttempts": "harness._model",
+        "KnowsPrices": "harness._model",
+        "ModelClient": "harness._model",
+        "ReadsClock": "harness._model",
+        "CONTINUE": "harness._policy",
+        "Decision": "harness._policy",
+        "Limit": "harness._policy",
+        "Policy": "harness._policy",
+        "PolicySession": "harness._policy",
+        "ProtectsPaths": "harness._policy",
+        "Scope": "harness._policy",
+        "ScopesRun": "harness._policy",
+        "SensorReading": "harness._policy",
+        "HistoryView": "harness._state",
+        "SessionStateSnapshot": "harness._state",
+        "SessionStore": "harness._state",
+        "ToolOutcome": "harness._state",
+        "as_tools": "harness._tools._base",
         "render_prompt": "harness._providers._cli_agent",
         "open_in_workspace": "harness._fs._workspace",
         "remove_tree": "harness._fs._workspace",
@@ -150,6 +205,7 @@ __all__ = [
     "BUILTIN_TOOL_NAMES",
     "Baseline",
     "BaselineRecorded",
+    "CACHE_ENV",
     "CONTINUE",
     "CheckError",
     "ChecksConsumed",
@@ -161,6 +217,7 @@ __all__ = [
     "Escalates",
     "Escalation",
     "EventStream",
+    "FRESH_BYTECODE",
     "FileRefused",
     "ForksAttempts",
     "HistoryView",
@@ -219,9 +276,12 @@ __all__ = [
     "Variants",
     "as_tools",
     "builtin_tools",
+    "bytecode_env",
+    "bytecode_prefix",
     "check_output_file",
     "check_positive",
     "check_type",
+    "default_cache_dir",
     "dump_json",
     "dump_line",
     "find_usage_limit",

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from attrs import evolve, frozen
 
 from checks import AllOf, CompletionCheck, check_from_config
-from harness import ConfigurationError, EventSink, Harness, ModelClient, PauseSettings, Tool
+from harness import ConfigurationError, PauseSettings, Tool
 from harness.extend import (
     BUILTIN_TOOL_NAMES,
     REQUIRED,
@@ -48,7 +48,7 @@ from ._strategy_config import STRATEGIES, check_strategy_table, model_tables
 from ._tools_config import MCP, TOOLS, shell_tool, tool_names
 
 if TYPE_CHECKING:
-    from harness import Compaction, MCPServer, Notifier
+    from harness import Compaction, EventSink, Harness, MCPServer, ModelClient, Notifier
     from harness.checkpoints import Checkpointing
 
 # What a spec does beyond its checks (the model clients, the tools, MCP, notifications, the
@@ -302,6 +302,8 @@ class Spec:
         recording of the evaluator), `workspace` and `transcript` to the spec's; `clock` and
         `logger` to the harness's own defaults (the system clock, the library's logger).
         """
+        from harness import Harness  # the loop loads to run, not to read a spec's checks
+
         return Harness(
             model=model if model is not None else self.build_model(),
             policy=policy if policy is not None else self.policy,
