@@ -88,6 +88,7 @@ if typing.TYPE_CHECKING:
         default_cache_dir,
     )
     from ._process._child import ProcessResult, run_process
+    from ._process._sandbox import CommandSandbox
     from ._protected import ProtectedPaths, Tampering
     from ._providers._cli_agent import render_prompt
     from ._providers._limit_messages import find_usage_limit
@@ -102,7 +103,6 @@ if typing.TYPE_CHECKING:
     from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
     from ._tools._base import as_tools
     from ._tools._registry import BUILTIN_TOOL_NAMES, builtin_tools
-    from ._tools._shell import CommandSandbox
     from ._verification import Baseline
 
 __getattr__, __dir__ = lazy_exports(
@@ -174,7 +174,7 @@ __getattr__, __dir__ = lazy_exports(
         "render_variants": "harness._reference",
         "BUILTIN_TOOL_NAMES": "harness._tools._registry",
         "builtin_tools": "harness._tools._registry",
-        "CommandSandbox": "harness._tools._shell",
+        "CommandSandbox": "harness._process._sandbox",
         "is_secret_name": "harness._secrets",
         "PathGuard": "harness._fs._path_guard",
         "PAUSE": "harness._pause_table",

@@ -35,7 +35,6 @@ from harness.extend import (
     Clock,
     Key,
     Schema,
-    Strategy,
     SystemClock,
     Variants,
     builtin_tools,
@@ -50,6 +49,7 @@ from ._tools_config import MCP, TOOLS, shell_tool, tool_names
 if TYPE_CHECKING:
     from harness import Compaction, EventSink, Harness, MCPServer, ModelClient, Notifier
     from harness.checkpoints import Checkpointing
+    from harness.extend import Strategy
 
 # What a spec does beyond its checks (the model clients, the tools, MCP, notifications, the
 # sensors and feedback, checkpoints) is imported where the spec's table asks for it, not with

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Protocol, runtime_checkable
 
 from .._errors import ConfigurationError
 from .._fs._workspace import resolve_in_workspace
 from .._process._bytecode import bytecode_env
 from .._process._child import ProcessResult, run_process
+from .._process._sandbox import CommandSandbox
 from .._secrets import is_secret_name
 from .._validate import check_positive
 from ._base import Tool, ToolContext
@@ -33,25 +32,6 @@ MAX_TIMEOUT = 600.0
 MAX_OUTPUT = 16_000  # characters of output the model sees at most, head and tail together
 # The tool's own deadline lets the process deadline fire first and the tree be stopped cleanly.
 _STOP_MARGIN = 10.0
-
-
-@runtime_checkable
-class CommandSandbox(Protocol):
-    """Runs one command to completion or its timeout, leaving nothing of it running.
-
-    `workspace` is the folder the command may write (`cwd` lies inside it); a sandbox without
-    isolation may ignore it. `checks.LocalSandbox` and `checks.BubblewrapSandbox` are ones.
-    """
-
-    async def run(
-        self,
-        command: str | Sequence[str],
-        *,
-        cwd: Path,
-        timeout: float | None,  # noqa: ASYNC109 - the deadline is a cancel scope on the clock
-        env: Mapping[str, str] | None = None,
-        workspace: Path | None = None,
-    ) -> ProcessResult: ...
 
 
 def _check_env(env: Mapping[str, str], pass_env: Sequence[str]) -> None:

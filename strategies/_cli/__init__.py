@@ -10,40 +10,33 @@ start-up.
 from __future__ import annotations
 
 import argparse
+import importlib
 import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import (
-    _board_args,
-    _check_args,
-    _checkpoints_args,
-    _reference_args,
-    _run_args,
-    _view_args,
-)
 from ._exits import EXIT_CONFIGURATION, exit_code_for, shadowed, signal_handlers_kept
 from ._hooks import _args as _hook_args
 from ._streams import safe_std_streams
 
-# Each command's name and the module that registers its grammar, in the order of `--help`.
+# Each command's name and the module (in this package) that registers its grammar, in the
+# order of `--help`.
 SUBCOMMANDS = {
-    "run": _run_args,
-    "check": _check_args,
-    "view": _view_args,
-    "hook": _hook_args,
-    "board": _board_args,
-    "checkpoints": _checkpoints_args,
-    "spec-reference": _reference_args,
+    "run": "._run_args",
+    "check": "._check_args",
+    "view": "._view_args",
+    "hook": "._hooks._args",
+    "board": "._board_args",
+    "checkpoints": "._checkpoints_args",
+    "spec-reference": "._reference_args",
 }
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser; with `command` (one of `SUBCOMMANDS`), only that command's
-    grammar is registered: what the command parses and prints is the same, and a stop hook
-    does not build the parsers of every other command (argparse costs a few milliseconds a
-    parser, at each stop of an agent)."""
+    grammar is imported and registered: what the command parses and prints is the same, and a
+    stop hook does not build the parsers of every other command (at each stop of an agent)."""
     parser = argparse.ArgumentParser(
         prog="harness",
         description="Run LLM agents unattended; do not let them stop before the work is done.",
@@ -52,7 +45,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = [SUBCOMMANDS[command]] if command in SUBCOMMANDS else SUBCOMMANDS.values()
     for module in chosen:
-        module.register(sub)
+        importlib.import_module(module, __package__).register(sub)
     return parser
 
 
