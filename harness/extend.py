@@ -24,7 +24,9 @@ A map by audience:
 - tools and processes: `as_tools`, `BUILTIN_TOOL_NAMES`, `builtin_tools`, `CommandSandbox`,
   `is_secret_name`, `ProcessResult`, `run_process`, `bytecode_env`, `bytecode_prefix`,
   `FRESH_BYTECODE`, `default_cache_dir`, `CACHE_ENV`, `open_in_workspace`,
-  `resolve_in_workspace`, `remove_tree`, `read_regular_file`, `FileRefused`;
+  `resolve_in_workspace`, `remove_tree`, `read_regular_file`, `FileRefused`; the files another
+  process could have placed (records, caches, state, an agent's settings), read with a bound:
+  `read_text_file`, `read_json_file`, `parse_json`;
 - events and transcripts: `EventStream`, `stream_events`, `SinkFailed`, `ContextCompacted`,
   `TranscriptReader`, `RunTally`, `UnknownEvent`, `UnknownHalt`, `check_output_file`,
   `dump_json`, `dump_line`;
@@ -58,8 +60,8 @@ if typing.TYPE_CHECKING:
     from ._events._run import SinkFailed
     from ._events._stream import EventStream, stream_events
     from ._events._verifier import BaselineRecorded, ProtectedPathsChanged, ProtectedPathsRecorded
-    from ._fs._files import FileRefused, read_regular_file
-    from ._fs._jsonl import check_output_file, dump_json, dump_line
+    from ._fs._files import FileRefused, read_regular_file, read_text_file
+    from ._fs._jsonl import check_output_file, dump_json, dump_line, parse_json, read_json_file
     from ._fs._path_guard import PathGuard
     from ._fs._workspace import open_in_workspace, remove_tree, resolve_in_workspace
     from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
@@ -119,6 +121,9 @@ __getattr__, __dir__ = lazy_exports(
         "stream_events": "harness._events._stream",
         "FileRefused": "harness._fs._files",
         "read_regular_file": "harness._fs._files",
+        "read_text_file": "harness._fs._files",
+        "parse_json": "harness._fs._jsonl",
+        "read_json_file": "harness._fs._jsonl",
         "check_output_file": "harness._fs._jsonl",
         "dump_json": "harness._fs._jsonl",
         "dump_line": "harness._fs._jsonl",
@@ -292,8 +297,11 @@ __all__ = [
     "notifiers_from_config",
     "of_type",
     "open_in_workspace",
+    "parse_json",
     "positive",
+    "read_json_file",
     "read_regular_file",
+    "read_text_file",
     "rejection_feedback",
     "remove_tree",
     "render_prompt",

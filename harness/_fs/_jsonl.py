@@ -15,6 +15,7 @@ from __future__ import annotations
 import codecs
 import errno
 import json
+import math
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import ConfigurationError, FixtureError
-from ._files import FileRefused, read_regular_file
+from ._files import TEXT_LIMIT, FileRefused, read_regular_file, read_text_file
 
 # The largest fixture or transcript read whole: far above a long run's, and a bound on memory
 # for a path that names something else (a sparse file of a terabyte).
@@ -89,22 +90,48 @@ def load_line(raw: str | bytes, *, path: str | Path | None, line: int | None) ->
                 line=line,
             ) from None
     try:
-        value = json.loads(raw)
+        return parse_json(raw)
+    except ValueError as exc:
+        raise FixtureError(str(exc), path=path, line=line) from None
+
+
+def parse_json(text: str) -> Any:
+    """`text` parsed as JSON; a `ValueError` whose message says why not ("not valid JSON:
+    Expecting value (line 1, column 5)", "nested deeper than 100 levels ..."), for a caller to
+    put beside the file and line it names. Nesting deeper than `MAX_DEPTH` is refused, so an
+    adversarial document is an error, never a `RecursionError`."""
+    try:
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise FixtureError(
-            f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=line
-        ) from None
+        where = (
+            f"column {exc.colno}" if exc.lineno == 1 else f"line {exc.lineno}, column {exc.colno}"
+        )
+        raise ValueError(f"not valid JSON: {exc.msg} ({where})") from None
     except RecursionError:
         value = None
         too_deep = True
     else:
-        # Only a line with more brackets than the limit can nest that deep: most skip the walk.
-        too_deep = raw.count("[") + raw.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH
+        # Only a text with more brackets than the limit can nest that deep: most skip the walk.
+        too_deep = text.count("[") + text.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH
     if too_deep:
-        raise FixtureError(
-            f"nested deeper than {MAX_DEPTH} levels of arrays and objects", path=path, line=line
-        )
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels of arrays and objects")
     return value
+
+
+def read_json_file(
+    path: str | os.PathLike[str],
+    *,
+    limit: int = TEXT_LIMIT,
+    what: str = "file",
+    follow_links: bool = True,
+) -> Any:
+    """The JSON document in the regular file at `path`: `read_text_file`, then `parse_json`;
+    a document that is not JSON, or nests too deeply, is `FileRefused` saying why."""
+    text = read_text_file(path, limit=limit, what=what, follow_links=follow_links)
+    try:
+        return parse_json(text)
+    except ValueError as exc:
+        raise FileRefused(what, str(Path(path)), f"is {exc}") from None
 
 
 def _depth(value: Any) -> int:
@@ -149,11 +176,31 @@ def without_surrogates(value: Any) -> Any:
     return value
 
 
+def _dumps(data: Any) -> str:
+    """JSON text, never Python's ``NaN`` or ``Infinity`` (which no JSON reader takes): a float
+    that is not finite is written as null."""
+    try:
+        return json.dumps(data, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # a non-finite float somewhere: rare, so only then walk the data
+        return json.dumps(_finite(data), ensure_ascii=False, allow_nan=False)
+
+
+def _finite(data: Any) -> Any:
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, Mapping):
+        return {key: _finite(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [_finite(value) for value in data]
+    return data
+
+
 def dump_json(data: Any) -> str:
     """`data` as compact-enough JSON text that always encodes as UTF-8: characters stay as
     they are, except lone surrogates, which become ``\\udcxx`` escapes (inside a JSON string,
-    the only place they can appear, so `json.loads` gives back the same text)."""
-    text = json.dumps(data, ensure_ascii=False)
+    the only place they can appear, so `json.loads` gives back the same text). A float that
+    is not finite (NaN, infinity) is null: Python would write ``NaN``, which is not JSON."""
+    text = _dumps(data)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -163,7 +210,7 @@ def dump_json(data: Any) -> str:
 
 def dump_line(data: Any) -> bytes:
     """One JSONL line (with its newline) as UTF-8 bytes; see `dump_json`."""
-    text = json.dumps(data, ensure_ascii=False) + "\n"
+    text = _dumps(data) + "\n"
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:

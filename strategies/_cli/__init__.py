@@ -30,6 +30,7 @@ SUBCOMMANDS = {
     "board": "._board_args",
     "checkpoints": "._checkpoints_args",
     "spec-reference": "._reference_args",
+    "stats": "._stats_args",
 }
 
 
