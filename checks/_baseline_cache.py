@@ -34,7 +34,6 @@ import hashlib
 import json
 import os
 import stat
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
@@ -44,12 +43,13 @@ from typing import Any
 import anyio
 from attrs import frozen
 
+from harness.extend import CACHE_ENV as CACHE_ENV  # where tests and benches set the folder
 from harness.extend import NOT_WORK, FileRefused, get_logger, parse_json, read_text_file
+from harness.extend import default_cache_dir as default_cache_dir  # as it was, for its users
 
 from ._baseline import SuiteBaseline
 from ._watchman import clock_of, unchanged_since, watch_of
 
-CACHE_ENV = "COMPLETION_HARNESS_CACHE"
 FORMAT = 1
 SKIPPED = NOT_WORK
 """Folders left out of a workspace's content digest: the folders that are not work
@@ -63,24 +63,6 @@ _RACY_NS = 1_000_000_000
 _CHUNK = 1 << 20
 _READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)  # O_BINARY: Windows only
 _log = get_logger("checks.baseline_cache")
-
-
-def default_cache_dir() -> Path:
-    """``$COMPLETION_HARNESS_CACHE`` when set, else the platform's cache folder (``$XDG_CACHE_HOME``
-    or ``~/.cache``; ``~/Library/Caches`` on macOS; ``%LOCALAPPDATA%`` on Windows), under
-    ``completion-harness/baselines``. A `RuntimeError` when there is no home folder to put it
-    in (no ``HOME`` and no user entry), which callers take as no cache."""
-    override = os.environ.get(CACHE_ENV)
-    if override:
-        return Path(override)
-    home = Path.home()
-    if sys.platform == "darwin":
-        base = home / "Library" / "Caches"
-    elif os.name == "nt":
-        base = Path(os.environ.get("LOCALAPPDATA") or home / "AppData" / "Local")
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or home / ".cache")
-    return base / "completion-harness" / "baselines"
 
 
 @frozen

@@ -23,7 +23,8 @@ A map by audience:
   `find_usage_limit`, `render_prompt`; a model that climbs when the run plateaus:
   `Escalates`, `JudgedTurn`, `Escalation`;
 - tools and processes: `as_tools`, `BUILTIN_TOOL_NAMES`, `builtin_tools`, `CommandSandbox`,
-  `is_secret_name`, `ProcessResult`, `run_process`, `open_in_workspace`,
+  `is_secret_name`, `ProcessResult`, `run_process`, `bytecode_env`, `bytecode_prefix`,
+  `FRESH_BYTECODE`, `default_cache_dir`, `CACHE_ENV`, `open_in_workspace`,
   `resolve_in_workspace`, `remove_tree`, `read_regular_file`, `FileRefused`; the files another
   process could have placed (records, caches, state, an agent's settings), read with a bound:
   `read_text_file`, `read_json_file`, `parse_json`; folders the harness owns (made without
@@ -46,42 +47,48 @@ import typing
 
 from ._check_error import CheckError
 from ._clock import Clock, SystemClock
-from ._fs._files import FileRefused, read_regular_file, read_text_file
-from ._fs._jsonl import check_output_file, dump_json, dump_line, parse_json, read_json_file
-from ._fs._not_work import NOT_WORK, is_work
 from ._lazy import lazy_exports
-from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
 from ._log import LibraryLogger, get_logger
-from ._loop._feedback import rejection_feedback
-from ._loop._run import Run, SingleSession, Strategy
-from ._loop._run_state import RunConfig
-from ._loop._session import Session, SessionEnd
-from ._loop._tool_calls import DONE_TOOL
-from ._messages import NOT_EXECUTED, ModelRequest, ModelResponse, ToolSpec
-from ._model import ChecksConsumed, ForksAttempts, KnowsPrices, ModelClient, ReadsClock
-from ._policy import (
-    CONTINUE,
-    Decision,
-    Limit,
-    Policy,
-    PolicySession,
-    ProtectsPaths,
-    Scope,
-    ScopesRun,
-    SensorReading,
-)
 from ._protocols import implements
-from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
-from ._tools._base import as_tools
 from ._validate import check_positive, check_type, of_type, positive
 
 if typing.TYPE_CHECKING:
     from ._escalation import Escalates, Escalation, JudgedTurn
+    from ._fs._files import FileRefused, read_regular_file, read_text_file
+    from ._fs._jsonl import check_output_file, dump_json, dump_line, parse_json, read_json_file
+    from ._fs._not_work import NOT_WORK, is_work
     from ._fs._owned import FolderRefused, owned_folder, private_folder, remove_owned
     from ._fs._path_guard import PathGuard
     from ._fs._workspace import open_in_workspace, remove_tree, resolve_in_workspace
+    from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
+    from ._loop._feedback import rejection_feedback
+    from ._loop._run import Run, SingleSession, Strategy
+    from ._loop._run_state import RunConfig
+    from ._loop._session import Session, SessionEnd
+    from ._loop._tool_calls import DONE_TOOL
+    from ._messages import NOT_EXECUTED, ModelRequest, ModelResponse, ToolSpec
+    from ._model import ChecksConsumed, ForksAttempts, KnowsPrices, ModelClient, ReadsClock
     from ._pause_table import PAUSE
+    from ._policy import (
+        CONTINUE,
+        Decision,
+        Limit,
+        Policy,
+        PolicySession,
+        ProtectsPaths,
+        Scope,
+        ScopesRun,
+        SensorReading,
+    )
+    from ._process._bytecode import (
+        CACHE_ENV,
+        FRESH_BYTECODE,
+        bytecode_env,
+        bytecode_prefix,
+        default_cache_dir,
+    )
     from ._process._child import ProcessResult, run_process
+    from ._process._sandbox import CommandSandbox
     from ._protected import ProtectedPaths, Tampering
     from ._providers._cli_agent import render_prompt
     from ._providers._limit_messages import find_usage_limit
@@ -93,8 +100,9 @@ if typing.TYPE_CHECKING:
     from ._schema import REQUIRED, Key, Schema, Variants
     from ._secrets import is_secret_name
     from ._sinks._notify import NOTIFY, NOTIFY_EVENTS, notifiers_from_config
+    from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
+    from ._tools._base import as_tools
     from ._tools._registry import BUILTIN_TOOL_NAMES, builtin_tools
-    from ._tools._shell import CommandSandbox
     from ._verification import Baseline
 
 # Event names exported here before `harness.events` was their one door: importable from here,
@@ -119,6 +127,55 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     globals(),
     {
+        "CACHE_ENV": "harness._process._bytecode",
+        "FRESH_BYTECODE": "harness._process._bytecode",
+        "bytecode_env": "harness._process._bytecode",
+        "bytecode_prefix": "harness._process._bytecode",
+        "default_cache_dir": "harness._process._bytecode",
+        "FileRefused": "harness._fs._files",
+        "NOT_WORK": "harness._fs._not_work",
+        "is_work": "harness._fs._not_work",
+        "read_regular_file": "harness._fs._files",
+        "read_text_file": "harness._fs._files",
+        "parse_json": "harness._fs._jsonl",
+        "read_json_file": "harness._fs._jsonl",
+        "check_output_file": "harness._fs._jsonl",
+        "dump_json": "harness._fs._jsonl",
+        "dump_line": "harness._fs._jsonl",
+        "USAGE_LIMIT": "harness._limits",
+        "UsageLimit": "harness._limits",
+        "UsageLimitError": "harness._limits",
+        "Run": "harness._loop._run",
+        "SingleSession": "harness._loop._run",
+        "Strategy": "harness._loop._run",
+        "RunConfig": "harness._loop._run_state",
+        "DONE_TOOL": "harness._loop._tool_calls",
+        "Session": "harness._loop._session",
+        "SessionEnd": "harness._loop._session",
+        "rejection_feedback": "harness._loop._feedback",
+        "NOT_EXECUTED": "harness._messages",
+        "ModelRequest": "harness._messages",
+        "ModelResponse": "harness._messages",
+        "ToolSpec": "harness._messages",
+        "ChecksConsumed": "harness._model",
+        "ForksAttempts": "harness._model",
+        "KnowsPrices": "harness._model",
+        "ModelClient": "harness._model",
+        "ReadsClock": "harness._model",
+        "CONTINUE": "harness._policy",
+        "Decision": "harness._policy",
+        "Limit": "harness._policy",
+        "Policy": "harness._policy",
+        "PolicySession": "harness._policy",
+        "ProtectsPaths": "harness._policy",
+        "Scope": "harness._policy",
+        "ScopesRun": "harness._policy",
+        "SensorReading": "harness._policy",
+        "HistoryView": "harness._state",
+        "SessionStateSnapshot": "harness._state",
+        "SessionStore": "harness._state",
+        "ToolOutcome": "harness._state",
+        "as_tools": "harness._tools._base",
         "render_prompt": "harness._providers._cli_agent",
         "open_in_workspace": "harness._fs._workspace",
         "remove_tree": "harness._fs._workspace",
@@ -136,7 +193,7 @@ __getattr__, __dir__ = lazy_exports(
         "render_variants": "harness._reference",
         "BUILTIN_TOOL_NAMES": "harness._tools._registry",
         "builtin_tools": "harness._tools._registry",
-        "CommandSandbox": "harness._tools._shell",
+        "CommandSandbox": "harness._process._sandbox",
         "is_secret_name": "harness._secrets",
         "PathGuard": "harness._fs._path_guard",
         "FolderRefused": "harness._fs._owned",
@@ -162,6 +219,7 @@ __getattr__, __dir__ = lazy_exports(
 __all__ = [
     "BUILTIN_TOOL_NAMES",
     "Baseline",
+    "CACHE_ENV",
     "CONTINUE",
     "CheckError",
     "ChecksConsumed",
@@ -171,6 +229,7 @@ __all__ = [
     "Decision",
     "Escalates",
     "Escalation",
+    "FRESH_BYTECODE",
     "FileRefused",
     "FolderRefused",
     "ForksAttempts",
@@ -222,9 +281,12 @@ __all__ = [
     "Variants",
     "as_tools",
     "builtin_tools",
+    "bytecode_env",
+    "bytecode_prefix",
     "check_output_file",
     "check_positive",
     "check_type",
+    "default_cache_dir",
     "dump_json",
     "dump_line",
     "find_usage_limit",

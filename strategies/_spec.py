@@ -28,15 +28,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from attrs import evolve, frozen
 
 from checks import AllOf, CompletionCheck, check_from_config
-from harness import ConfigurationError, Harness, ModelClient, PauseSettings, Tool
-from harness.events import EventSink
+from harness import ConfigurationError, PauseSettings, Tool
 from harness.extend import (
     BUILTIN_TOOL_NAMES,
     REQUIRED,
     Clock,
     Key,
     Schema,
-    Strategy,
     SystemClock,
     Variants,
     builtin_tools,
@@ -49,8 +47,10 @@ from ._strategy_config import STRATEGIES, check_strategy_table, model_tables
 from ._tools_config import MCP, TOOLS, shell_tool, tool_names
 
 if TYPE_CHECKING:
-    from harness import Compaction, MCPServer, Notifier
+    from harness import Compaction, Harness, MCPServer, ModelClient, Notifier
     from harness.checkpoints import Checkpointing
+    from harness.events import EventSink
+    from harness.extend import Strategy
 
 # What a spec does beyond its checks (the model clients, the tools, MCP, notifications, the
 # sensors and feedback, checkpoints) is imported where the spec's table asks for it, not with
@@ -316,6 +316,8 @@ class Spec:
         recording of the evaluator), `workspace` and `transcript` to the spec's; `clock` and
         `logger` to the harness's own defaults (the system clock, the library's logger).
         """
+        from harness import Harness  # the loop loads to run, not to read a spec's checks
+
         return Harness(
             model=model if model is not None else self.build_model(),
             policy=policy if policy is not None else self.policy,

@@ -22,7 +22,6 @@ from attrs import define, evolve, frozen
 from harness import (
     BudgetExceeded,
     Cancelled,
-    CheckFailed,
     ConfigurationError,
     FixtureError,
     ModelClient,
@@ -30,7 +29,7 @@ from harness import (
     RecordingModelClient,
     RunResult,
 )
-from harness.events import Event, EventSink, SinkFailed
+from harness.events import CheckFailed, Event, EventSink, SinkFailed
 from harness.extend import SystemClock, check_output_file, dump_json, remove_tree
 from harness.testing import FastForwardClock
 from termination import TerminationPolicy
