@@ -52,6 +52,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("mkdocs", reason="the `docs` extra is not installed")
     site = tmp_path_factory.mktemp("docs") / "site"
     env = {k: v for k, v in os.environ.items() if not k.startswith("COV_CORE_")}
+    env.pop("HARNESS_REPO_URL", None)  # the build of a checkout, with no repository link
     env["NO_MKDOCS_2_WARNING"] = "1"  # mkdocs-material's notice about its successor
     done = subprocess.run(
         # Not `-q`, which mkdocs 1.6 lets pass a strict build with warnings.
@@ -132,13 +133,56 @@ def test_the_reference_names_no_private_module(site: Path) -> None:
 
 
 def test_the_front_door_pages_and_the_repository(site: Path) -> None:
-    """Install and Quickstart are pages of the site, in the nav before the guide, and every
-    page links the repository."""
+    """Install and Quickstart are pages of the site, in the nav before the guide; the README
+    and CONTRIBUTING.md are pages too (links to the files, as docs/fixture-format.md is), and
+    their links to other files of the checkout lead to the site's pages."""
     pages = _nav_pages()
     assert pages[:3] == ["index.md", "install.md", "quickstart.md"]
-    text = (site / "index.html").read_text(encoding="utf-8")
-    assert 'class="md-source"' in text
     assert "Quickstart" in _text(site / "quickstart" / "index.html")
+    for page, file in (("readme.md", "README.md"), ("contributing.md", "CONTRIBUTING.md")):
+        assert page in pages
+        assert (ROOT / "docs" / page).resolve() == ROOT / file
+    readme = (site / "readme" / "index.html").read_text(encoding="utf-8")
+    assert 'href="../loop/#strategies"' in readme
+    assert 'href="../contributing/"' in readme
+    assert 'href="../fixture-format/"' in readme
+
+
+def test_the_repository_is_linked_only_where_the_publisher_names_it(site: Path) -> None:
+    """The project has no address of its own in the checkout: the site links a repository only
+    when its publisher sets HARNESS_REPO_URL (read by mkdocs.yml), and a build without it has
+    no repository link."""
+    from mkdocs.config import load_config
+
+    assert 'class="md-source"' not in (site / "index.html").read_text(encoding="utf-8")
+    url = "https://forge.example/team/harness"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HARNESS_REPO_URL", url)
+        assert load_config(str(ROOT / "mkdocs.yml"))["repo_url"] == url
+        patch.delenv("HARNESS_REPO_URL")
+        assert load_config(str(ROOT / "mkdocs.yml"))["repo_url"] is None
+
+
+def test_no_address_of_the_project_is_made_up() -> None:
+    """No document names a URL for the project itself (a guessed forge address is a false
+    claim, and a clone from it fails): the site links its own pages, the README and
+    CONTRIBUTING.md among them, and the repository's address comes from its publisher."""
+    name = "completion" + "-harness"
+    made_up = re.compile(rf"[a-z]+://[^\s)>\]\"']*{name}", re.IGNORECASE)
+    docs = [
+        ROOT / "README.md",
+        ROOT / "CONTRIBUTING.md",
+        ROOT / "mkdocs.yml",
+        ROOT / "pyproject.toml",
+        ROOT / "fixtures" / "README.md",
+        *sorted((ROOT / "docs").rglob("*.md")),
+    ]
+    found = [
+        f"{doc.relative_to(ROOT)}: {hit}"
+        for doc in docs
+        for hit in made_up.findall(doc.read_text(encoding="utf-8"))
+    ]
+    assert not found, found
 
 
 def _anchor(heading: str) -> str:
@@ -148,8 +192,9 @@ def _anchor(heading: str) -> str:
 
 @pytest.mark.parametrize("doc", ["README.md", "CONTRIBUTING.md"])
 def test_links_outside_the_site_resolve(doc: str) -> None:
-    """The README and CONTRIBUTING.md are not pages of the site, so the strict build does not
-    see their links: each relative link names a file of the checkout, and its anchor a heading."""
+    """The README and CONTRIBUTING.md are read on a forge as well as on the site (where the
+    strict build checks their links): each relative link names a file of the checkout, and its
+    anchor a heading."""
     text = (ROOT / doc).read_text(encoding="utf-8")
     broken = []
     for link in re.findall(r"\]\(([^)\s]+)\)", text):

@@ -39,7 +39,7 @@ DOCS = [
 RUN = {"python": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
 MARKER = re.compile(r"<!-- snippet: (?:no-run \((?P<reason>[^)]+)\)|exit (?P<code>\d+)) -->")
 FENCE = re.compile(r"^```(?P<lang>[\w-]*)\s*$")
-MOST_NOT_RUN = 6
+MOST_NOT_RUN = 7
 
 
 @frozen
