@@ -109,6 +109,27 @@ class BestOf:
     (a git worktree in a git repository, else a copy), ``"worktree"`` or ``"copy"``. The
     model is forked per attempt when it can be (`harness.extend.ForksAttempts`: a scripted
     fixture's ``attempt`` lines), else shared.
+
+    Args:
+        n: Attempts in a wave.
+        strategy: How each attempt works the task (a `Strategy`, not another `BestOf`);
+            `Ralph()` by default.
+        concurrency: Attempts running at a time at most; ``None``: all of a wave at once.
+        pick: Which verified attempt wins: ``"first_verified"``, ``"best_progress"`` or
+            ``"best_verified"`` (above).
+        attempt_budget: Limits of each attempt (a `Budget`); ``None``: the run's budget
+            divided by ``n * waves``. The run's budget still bounds them all.
+        isolation: Where each attempt works: ``"auto"`` (a git worktree in a git
+            repository, else a copy), ``"worktree"`` or ``"copy"``.
+        ranking: How ``best_verified`` orders the verified attempts (a `Ranking`);
+            `SmallestChange()` by default.
+        max_verified: With ``pick="best_verified"`` only: once this many attempts are
+            verified the others are cancelled; ``None``: every attempt runs to its end.
+        waves: Waves of `n` attempts at most; a later wave starts only when none of the
+            earlier ones was verified, told what the failed attempts did.
+        engine: Where the attempts run: ``None``, in the run's process, or a `RayAttempts`,
+            each on a Ray worker in a checkout of its own.
+        name: The strategy's name in events and results.
     """
 
     n: int = 4

@@ -121,6 +121,39 @@ def test_the_reference_shows_the_signatures_of_the_attrs_classes(site: Path, mod
     assert re.search(SIGNATURES[module], text, re.S), module
 
 
+DESCRIBED = {
+    "harness": ["Harness"],
+    "termination": ["Budget"],
+    "strategies": ["Ralph", "BestOf"],
+    "checks": ["TestSuiteCheck"],
+}
+ROW = re.compile(
+    r'<tr class="doc-section-item">\s*<td>\s*<code>(\w+)</code>.*?'
+    r'<div class="doc-md-description">(.*?)</div>',
+    re.S,
+)
+
+
+@pytest.mark.parametrize("module", sorted(DESCRIBED))
+def test_the_main_attrs_classes_describe_every_field(site: Path, module: str) -> None:
+    """Each parameter of the main attrs classes' constructors has its description in the
+    reference (the class docstring's ``Args:``), not a name and a type alone."""
+    import attrs
+
+    markup = (site / "api" / module / "index.html").read_text(encoding="utf-8")
+    for name in DESCRIBED[module]:
+        start = markup.index(f'id="{module}.{name}"')
+        end = markup.find('class="doc doc-object doc-class"', start)
+        section = markup[start : end if end != -1 else None]
+        described = {
+            field: re.sub(r"<[^>]+>", "", text).strip() for field, text in ROW.findall(section)
+        }
+        cls = getattr(importlib.import_module(module), name)
+        fields = [f.alias for f in attrs.fields(cls) if f.init]
+        undescribed = [f for f in fields if not described.get(f)]
+        assert not undescribed, f"{module}.{name} does not describe {undescribed}"
+
+
 PRIVATE = re.compile(r"\b(?:harness|checks|termination|strategies)(?:\.\w+)*\._[a-z]\w*")
 
 
