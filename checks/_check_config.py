@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from harness import ConfigurationError, ModelClient
 from harness.extend import REQUIRED, Key, Schema, Variants
 
-from ._compose import AllOf, AnyOf
+from ._compose import AllOf, AnyOf, named
 from ._protocol import CompletionCheck
 
 if TYPE_CHECKING:
@@ -347,12 +347,15 @@ def _build(
         options["sandbox"] = _sandbox(options["sandbox"], f"{where}.sandbox")
     if "command" in options and isinstance(options["command"], list):
         options["command"] = tuple(options["command"])
+    # A standard check is named as the spec names it (`checks[0] (TestSuiteCheck)`), as a
+    # python check is (`_function_check`), in what the run says of it.
+    place = where.rpartition(": ")[2]
     if kind in _CLASSES:
         module, name = _CLASSES[kind]
         made: Callable[..., CompletionCheck] = getattr(
             importlib.import_module(module, __package__), name
         )
-        return made(**options)
+        return named(made(**options), f"{place} ({name})")
     if kind == "python":
         return _python_check(options, where)
     if kind in ("all_of", "any_of"):
@@ -376,7 +379,8 @@ def _build(
     from ._judge import QuestionAnsweredCheck  # the judge's prompts load with a judge
 
     judge = model_factory(options["judge"], f"{where}.judge")
-    return QuestionAnsweredCheck(judge, options["question"], options.get("rubric"))
+    judged = QuestionAnsweredCheck(judge, options["question"], options.get("rubric"))
+    return named(judged, f"{place} (QuestionAnsweredCheck)")
 
 
 def _python_check(options: dict[str, Any], where: str) -> CompletionCheck:

@@ -42,9 +42,10 @@ def as_check(value: object) -> CompletionCheck:
 
 
 class Combinable:
-    """Gives a check the ``&`` (all of) and ``|`` (any of) operators."""
+    """Gives a check the ``&`` (all of) and ``|`` (any of) operators, and room for the name a
+    spec gives it (`named`)."""
 
-    __slots__ = ()
+    __slots__ = ("_spec_label",)
 
     def __and__(self, other: object) -> AllOf:
         return AllOf.of(as_check(self), as_check(other))
@@ -57,6 +58,17 @@ class Combinable:
 
     def __ror__(self, other: object) -> AnyOf:
         return AnyOf.of(as_check(other), as_check(self))
+
+
+def named(check: CompletionCheck, label: str) -> CompletionCheck:
+    """`check`, named `label` in the run's reasons (a spec's ``checks[0] (TestSuiteCheck)``)
+    instead of its class's name, when it has room for a name (a `Combinable` has). The name is
+    not part of the check's value (its equality, hash and repr), so it is set on the check the
+    spec has just built, before anything else holds it; a copy (a pickle) is named by its
+    class again."""
+    if isinstance(check, Combinable):
+        object.__setattr__(check, "_spec_label", label)
+    return check
 
 
 def _bullets(title: str, checks: Iterable[CompletionCheck]) -> str:

@@ -132,10 +132,14 @@ async def _ask(check: CompletionCheck, snapshot: SessionStateSnapshot) -> object
 
 
 def name_of(check: CompletionCheck) -> str:
-    """How the run names `check`: its `label` (a spec's ``checks[0] (module:name)``), when it
-    has one, else its class's name."""
-    label = getattr(check, "label", None)
-    return label if isinstance(label, str) and label else type(check).__name__
+    """How the run names `check`: its `label` (a spec's ``checks[0] (module:name)``) or the
+    name its spec gave it (``checks[1] (TestSuiteCheck)``, see `named`), when it has one, else
+    its class's name."""
+    for attribute in ("label", "_spec_label"):
+        label = getattr(check, attribute, None)
+        if isinstance(label, str) and label:
+            return label
+    return type(check).__name__
 
 
 def _reason(answer: object, name: str) -> str | None:

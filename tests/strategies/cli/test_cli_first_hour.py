@@ -291,6 +291,21 @@ def test_a_check_that_raises_points_to_its_traceback_and_prints_it_once(
         assert "Traceback (most recent call last):\\n" not in err
 
 
+def test_a_standard_check_of_a_spec_is_named_as_the_spec_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A standard check's error at a claim names it `checks[N] (TypeName)`, as a python check
+    is named, not by its class alone: here a command check cut off by `check_timeout`."""
+    body = FILES_SPEC.replace("[model]", 'workspace = "ws"\n[model]').replace(
+        'type = "files"\npaths = ["done.txt"]',
+        'type = "command"\ncommand = "sleep 30"\n[policy]\ncheck_timeout = 0.2',
+    )
+    spec = _write(tmp_path, body)
+    assert main(["run", str(spec), "--no-transcript"]) == 1
+    err = capsys.readouterr().err
+    assert "the completion check checks[0] (CommandCheck) did not finish within 0.2s" in err
+
+
 def test_task_is_refused_with_a_hint_toward_prompt(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
