@@ -130,7 +130,7 @@ class ProgressLine:
 
 def handle(args: argparse.Namespace) -> int:
     # Progress on stderr: a live panel on a terminal, plain lines otherwise.
-    progress = None if args.quiet else open_progress(sys.stderr)
+    progress = None if args.quiet else open_progress(sys.stderr, verbose=args.verbose)
     with logging_to_stderr(args.verbose, progress):
         outcome = _handle(args, progress)
     if args.json:

@@ -77,17 +77,19 @@ __all__ = [
 Tone = Literal["plain", "good", "bad", "warn", "strong"]
 
 
-def describe(event: Event) -> tuple[str, Tone] | None:
+def describe(event: Event, *, verbose: bool = False) -> tuple[str, Tone] | None:
     """The line to print for `event` (and how it reads: good, bad, ...), or None; what the
-    agent, a tool or a check wrote is shown escaped (`for_terminal`)."""
-    described = _describe(event)
+    agent, a tool or a check wrote is shown escaped (`for_terminal`). A check that raised
+    points to ``-v`` for its traceback, unless `verbose` (``-v``: `TracebackPrinter` prints
+    it)."""
+    described = _describe(event, verbose)
     return None if described is None else (for_terminal(described[0]), described[1])
 
 
-def _describe(event: Event) -> tuple[str, Tone] | None:
+def _describe(event: Event, verbose: bool) -> tuple[str, Tone] | None:
     match event:
         case AttemptEvent():
-            inner = _describe(event.inner)
+            inner = _describe(event.inner, verbose)
             return None if inner is None else (f"[attempt {event.attempt}] {inner[0]}", inner[1])
         case AttemptStarted():
             where = f" in a {event.workspace}" if event.workspace != "shared" else ""
@@ -137,7 +139,7 @@ def _describe(event: Event) -> tuple[str, Tone] | None:
         case CheckPassed():
             return "check passed", "good"
         case CheckFailed():
-            hint = " (-v for the traceback)" if event.error is not None else ""
+            hint = " (-v for the traceback)" if event.error is not None and not verbose else ""
             return f"check failed: {short(event.reason)}{hint}", "bad"
         case FeedbackInjected():
             return f"feedback from {event.source} goes into the next turn", "warn"
@@ -221,12 +223,15 @@ class ProgressPrinter:
     """A sink that prints each notable event as ``[  1.2s] what happened`` (with the run's
     label first, when it has one)."""
 
-    def __init__(self, stream: TextIO | None = None, label: str = "") -> None:
+    def __init__(
+        self, stream: TextIO | None = None, label: str = "", *, verbose: bool = False
+    ) -> None:
         self._out = stream if stream is not None else sys.stderr
         self._prefix = f"{label}: " if label else ""
+        self._verbose = verbose
 
     def emit(self, event: Event) -> None:
-        described = describe(event)
+        described = describe(event, verbose=self._verbose)
         if described is not None:
             self._out.write(f"[{event.at:7.2f}s] {self._prefix}{described[0]}\n")
             self._out.flush()
@@ -237,9 +242,11 @@ class PlainProgress:
     """The display for a log, a pipe or a dumb terminal: one plain line per step."""
 
     stream: TextIO = field(factory=lambda: sys.stderr)
+    verbose: bool = False
+    """With ``-v``: a check's traceback is printed, so its line does not point to ``-v``."""
 
     def track(self, label: str = "", budget: Budget | None = None) -> EventSink:
-        return ProgressPrinter(self.stream, label)
+        return ProgressPrinter(self.stream, label, verbose=self.verbose)
 
     def forget(self, sink: EventSink) -> None:
         return None

@@ -39,8 +39,16 @@ _RESET = "\x1b[0m"
 class LiveProgress:
     """A live panel on the terminal `stream`; use it as a context manager (see `_progress`)."""
 
-    def __init__(self, stream: TextIO, *, interval: float = 0.2, colour: bool | None = None):
+    def __init__(
+        self,
+        stream: TextIO,
+        *,
+        interval: float = 0.2,
+        colour: bool | None = None,
+        verbose: bool = False,
+    ):
         self._out = stream
+        self._verbose = verbose  # with -v a check's traceback is printed: no hint to pass it
         self._interval = interval
         self._colour = colour if colour is not None else "NO_COLOR" not in os.environ
         self._lock = threading.RLock()
@@ -105,7 +113,7 @@ class LiveProgress:
     # -- drawing
 
     def _on_event(self, tracker: RunTracker, event: Event) -> None:
-        described = describe(event)
+        described = describe(event, verbose=self._verbose)
         shown = described is not None and not isinstance(event, TurnFinished)
         if isinstance(event, ToolCalled) and not event.is_error:
             shown = False

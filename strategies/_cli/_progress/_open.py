@@ -19,12 +19,15 @@ def is_live_terminal(stream: TextIO) -> bool:
     return tty and os.environ.get("TERM", "") not in ("dumb", "")
 
 
-def open_progress(stream: TextIO | None = None, *, live: bool | None = None) -> ProgressDisplay:
+def open_progress(
+    stream: TextIO | None = None, *, live: bool | None = None, verbose: bool = False
+) -> ProgressDisplay:
     """The display for `stream` (stderr by default): live on a terminal, plain lines otherwise
-    (`live` forces one or the other)."""
+    (`live` forces one or the other). `verbose` (``-v``, which prints a raising check's
+    traceback): its line does not point to ``-v``."""
     out = stream if stream is not None else sys.stderr
     if live is None:
         live = is_live_terminal(out)
     if live:
-        return LiveProgress(out)
-    return PlainProgress(out)
+        return LiveProgress(out, verbose=verbose)
+    return PlainProgress(out, verbose=verbose)

@@ -301,3 +301,14 @@ def test_a_retry_warning_reads_as_a_progress_line() -> None:
         r"\[ *\d+\.\d\ds\] gpt-4o call failed \(rate_limit, HTTP 429\): retry 1 in 2s\n",
         stream.getvalue(),
     ), stream.getvalue()
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_the_live_panel_points_to_minus_v_only_without_it(verbose: bool) -> None:
+    """A check that raised points to ``-v`` for its traceback on the live panel too, unless the
+    run was started with ``-v`` (which prints the traceback)."""
+    screen = FakeTerminal()
+    with LiveProgress(screen, interval=60, colour=False, verbose=verbose) as live:
+        live.track().emit(CheckFailed(1.0, "builder", 1, "check", "it raised", "Traceback..."))
+    assert "check failed: it raised" in screen.getvalue()
+    assert ("(-v for the traceback)" in screen.getvalue()) is not verbose
