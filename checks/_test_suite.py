@@ -32,7 +32,13 @@ from ._last_verdict import LastVerdict
 from ._progress import Assessment
 from ._sandbox import LocalSandbox, SandboxProvider
 from ._suite_tally import tally
-from ._test_output import SuiteOutput, junit_failures, read_output
+from ._test_output import (
+    SuiteOutput,
+    collection_failed,
+    errored_tests,
+    junit_failures,
+    read_output,
+)
 from ._test_results import TestResults, Unreadable, junit_results, names, read_results
 from ._test_selection import Selection, select
 
@@ -283,8 +289,7 @@ class TestSuiteCheck(Combinable):
         verdict = self._verdict(state, ran)
         if verdict is not None and first is not None:
             headline, newline, rest = verdict.partition("\n")
-            ran_first = names(first.names, _SHOW)
-            verdict = f"{headline}\n(first ran only {ran_first}: they pass now){newline}{rest}"
+            verdict = f"{headline}\n(first ran only: {first.said}){newline}{rest}"
         return Assessment(verdict, _progress(ran))
 
     def _candidates(self, state: SessionStateSnapshot) -> tuple[str, ...]:
@@ -304,10 +309,10 @@ class TestSuiteCheck(Combinable):
         failing = [n for n in (last.failing if last is not None else ()) if n not in predating]
         return tuple(dict.fromkeys([*failing, *required]))
 
-    async def _fast_half(self, state: SessionStateSnapshot) -> Assessment | Selection | None:
-        """A rejection by the tests most likely to fail still; else the selection that ran
-        and passed, or None when there was none to run."""
-        if not self.fast_reject or self.junit_xml is not None:
+    async def _fast_half(self, state: SessionStateSnapshot) -> Assessment | _FirstRan | None:
+        """A rejection by the tests most likely to fail still; else what the selection that
+        ran found (none of its tests failing), or None when there was none to run."""
+        if not self.fast_reject or self.junit_xml is not None or state.measure_whole:
             return None
         chosen = select(self.command, self._candidates(state))
         if chosen is None:
@@ -318,7 +323,7 @@ class TestSuiteCheck(Combinable):
         failing = set(ran.failing)
         still = [n for n in chosen.names if n in failing]
         if not still:
-            return chosen
+            return _FirstRan(chosen, fates(chosen.names, ran))
         return Assessment(with_output(self._fast_reason(chosen, ran, still), ran.result))
 
     def _fast_reason(self, chosen: Selection, ran: _Ran, still: list[str]) -> str:
@@ -327,8 +332,9 @@ class TestSuiteCheck(Combinable):
         counts = f" ({ran.said.counts})" if ran.said.counts else ""
         shown = f"`{command_text(self.command)}`"
         lines = [f"{shown} still fails {len(still)} of the tests run first{counts}"]
+        errored = errored_tests(ran.result.output_tail)
         unmet = [
-            f"{entry} ({', '.join(f'{n} failed' for n in named)})"
+            f"{entry} ({', '.join(f'{n} {_failed(n, errored)}' for n in named)})"
             for entry in self.must_pass
             if (named := [n for n in still if matches(entry, n)])
         ]
@@ -338,8 +344,8 @@ class TestSuiteCheck(Combinable):
         if other:
             lines.append(f"tests that failed at the last verdict still fail: {names(other, _SHOW)}")
         lines.append(
-            f"(only these ran, with `{_quoted(chosen.command)}`: "
-            f"{names(chosen.names, _SHOW)}; the whole suite runs once they pass)"
+            f"(only these were selected, with `{_quoted(chosen.command)}`: "
+            f"{fates(chosen.names, ran)}; the whole suite runs once they pass)"
         )
         return "\n".join(lines)
 
@@ -529,6 +535,50 @@ def _progress(ran: _Ran) -> WorkProgress | None:
     if result.timed_out or result.exit_code < 0:
         passed = 0
     return WorkProgress(max(0, min(passed, total)), total, "tests", failing)
+
+
+@frozen
+class _FirstRan:
+    """The fast half's selection, which ran with none of its tests failing, and what happened
+    to each of them (`fates`)."""
+
+    selection: Selection
+    said: str
+
+
+def fates(wanted: Sequence[str], ran: _Ran) -> str:
+    """What happened to each of `wanted` in `ran`, and never more than its output shows:
+    passed, failed, errored, skipped, not collected (the run could not collect tests), not
+    run (a whole listing that does not name it), or, from output that names only failures,
+    not named as failing."""
+    output = ran.result.output_tail
+    errored = errored_tests(output)
+    failing = set(ran.failing)
+    listing = ran.listing if isinstance(ran.listing, TestResults) else None
+    uncollected = collection_failed(output)
+    said = []
+    for name in wanted[:_SHOW]:
+        outcome = listing.outcomes.get(name) if listing is not None else None
+        if name in failing or outcome == "failed":
+            fate = _failed(name, errored)
+        elif outcome is not None:
+            fate = outcome
+        elif uncollected:
+            fate = "not collected"
+        elif listing is not None:
+            fate = "not run"
+        else:
+            fate = "not named as failing (the output names no passing test)"
+        said.append(f"{name} {fate}")
+    more = f" and {len(wanted) - _SHOW} more" if len(wanted) > _SHOW else ""
+    text = ", ".join(said) + more
+    if uncollected:
+        text += "; some tests could not be collected (see the output below)"
+    return text
+
+
+def _failed(name: str, errored: frozenset[str]) -> str:
+    return "errored" if name in errored else "failed"
 
 
 def _quoted(command: str | tuple[str, ...]) -> str:

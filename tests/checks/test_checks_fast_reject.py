@@ -112,7 +112,7 @@ async def test_selected_tests_that_pass_never_accept_alone(project: tuple[Path, 
     assert "tests that passed before the run no longer pass: tests/test_calc.py::test_other" in (
         reason
     )
-    assert "(first ran only tests/test_calc.py::test_value: they pass now)" in reason
+    assert "(first ran only: tests/test_calc.py::test_value passed)" in reason
     (root / "other_ok").write_text("")
     assert await check.check(snapshot(root)) is None
     assert ran(log) == ["test_fine", "test_legacy", "test_other", "test_other", "test_value"]
@@ -173,6 +173,42 @@ async def test_a_selection_that_runs_nothing_falls_through_to_the_whole_suite(
     assert ran(log) == ["test_fine", "test_legacy", "test_other", "test_value"]
     assert reason is not None
     assert "tests/test_calc.py::test_renamed" in reason
+
+
+async def test_tests_that_could_not_be_collected_are_never_said_to_pass(
+    project: tuple[Path, Path],
+) -> None:
+    """calc.py turned into a syntax error: the tests run first cannot be collected, so the
+    fast half hands over to the whole suite, whose rejection says they were not collected,
+    never that they pass."""
+    root, log = project
+    check = TestSuiteCheck(PYTEST, env=ENV, must_pass=["test_value"])
+    assert await check.check(snapshot(root)) is not None
+    (root / "calc.py").write_text("def broken(:\n")
+    ran(log)
+    reason = await check.check(snapshot(root))
+    assert ran(log) == []
+    assert reason is not None
+    assert "they pass now" not in reason
+    assert (
+        "(first ran only: tests/test_calc.py::test_legacy not collected, "
+        "tests/test_calc.py::test_value not collected; some tests could not be collected"
+    ) in reason
+
+
+async def test_a_selection_stopped_at_its_first_failure_says_what_did_not_run(
+    project: tuple[Path, Path],
+) -> None:
+    """-x stops after test_value fails: test_legacy, selected too, is said not to have run."""
+    root, _ = project
+    check = TestSuiteCheck(PYTEST, env=ENV)
+    await check.check(snapshot(root))
+    reason = await check.check(snapshot(root))
+    assert reason is not None
+    assert (
+        "tests/test_calc.py::test_legacy not run, tests/test_calc.py::test_value failed; "
+        "the whole suite runs once they pass)"
+    ) in reason
 
 
 async def test_a_last_verdict_kept_as_data_starts_another_checks_claim(
