@@ -26,6 +26,7 @@ from .._protocols import implements
 from .._result import BudgetExceeded, HaltReason, ModelFailed, UsageLimitReached
 from .._state import HistoryView, SessionStateSnapshot, ToolOutcome
 from .._tools._base import Tool, ToolContext, ToolResult
+from .._tools._raw_arguments import refusal
 from .._work_progress import Assessment, WorkProgress
 from ._repeated_calls import RecentFailures
 from ._run_state import RunState
@@ -466,6 +467,9 @@ class Session:
         if tool is None:
             available = ", ".join(sorted(self._tools)) or "none"
             return ToolResult(f"error: unknown tool {call.name!r} (available: {available})", True)
+        refused = refusal(call.arguments)
+        if refused is not None:  # JSON text no parser could read: the model hears why
+            return ToolResult(refused, is_error=True)
         run = self._run
         context = ToolContext(
             self._workspace, run.store, run.config.clock, call, self.agent, run.protected
