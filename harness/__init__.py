@@ -24,6 +24,7 @@ from ._errors import (
 from ._events._base import Event
 from ._events._run import (
     CheckFailed,
+    CheckFlaky,
     CheckPassed,
     FeedbackInjected,
     IterationStarted,
@@ -197,6 +198,7 @@ __all__ = [
     "Cancelled",
     "CheckBroken",
     "CheckFailed",
+    "CheckFlaky",
     "CheckPassed",
     "CliAgentClient",
     "Compaction",

@@ -25,7 +25,8 @@ class Baseline:
 
     `check` says what ran (a command), `runner` whose output was read (None when it could not
     be read into test names: `unreadable` says why), `passed` how many tests passed and
-    `failing` the tests that failed before the agent did anything.
+    `failing` the tests that failed before the agent did anything; `flaky` those of them that
+    passed when run again on the same code (neither a pass nor a fail).
     """
 
     check: str
@@ -34,6 +35,7 @@ class Baseline:
     failing: tuple[str, ...] = field(default=(), converter=_names)
     exit_code: int | None = None
     unreadable: str | None = None
+    flaky: tuple[str, ...] = field(default=(), converter=_names)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -43,4 +45,5 @@ class Baseline:
             "failing": list(self.failing),
             "exit_code": self.exit_code,
             "unreadable": self.unreadable,
+            **({"flaky": list(self.flaky)} if self.flaky else {}),
         }

@@ -23,6 +23,7 @@ from ._events._pause import RunPaused, RunResumed
 from ._events._reader import RunTally, TranscriptReader
 from ._events._run import (
     CheckFailed,
+    CheckFlaky,
     CheckPassed,
     FeedbackInjected,
     IterationStarted,
@@ -50,6 +51,7 @@ __all__ = [
     "AttemptWon",
     "BaselineRecorded",
     "CheckFailed",
+    "CheckFlaky",
     "CheckPassed",
     "CheckpointFailed",
     "CheckpointRestored",

@@ -22,6 +22,7 @@ from attrs import define, field
 
 from harness import (
     CheckFailed,
+    CheckFlaky,
     CheckPassed,
     Event,
     FeedbackInjected,
@@ -160,6 +161,10 @@ class _RunBuilder:
                 tone: Tone = "bad" if event.status == "halt" else "warn"
                 title = f"sensor {event.sensor}: {event.status}"
                 self._session_note(event.agent, _note(event, line, tone, title, event.message))
+            case CheckFlaky():
+                title = "flaky tests: failed and passed on the same code (neither pass nor fail)"
+                body = "\n".join(event.tests)
+                self._session_note(event.agent, _note(event, line, "warn", title, body))
             case CheckPassed():
                 note = _note(event, line, "good", "completion check passed", event.check)
                 self._session_note(event.agent, note)
