@@ -23,7 +23,9 @@ A map by audience:
   `Escalates`, `JudgedTurn`, `Escalation`, `ModelEscalated`;
 - tools and processes: `as_tools`, `BUILTIN_TOOL_NAMES`, `builtin_tools`, `CommandSandbox`,
   `is_secret_name`, `ProcessResult`, `run_process`, `open_in_workspace`,
-  `resolve_in_workspace`, `remove_tree`, `read_regular_file`, `FileRefused`;
+  `resolve_in_workspace`, `remove_tree`, `read_regular_file`, `FileRefused`; the files another
+  process could have placed (records, caches, state, an agent's settings), read with a bound:
+  `read_text_file`, `read_json_file`, `parse_json`;
 - events and transcripts: `EventStream`, `stream_events`, `SinkFailed`, `ContextCompacted`,
   `TranscriptReader`, `RunTally`, `UnknownEvent`, `UnknownHalt`, `check_output_file`,
   `dump_json`, `dump_line`;
@@ -44,8 +46,8 @@ from ._check_error import CheckError
 from ._clock import Clock, SystemClock
 from ._events._run import SinkFailed
 from ._events._stream import EventStream, stream_events
-from ._fs._files import FileRefused, read_regular_file
-from ._fs._jsonl import check_output_file, dump_json, dump_line
+from ._fs._files import FileRefused, read_regular_file, read_text_file
+from ._fs._jsonl import check_output_file, dump_json, dump_line, parse_json, read_json_file
 from ._lazy import lazy_exports
 from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
 from ._log import LibraryLogger, get_logger
@@ -232,8 +234,11 @@ __all__ = [
     "notifiers_from_config",
     "of_type",
     "open_in_workspace",
+    "parse_json",
     "positive",
+    "read_json_file",
     "read_regular_file",
+    "read_text_file",
     "rejection_feedback",
     "remove_tree",
     "render_prompt",

@@ -512,3 +512,45 @@ def test_the_extend_docstring_maps_every_name_by_audience() -> None:
     doc = harness.extend.__doc__ or ""
     start, end = doc.index("A map by audience"), doc.index("The config-table schemas")
     assert set(re.findall(r"`([A-Za-z_]+)`", doc[start:end])) == set(harness.extend.__all__)
+
+
+# The tests' floor plan: each test module sits in the folder of the package it tests
+# (tests/harness/providers/ for harness/_providers/, tests/strategies/board/ for
+# strategies/board/...), the real-binary tier in tests/real/; only the tests of the whole
+# project (the layout, the docs, the pytest plugin, start-up) stay at the top.
+TEST_FOLDERS = {
+    "harness": {"providers", "tools", "mcp"},
+    "checks": set(),
+    "termination": set(),
+    "strategies": {"cli", "hooks", "board", "viewer"},
+    "real": set(),
+}
+TOP_LEVEL_TESTS = {
+    "test_architecture.py",
+    "test_docs_site.py",
+    "test_docs_snippets.py",
+    "test_import_laziness.py",
+    "test_pytest_plugin.py",
+    "test_shadowing.py",
+}
+
+
+def test_test_modules_live_in_the_folder_of_what_they_test() -> None:
+    """A new test module goes into the folder that mirrors its package, never at the top of
+    tests/ nor into a folder of no package: the tests of a family are found where it is."""
+    tests = ROOT / "tests"
+    misplaced = []
+    for path in sorted(tests.rglob("test_*.py")):
+        parts = path.relative_to(tests).parts
+        if "node_modules" in parts:
+            continue
+        if len(parts) == 1:
+            ok = parts[0] in TOP_LEVEL_TESTS
+        else:
+            folder, *inner = parts[:-1]
+            ok = folder in TEST_FOLDERS and (
+                not inner or (len(inner) == 1 and inner[0] in TEST_FOLDERS[folder])
+            )
+        if not ok:
+            misplaced.append(str(path.relative_to(ROOT)))
+    assert misplaced == []

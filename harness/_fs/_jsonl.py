@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import ConfigurationError, FixtureError
-from ._files import FileRefused, read_regular_file
+from ._files import TEXT_LIMIT, FileRefused, read_regular_file, read_text_file
 
 # The largest fixture or transcript read whole: far above a long run's, and a bound on memory
 # for a path that names something else (a sparse file of a terabyte).
@@ -89,22 +89,48 @@ def load_line(raw: str | bytes, *, path: str | Path | None, line: int | None) ->
                 line=line,
             ) from None
     try:
-        value = json.loads(raw)
+        return parse_json(raw)
+    except ValueError as exc:
+        raise FixtureError(str(exc), path=path, line=line) from None
+
+
+def parse_json(text: str) -> Any:
+    """`text` parsed as JSON; a `ValueError` whose message says why not ("not valid JSON:
+    Expecting value (line 1, column 5)", "nested deeper than 100 levels ..."), for a caller to
+    put beside the file and line it names. Nesting deeper than `MAX_DEPTH` is refused, so an
+    adversarial document is an error, never a `RecursionError`."""
+    try:
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise FixtureError(
-            f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=line
-        ) from None
+        where = (
+            f"column {exc.colno}" if exc.lineno == 1 else f"line {exc.lineno}, column {exc.colno}"
+        )
+        raise ValueError(f"not valid JSON: {exc.msg} ({where})") from None
     except RecursionError:
         value = None
         too_deep = True
     else:
-        # Only a line with more brackets than the limit can nest that deep: most skip the walk.
-        too_deep = raw.count("[") + raw.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH
+        # Only a text with more brackets than the limit can nest that deep: most skip the walk.
+        too_deep = text.count("[") + text.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH
     if too_deep:
-        raise FixtureError(
-            f"nested deeper than {MAX_DEPTH} levels of arrays and objects", path=path, line=line
-        )
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels of arrays and objects")
     return value
+
+
+def read_json_file(
+    path: str | os.PathLike[str],
+    *,
+    limit: int = TEXT_LIMIT,
+    what: str = "file",
+    follow_links: bool = True,
+) -> Any:
+    """The JSON document in the regular file at `path`: `read_text_file`, then `parse_json`;
+    a document that is not JSON, or nests too deeply, is `FileRefused` saying why."""
+    text = read_text_file(path, limit=limit, what=what, follow_links=follow_links)
+    try:
+        return parse_json(text)
+    except ValueError as exc:
+        raise FileRefused(what, str(Path(path)), f"is {exc}") from None
 
 
 def _depth(value: Any) -> int:

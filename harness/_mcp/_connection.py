@@ -42,6 +42,7 @@ from mcp.shared.message import SessionMessage
 
 from .._process._child import KILL_GRACE, _contained, _signal_group, _Tail, minimal_env
 from .._tools._base import ToolResult
+from ._http_streams import closing_transport
 from ._server import MCPServer
 
 MAX_LINE = 16 * 1024 * 1024  # bytes of one JSON-RPC message from a stdio server
@@ -225,8 +226,11 @@ Streams = tuple[
 async def _http(server: MCPServer) -> AsyncIterator[Any]:
     assert server.url is not None
     timeout = httpx2.Timeout(_HTTP_TIMEOUT, read=max(server.timeout, _HTTP_TIMEOUT))
+    # Mounted for every URL, below any proxy the environment names (those still apply): see
+    # `_http_streams` for what it closes that httpx2 leaves open.
+    mounts = {"all://": closing_transport()}
     async with (
-        httpx2.AsyncClient(headers=dict(server.headers), timeout=timeout) as client,
+        httpx2.AsyncClient(headers=dict(server.headers), timeout=timeout, mounts=mounts) as client,
         streamable_http_client(server.url, http_client=client) as streams,
     ):
         yield streams
