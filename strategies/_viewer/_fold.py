@@ -343,8 +343,13 @@ def _baseline_note(line: int, event: BaselineRecorded) -> NoteView:
     if found.unreadable is not None:
         title = "baseline: the suite's output could not be read into test names"
         return _note(event, line, "info", title, found.unreadable)
-    title = f"baseline: {found.passed} passing, {len(found.failing)} failing before the first turn"
-    return _note(event, line, "info", title, "\n".join(found.failing))
+    flaky = f" ({len(found.flaky)} of them flaky)" if found.flaky else ""
+    title = (
+        f"baseline: {found.passed} passing, {len(found.failing)} failing{flaky} before the "
+        "first turn"
+    )
+    said = [f"{n} (flaky)" if n in found.flaky else n for n in found.failing]
+    return _note(event, line, "info", title, "\n".join(said))
 
 
 def _note(event: Event, line: int, tone: Tone, title: str, body: str = "") -> NoteView:

@@ -202,3 +202,20 @@ def test_harness_check_prints_flaky_tests_apart(
     out = capsys.readouterr().out
     assert f"FLAKY (failed and passed on the same code): {FLIP}" in out
     assert "1 passed, 0 failed, 1 flaky test" in out
+
+
+def test_harness_runs_progress_says_flaky_tests_and_a_baselines_flaky_failures() -> None:
+    """`harness run`'s progress lines: a ``check.flaky`` event, and a baseline whose failures
+    include flaky ones."""
+    from harness.events import BaselineRecorded, CheckFlaky
+    from harness.extend import Baseline
+    from strategies._cli._progress._display import describe
+
+    assert describe(CheckFlaky(1.0, "builder", 2, "suite", (FLIP,))) == (
+        f"flaky (failed and passed on the same code): {FLIP}",
+        "warn",
+    )
+    baseline = Baseline("`pytest`", "pytest", 2, (FLIP, "t.py::old"), 1, None, (FLIP,))
+    line = describe(BaselineRecorded(0.0, baseline))
+    assert line is not None
+    assert line[0].startswith("baseline: 2 passing, 2 failing (1 of them flaky) before")

@@ -31,6 +31,7 @@ from attrs import define, field
 
 from harness import (
     CheckFailed,
+    CheckFlaky,
     CheckPassed,
     Event,
     EventSink,
@@ -125,6 +126,10 @@ def _describe(event: Event) -> tuple[str, Tone] | None:
         case SensorRead():
             tone = "bad" if event.status == "halt" else "warn"
             return f"sensor {event.sensor} {event.status}: {short(event.message)}", tone
+        case CheckFlaky():
+            return f"flaky (failed and passed on the same code): {short(', '.join(event.tests))}", (
+                "warn"
+            )
         case CheckPassed():
             return "check passed", "good"
         case CheckFailed():
@@ -181,8 +186,10 @@ def _baseline(baseline: Baseline) -> str:
     if baseline.unreadable is not None:
         return f"{baseline.check} could not be read into test names ({short(baseline.unreadable)})"
     failing = ", ".join(baseline.failing)
-    return f"{baseline.passed} passing, {len(baseline.failing)} failing before the first turn" + (
-        f": {short(failing, 80)}" if failing else ""
+    flaky = f" ({len(baseline.flaky)} of them flaky)" if baseline.flaky else ""
+    return (
+        f"{baseline.passed} passing, {len(baseline.failing)} failing{flaky} before the first turn"
+        + (f": {short(failing, 80)}" if failing else "")
     )
 
 
