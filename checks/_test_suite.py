@@ -360,7 +360,7 @@ class TestSuiteCheck(Combinable):
         if not stopped:
             shown = command_text(self.command)
             self._last.remember(state.run_id, LastVerdict(shown, ran.failing, tuple(listed)))
-        history = self._history.get(state.run_id) or TestHistory()
+        history = self._history_of(state.run_id)
         verdict = self._verdict(state, ran, history.flaky)
         again = self._worth_rerunning(state, ran, history.flaky) if verdict and not stopped else []
         found = await self._rerun(state, again)
@@ -376,6 +376,15 @@ class TestSuiteCheck(Combinable):
         present = set(listed) | set(ran.failing)
         flaky = tuple(sorted(n for n in history.flaky if n in present))
         return Assessment(verdict, _progress(ran, history.flaky), flaky=flaky)
+
+    def _history_of(self, run_id: str) -> TestHistory:
+        """The run's test history; for a run this check did not prepare (a stop hook's, whose
+        baseline was restored), one that starts from its baseline's flaky tests."""
+        history = self._history.get(run_id)
+        if history is not None:
+            return history
+        recorded = self._baselines.get(run_id)
+        return TestHistory(flaky=frozenset(recorded.flaky if recorded is not None else ()))
 
     def _worth_rerunning(
         self, state: SessionStateSnapshot, ran: _Ran, flaky: frozenset[str]
@@ -424,8 +433,7 @@ class TestSuiteCheck(Combinable):
         elif base is not None:
             listed = tuple(base.outcomes)
         required = [n for n in listed if any(matches(e, n) for e in self.must_pass)]
-        history = self._history.get(state.run_id)
-        flaky = history.flaky if history is not None else frozenset()
+        flaky = self._history_of(state.run_id).flaky
         failing = [
             n
             for n in (last.failing if last is not None else ())
@@ -448,8 +456,7 @@ class TestSuiteCheck(Combinable):
         still = [n for n in chosen.names if n in failing]
         if not still:
             return _FirstRan(chosen, fates(chosen.names, ran))
-        history = self._history.get(state.run_id)
-        known = history.flaky if history is not None else frozenset()
+        known = self._history_of(state.run_id).flaky
         flaky = tuple(n for n in still if n in known)
         reason = self._fast_reason(chosen, ran, still, frozenset(flaky))
         return Assessment(with_output(reason, ran.result), flaky=flaky)

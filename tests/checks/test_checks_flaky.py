@@ -219,3 +219,20 @@ def test_harness_runs_progress_says_flaky_tests_and_a_baselines_flaky_failures()
     line = describe(BaselineRecorded(0.0, baseline))
     assert line is not None
     assert line[0].startswith("baseline: 2 passing, 2 failing (1 of them flaky) before")
+
+
+async def test_a_restored_baseline_brings_its_flaky_tests(project: tuple[Path, Path]) -> None:
+    """A stop hook's check restores the baseline another process took: the tests flaky there
+    are flaky for its claims too (reported apart, though it reruns nothing itself)."""
+    from checks.extend import SuiteBaseline
+
+    root, _ = project
+    first = TestSuiteCheck(PYTEST, env=ENV, baseline=True)
+    await first.prepare(snapshot(root))
+    recorded = first.baseline_for("run-1")
+    assert recorded is not None
+    second = TestSuiteCheck(PYTEST, env=ENV, baseline=True, reruns=0)
+    second.restore_baseline("hook", SuiteBaseline.from_json(recorded.to_json()))
+    assessed = await second.measure(snapshot(root, run_id="hook"))  # runs 3: it fails
+    assert assessed.reason is None
+    assert assessed.flaky == (FLIP,)
