@@ -49,6 +49,7 @@ from ._model import ModelClient
 from ._pause import PauseSettings
 from ._result import (
     AttemptResult,
+    AttemptScore,
     BudgetExceeded,
     Cancelled,
     CheckBroken,
@@ -193,6 +194,7 @@ __getattr__, __dir__ = _lazy_exports(
 __all__ = [
     "AnthropicClient",
     "AttemptResult",
+    "AttemptScore",
     "BudgetExceeded",
     "CancelToken",
     "Cancelled",

@@ -9,7 +9,9 @@ loop, which only catches the error, does not import regular expressions and time
 
 from __future__ import annotations
 
-from attrs import frozen
+import math
+
+from attrs import field, frozen
 
 from ._errors import ModelError
 
@@ -25,8 +27,21 @@ DEFAULT_MAX_PAUSES = 20
 """The most usage-limit pauses in one run: an agent that reports a limit at every turn after
 each short wait (a quota it misreads as a window) halts after this many."""
 
+RECHECK_STEP = 60.0
+"""A minute: the least wait for a limit met again by the very turn that woke from a pause (the
+reset was printed to the minute, or came a little late); it doubles at each such rejection in
+a row, up to `PauseSettings.default_wait`."""
+
 USAGE_LIMIT = "usage_limit"
 """The `ModelError.kind` of a `UsageLimitError`."""
+
+
+def _finite(value: object) -> float | None:
+    """`value`, or None when it is not a finite number (a NaN from a provider is no reset)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
 
 
 @frozen
@@ -36,15 +51,16 @@ class UsageLimit:
     `source` names who said so (``claude``, ``codex``, ``gemini``, a provider); `message` is
     the line that said it (text the agent controls: data, never markup); `retry_in` is the
     number of seconds from when it was read until the reset, or None when the reset could not
-    be read; `resets_at` is the reset as Unix time when the message gave one. `terminal` marks
+    be read; `resets_at` is the reset as Unix time when the message gave one (a figure that is
+    not a finite number, NaN or infinite, is no reading: None). `terminal` marks
     a quota that is gone rather than a window that resets (a daily quota exhausted, credits
     spent): waiting does not help, and the run halts at once.
     """
 
     source: str
     message: str
-    retry_in: float | None = None
-    resets_at: float | None = None
+    retry_in: float | None = field(default=None, converter=_finite)
+    resets_at: float | None = field(default=None, converter=_finite)
     terminal: bool = False
 
     def describe(self) -> str:

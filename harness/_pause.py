@@ -2,12 +2,15 @@
 
 When a model client raises `UsageLimitError`, the session pauses: it waits on the run's clock
 until the limit's reset plus jitter (or `default_wait` when the reset could not be read), then
-runs the same turn again. The turn is charged to no budget: not to turns, iterations,
-rejections or a board's attempts. The run halts at once with `UsageLimitReached` instead of
-waiting when the limit is terminal (a quota that is gone, not a window: waiting does not
-help), when the wait is longer than `max_pause`, when it would take the run's pauses past
-`max_total_pause` seconds in all, or when the run has paused `max_pauses` times already. The
-`CancelToken` stops a pause like anything else in the run.
+runs the same turn again. When that turn meets a limit again at once (the reset was printed to
+the minute, or came a little late), it waits a short step (`RECHECK_STEP`, a minute, doubled at
+each such rejection in a row, up to `default_wait`), never 0 and never a day. The turn is
+charged to no budget: not to turns, iterations, rejections or a board's attempts. The run
+halts at once with `UsageLimitReached` instead of waiting when the limit is terminal (a quota
+that is gone, not a window: waiting does not help), when the wait is longer than
+`max_pause`, when it would take the run's pauses past `max_total_pause` seconds in all, or
+when the run has paused `max_pauses` times already. The `CancelToken` stops a pause like
+anything else in the run.
 
 Whether the pause counts toward wall time is `counts_toward_wall_time` (default: it does not:
 the run's and the session's wall-time deadlines move back by the time spent paused). The
@@ -28,6 +31,7 @@ from ._limits import (
     DEFAULT_MAX_PAUSES,
     DEFAULT_MAX_TOTAL_PAUSE,
     DEFAULT_WAIT,
+    RECHECK_STEP,
 )
 from ._validate import check_positive
 
@@ -87,10 +91,19 @@ class PauseSettings:
         except ConfigurationError as exc:
             raise ConfigurationError(f"{where}: {exc}") from None
 
-    def wait_for(self, limit: UsageLimit, seed: str) -> float:
+    def wait_for(self, limit: UsageLimit, seed: str, *, again: int = 0) -> float:
         """Seconds to wait for `limit`: its reset (or `default_wait`) plus jitter drawn from a
-        generator seeded with `seed` (the same seed, the same wait)."""
+        generator seeded with `seed` (the same seed, the same wait).
+
+        `again` counts the rejections in a row of the turn that woke from a pause: the reset it
+        waited for was not yet the reset (printed to the minute, or a little late), so the
+        wait is at least a short step, `RECHECK_STEP` doubled at each, up to `default_wait`
+        (or the limit's own reset, when that is later).
+        """
         base = self.default_wait if limit.retry_in is None else max(limit.retry_in, 0.0)
+        if again > 0:
+            step = min(RECHECK_STEP * 2 ** min(again - 1, 16), self.default_wait)
+            base = max(base, step)
         if not self.jitter:
             return base
         import random  # only a run that meets a usage limit draws jitter

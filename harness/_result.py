@@ -335,6 +335,12 @@ class AttemptResult:
     won: bool = False
     applied: bool = False
     result: RunResult | None = None
+    score: AttemptScore | None = None
+    """What ``pick = "best_verified"`` ranked this verified attempt by (None: not ranked)."""
+    rank: int | None = None
+    """Its place in that ranking, 1 for the first (None: not ranked)."""
+    wave: int = 1
+    """The wave it ran in (``BestOf(waves=...)``): 2 and later were told what failed before."""
 
     @property
     def verified(self) -> bool:
@@ -343,8 +349,50 @@ class AttemptResult:
 
     def describe(self) -> str:
         """``attempt 2: completed: the completion check passed (5 of 5 tests) [applied]``:
-        one line, the halt's first line only."""
+        one line, the halt's first line only (with its rank and score when it was ranked)."""
         measured = f" ({self.progress.describe()})" if self.progress is not None else ""
+        ranked = (
+            f" (rank {self.rank}: {self.score.describe()})"
+            if self.rank is not None and self.score is not None
+            else ""
+        )
         mark = " [applied]" if self.applied else " [picked]" if self.won else ""
         halt = self.halt_reason.describe().partition("\n")[0]
-        return f"attempt {self.number}: {halt}{measured}{mark}"
+        return f"attempt {self.number}: {halt}{measured}{ranked}{mark}"
+
+
+@frozen
+class AttemptScore:
+    """What a verified attempt of a best-of run is ranked by (``pick = "best_verified"``):
+    the `lines` it added and removed over `files` files, the changed files the task does not
+    name (`outside`), the test or protected files it changed (`guarded`), and what it cost
+    (`cost_usd`, None when the provider prices nothing; `tokens`, input and output)."""
+
+    attempt: int
+    lines: int
+    files: int
+    outside: tuple[str, ...] = ()
+    guarded: tuple[str, ...] = ()
+    cost_usd: float | None = None
+    tokens: int = 0
+
+    def describe(self) -> str:
+        """``12 lines in 2 files, 1 outside the task, no tests touched, $0.0030``."""
+        parts = [f"{self.lines} lines in {self.files} files"]
+        if self.outside:
+            parts.append(f"{len(self.outside)} outside the task")
+        parts.append(f"touches {', '.join(self.guarded)}" if self.guarded else "no tests touched")
+        cost = self.cost_usd
+        parts.append(f"${cost:.4f}" if cost is not None else f"{self.tokens} tokens")
+        return ", ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "attempt": self.attempt,
+            "lines": self.lines,
+            "files": self.files,
+            "outside": list(self.outside),
+            "guarded": list(self.guarded),
+            "cost_usd": self.cost_usd,
+            "tokens": self.tokens,
+        }

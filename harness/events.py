@@ -12,8 +12,10 @@ from ._events._attempts import (
     AttemptEvent,
     AttemptFinished,
     AttemptRefused,
+    AttemptsRanked,
     AttemptStarted,
     AttemptWon,
+    WaveStarted,
 )
 from ._events._base import Event, UnknownEvent, event_from_dict
 from ._events._checkpoint import CheckpointFailed, CheckpointRestored, CheckpointSaved
@@ -49,6 +51,7 @@ __all__ = [
     "AttemptRefused",
     "AttemptStarted",
     "AttemptWon",
+    "AttemptsRanked",
     "BaselineRecorded",
     "CheckFailed",
     "CheckFlaky",
@@ -83,6 +86,7 @@ __all__ = [
     "TurnStarted",
     "UnknownEvent",
     "VerdictReached",
+    "WaveStarted",
     "event_from_dict",
     "read_transcript",
     "stream_events",

@@ -6,6 +6,8 @@ if typing.TYPE_CHECKING:
     from checks import ModelVerdict, parse_verdict
 
     from ._best_of import BestOf
+    from ._best_of_ranking import Ranking, SmallestChange
+    from ._best_of_ray import RayAttempts
     from ._loop import Loop
     from ._ralph import Ralph
     from ._reasons import (
@@ -24,6 +26,9 @@ if typing.TYPE_CHECKING:
 _LAZY = {
     "Loop": "._loop",
     "BestOf": "._best_of",
+    "Ranking": "._best_of_ranking",
+    "RayAttempts": "._best_of_ray",
+    "SmallestChange": "._best_of_ranking",
     "NoAttemptVerified": "._reasons",
     "WinnerRefused": "._reasons",
     "RalphCompletionUnmet": "._reasons",
@@ -66,8 +71,11 @@ __all__ = [
     "NoAttemptVerified",
     "Ralph",
     "RalphCompletionUnmet",
+    "Ranking",
+    "RayAttempts",
     "SelfVerifyExhausted",
     "SelfVerifying",
+    "SmallestChange",
     "Spec",
     "SpecError",
     "WinnerRefused",

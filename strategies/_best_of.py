@@ -10,6 +10,7 @@ at its start; a refusal puts the workspace back (`strategies._apply_changes`).
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Literal
 
 import anyio
@@ -17,6 +18,7 @@ from attrs import define, evolve, field, frozen
 
 from harness import (
     AttemptResult,
+    AttemptScore,
     Cancelled,
     CancelToken,
     Completed,
@@ -25,22 +27,24 @@ from harness import (
     HaltReason,
     Harness,
     RunResult,
-    SessionStateSnapshot,
     Usage,
 )
-from harness.checkpoints import Assessment, WorkProgress
+from harness.checkpoints import WorkProgress
 from harness.events import (
     AttemptApplied,
     AttemptEvent,
     AttemptFinished,
     AttemptRefused,
+    AttemptsRanked,
     AttemptStarted,
     AttemptWon,
+    CheckFailed,
+    CheckPassed,
+    WaveStarted,
 )
 from harness.extend import (
     ForksAttempts,
     ModelClient,
-    PolicySession,
     Run,
     Strategy,
     check_positive,
@@ -50,11 +54,21 @@ from termination import Budget, TerminationPolicy
 
 from ._apply_changes import apply_changes
 from ._attempt_budget import ADDITIVE, BudgetPool, share_of
-from ._attempt_workspaces import ISOLATIONS, AttemptWorkspace, AttemptWorkspaces, Isolation
+from ._attempt_workspaces import (
+    ISOLATIONS,
+    AttemptWorkspace,
+    AttemptWorkspaces,
+    Change,
+    Isolation,
+    changed_paths,
+)
+from ._best_of_digest import FailedAttempt, digest
+from ._best_of_ranking import FileChange, Ranking, SmallestChange, measure, ranked, score
+from ._best_of_ray import RayAttempts, RemoteAttempt, lay_into, pack
 from ._reasons import NoAttemptVerified, WinnerRefused
 
-Pick = Literal["first_verified", "best_progress"]
-PICKS: tuple[Pick, ...] = ("first_verified", "best_progress")
+Pick = Literal["first_verified", "best_progress", "best_verified"]
+PICKS: tuple[Pick, ...] = ("first_verified", "best_progress", "best_verified")
 
 
 def _ralph() -> Strategy:
@@ -71,16 +85,28 @@ class BestOf:
     ``pick="first_verified"``: the first attempt whose work the check accepts wins and the
     others are cancelled. ``pick="best_progress"``: every attempt runs to its end and, of
     those the check accepted, the one it measured furthest along (tests, features, files
-    passing) wins; the first on a tie. The winner's changes are applied to the run's
-    workspace only if the check, run again there with the run's protected paths and
+    passing) wins; the first on a tie. ``pick="best_verified"``: every attempt runs to its
+    end (or until `max_verified` are verified, the others then cancelled) and `ranking`
+    orders the verified ones (default `SmallestChange`: no test or protected file changed,
+    fewest files outside what the task names, fewest changed lines, cheapest); the first
+    wins, and ``attempt.ranked`` records the order. The winner's changes are applied to the
+    run's workspace only if the check, run again there with the run's protected paths and
     baselines, accepts them; otherwise the workspace is left as it was and the run halts
     `WinnerRefused`. No verified attempt: `NoAttemptVerified`, the workspace untouched.
 
-    Each attempt runs under `attempt_budget` (by default the run's budget divided by `n`),
-    and never past what the run's budget has left. `isolation`: ``"auto"`` (a git worktree
-    in a git repository, else a copy), ``"worktree"`` or ``"copy"``. The model is forked per
-    attempt when it can be (`harness.extend.ForksAttempts`: a scripted fixture's
-    ``attempt`` lines), else shared.
+    `engine`: `RayAttempts` runs each attempt on a Ray worker, in a checkout of its own
+    (see `strategies._best_of_ray`); by default they run in the run's process.
+
+    `waves`: when no attempt of a wave of `n` is verified, another wave of `n` starts (up
+    to `waves` in all), its task followed by a digest of every failed attempt so far (how it
+    ended, what it changed, the tests it broke or left failing, the check's last reason;
+    bounded, see `strategies._best_of_digest`), recorded in ``attempt.wave``.
+
+    Each attempt runs under `attempt_budget` (by default the run's budget divided by
+    ``n * waves``), and never past what the run's budget has left. `isolation`: ``"auto"``
+    (a git worktree in a git repository, else a copy), ``"worktree"`` or ``"copy"``. The
+    model is forked per attempt when it can be (`harness.extend.ForksAttempts`: a scripted
+    fixture's ``attempt`` lines), else shared.
     """
 
     n: int = 4
@@ -89,11 +115,25 @@ class BestOf:
     pick: Pick = "first_verified"
     attempt_budget: Budget | None = None
     isolation: Isolation = "auto"
+    ranking: Ranking = field(factory=SmallestChange)
+    max_verified: int | None = None
+    waves: int = 1
+    engine: RayAttempts | None = None
     name: str = "best_of"
 
     def __attrs_post_init__(self) -> None:
         check_positive("n", self.n, integer=True)
         check_positive("concurrency", self.concurrency, integer=True, allow_none=True)
+        check_positive("max_verified", self.max_verified, integer=True, allow_none=True)
+        check_positive("waves", self.waves, integer=True)
+        if self.max_verified is not None and self.pick != "best_verified":
+            raise ConfigurationError(
+                f"'max_verified' is for pick = 'best_verified' (got pick = {self.pick!r})"
+            )
+        if self.engine is not None and not isinstance(self.engine, RayAttempts):
+            raise ConfigurationError(f"'engine' must be a RayAttempts (got {self.engine!r})")
+        if not implements(self.ranking, Ranking):
+            raise ConfigurationError(f"'ranking' must be a Ranking (got {self.ranking!r})")
         if self.pick not in PICKS:
             raise ConfigurationError(
                 f"'pick' must be one of {', '.join(PICKS)} (got {self.pick!r})"
@@ -124,7 +164,17 @@ class _Outcome:
     halt: HaltReason
     progress: WorkProgress | None = None
     reason: str | None = None
-    changed: tuple[str, ...] = ()
+    changes: tuple[Change, ...] = ()
+    """What the attempt changed, found once when it ended (the winner's are applied)."""
+    wave: int = 1
+    files: tuple[FileChange, ...] = ()
+    """Its `changes` measured in lines (for ``best_verified`` and a wave's digest)."""
+    score: AttemptScore | None = None
+    rank: int | None = None
+
+    @property
+    def changed(self) -> tuple[str, ...]:
+        return changed_paths(self.changes)
 
 
 @define(eq=False)
@@ -133,10 +183,16 @@ class _Forward:
 
     run: Run
     attempt: int
+    reasons: dict[int, str]
+    """The check's last reason for each attempt, for a later wave's digest."""
 
     def emit(self, event: Event) -> None:
         if event.name in ("run.started", "run.halted"):
             return  # ``attempt.started`` and ``attempt.finished`` say these, without run ids
+        if isinstance(event, CheckFailed):
+            self.reasons[self.attempt] = event.reason
+        elif isinstance(event, CheckPassed):
+            self.reasons.pop(self.attempt, None)
         self.run.emit(AttemptEvent(self.run.elapsed(), self.attempt, event))
 
 
@@ -148,17 +204,28 @@ class _Attempts:
     pool: BudgetPool | None = None
     outcomes: dict[int, _Outcome] = field(factory=dict)
     tokens: dict[int, CancelToken] = field(factory=dict)
+    reasons: dict[int, str] = field(factory=dict)
+    verified: int = 0
     first: int | None = None
+    enough: str | None = None
+    """Why no more attempts start (``max_verified`` were verified), when that is so."""
     error: Exception | None = None
+    wave: int = 1
+    task: str = ""
 
     @property
     def stopping(self) -> bool:
-        return self.first is not None or self.error is not None
+        return self.first is not None or self.enough is not None or self.error is not None
+
+    @property
+    def total(self) -> int:
+        return self.spec.n * self.spec.waves
 
     async def go(self) -> HaltReason:
         run = self.run
+        self.task = run.task
         whole = run.policy.budget if isinstance(run.policy, TerminationPolicy) else Budget()
-        per = share_of(whole, self.spec.n)
+        per = share_of(whole, self.total)
         if self.spec.attempt_budget is not None:
             own = self.spec.attempt_budget
             per = evolve(
@@ -171,11 +238,12 @@ class _Attempts:
                 run.workspace, run.run_id, self.spec.isolation
             )
         try:
-            await self._run_all()
-            halt = None if self.error is not None else await self._settle()
+            async with self._engine():
+                await self._run_all()
+                halt = None if self.error is not None else await self._settle()
         except BaseException:
             if not run.attempts:  # cut off (the run's deadline, a cancel): what there was
-                for number in range(1, self.spec.n + 1):
+                for number in range(1, self.wave * self.spec.n + 1):
                     cut = Cancelled("best_of: the run was stopped")
                     self.outcomes.setdefault(number, _Outcome(number, None, None, cut))
                 self._record(None, applied=False)
@@ -188,26 +256,84 @@ class _Attempts:
             raise self.error  # a fixture's fault, a git failure: not the run's own halt
         return halt
 
+    def _engine(self) -> AbstractAsyncContextManager[object]:
+        engine = self.spec.engine
+        return engine.open() if engine is not None else nullcontext()
+
     async def _run_all(self) -> None:
+        for wave in range(1, self.spec.waves + 1):
+            if wave > 1:
+                if self.stopping or any(o.halt.verified for o in self.outcomes.values()):
+                    return
+                if not await self._next_wave(wave):
+                    return
+            await self._run_wave(wave)
+
+    async def _next_wave(self, wave: int) -> bool:
+        """Tell wave `wave` what failed before it: the digest goes after the task, and into
+        ``attempt.wave``. False when nothing ran in the waves before (the budget is spent)."""
+        failed = [await self._failed(o) for o in sorted(self.outcomes.values(), key=_number)]
+        ran = [f for f in failed if f is not None]
+        if not ran:
+            return False
+        told = digest(ran)
+        self.wave, self.task = wave, f"{self.run.task}\n\n{told}"
+        first, last = (wave - 1) * self.spec.n + 1, wave * self.spec.n
+        self.run.emit(WaveStarted(self.run.elapsed(), wave, first, last, told))
+        return True
+
+    async def _run_wave(self, wave: int) -> None:
         n = self.spec.n
+        numbers = range((wave - 1) * n + 1, wave * n + 1)
         slots = anyio.Semaphore(self.spec.concurrency or n)
         async with anyio.create_task_group() as group:
-            for number in range(1, n + 1):
+            for number in numbers:
                 await slots.acquire()
                 if self.stopping:
                     slots.release()
                     break
                 group.start_soon(self._attempt, number, slots)
-        for number in range(1, n + 1):
+        for number in numbers:
             if number not in self.outcomes:
                 why = (
                     f"attempt {self.first} was verified first"
                     if self.first is not None
+                    else self.enough
+                    if self.enough is not None
                     else "another attempt failed"
                 )
                 by = f"best_of, before it started: {why}"
-                self.outcomes[number] = _Outcome(number, None, None, Cancelled(by))
+                self.outcomes[number] = _Outcome(number, None, None, Cancelled(by), wave=wave)
                 self._finished(self.outcomes[number])
+
+    async def _failed(self, outcome: _Outcome) -> FailedAttempt | None:
+        """What the next wave is told of `outcome` (None: it never ran): its changes in
+        lines, and the tests failing in its work as the run's verifier measures them (one
+        more run of the check, unless it was measured already)."""
+        if outcome.result is None:
+            return None
+        space = outcome.workspace
+        if space is not None and self.spaces is not None and outcome.changes:
+            if not outcome.files:
+                outcome.files = await measure(
+                    outcome.changes, before=self.spaces.workspace, after=space.path
+                )
+            if outcome.progress is None:
+                await self._measure(outcome)
+        failing = outcome.progress.failing if outcome.progress is not None else ()
+        before = {name for b in self.run.baselines for name in b.failing}
+        reason = self.reasons.get(outcome.number) or outcome.reason
+        if reason is not None and space is not None:  # where it worked means nothing later
+            reason = reason.replace(f"{space.path}/", "").replace(str(space.path), ".")
+        return FailedAttempt(
+            number=outcome.number,
+            wave=outcome.wave,
+            ended=outcome.halt.describe().partition("\n")[0],
+            changed=outcome.files,
+            broke=tuple(t for t in failing if t not in before),
+            still_failing=tuple(t for t in failing if t in before),
+            reason=reason,
+        )
 
     async def _attempt(self, number: int, slots: anyio.Semaphore) -> None:
         assert self.pool is not None
@@ -218,21 +344,30 @@ class _Attempts:
                 self._finished(self.outcomes[number])
                 return
             kind = self.spaces.kind if self.spaces is not None else "shared"
-            self.run.emit(AttemptStarted(self.run.elapsed(), number, self.spec.n, kind))
+            self.run.emit(AttemptStarted(self.run.elapsed(), number, self.total, kind))
             space = await self.spaces.make(number) if self.spaces is not None else None
             token = CancelToken()
             self.tokens[number] = token
             if self.first is not None:
                 token.cancel(f"best_of: attempt {self.first} was verified first")
-            result = await self._harness(number, space, share).run(self.run.task, cancel=token)
+            elif self.enough is not None:
+                token.cancel(f"best_of: {self.enough}")
+            if self.spec.engine is None:
+                result = await self._harness(number, space, share).run(self.task, cancel=token)
+            else:
+                remote = await self._remote(self.spec.engine, number, space, share, token)
+                if remote is None:
+                    self.pool.settle(number, None)
+                    halt = Cancelled(token.by or "best_of: cancelled")
+                    self.outcomes[number] = _Outcome(number, space, None, halt, wave=self.wave)
+                    self._finished(self.outcomes[number])
+                    return
+                result = remote
             self.pool.settle(number, result)
             self._account(result)
-            if result.verified and self.spec.pick == "first_verified" and self.first is None:
-                self.first = number  # the others stop now, not after this one is looked at
-                for other, held in self.tokens.items():
-                    if other != number:
-                        held.cancel(f"best_of: attempt {number} was verified first")
-            outcome = _Outcome(number, space, result, result.halt_reason)
+            if result.verified:
+                self._verified(number)
+            outcome = _Outcome(number, space, result, result.halt_reason, wave=self.wave)
             await self._judge(outcome)
             self.outcomes[number] = outcome
             self._finished(outcome)
@@ -243,6 +378,62 @@ class _Attempts:
                 held.cancel("best_of: another attempt failed")
         finally:
             slots.release()
+
+    async def _remote(
+        self,
+        engine: RayAttempts,
+        number: int,
+        space: AttemptWorkspace | None,
+        share: Budget,
+        token: CancelToken,
+    ) -> RunResult | None:
+        """Attempt `number` on a worker, from its workspace's files; what it wrote is laid
+        into that workspace and its events reach the run as a local attempt's do. None: it
+        was cancelled before it ended."""
+        config = self.run.config
+        local = self._harness(number, space, share)
+        job = RemoteAttempt(
+            number=number,
+            task=self.task,
+            files=await pack(space.path) if space is not None else b"",
+            model=local.model,
+            policy=local.policy,
+            tools=tuple(config.tools.values()),
+            strategy=self.spec.strategy,
+            clock=config.clock,
+            system_prompt=config.system_prompt,
+            tool_timeout=config.tool_timeout,
+            done_tool=config.done_tool,
+            context_window=config.context_window,
+        )
+        outcome = await engine.run(job, lambda: token.cancelled)
+        if outcome is None:
+            return None
+        if space is not None:
+            await lay_into(space.path, outcome)
+        forward = _Forward(self.run, number, self.reasons)
+        for event in outcome.events:
+            forward.emit(event)
+        return outcome.result
+
+    def _verified(self, number: int) -> None:
+        """Attempt `number` was verified: with ``first_verified`` it is the winner, with
+        ``max_verified`` it may be the last one needed; then the others stop now, not after
+        this one is looked at."""
+        spec = self.spec
+        if spec.pick == "first_verified" and self.first is None:
+            self.first = number
+            why = f"attempt {number} was verified first"
+        elif spec.max_verified is not None and self.enough is None:
+            self.verified += 1
+            if self.verified < spec.max_verified:
+                return
+            self.enough = why = f"{self.verified} attempts were verified (max_verified)"
+        else:
+            return
+        for other, held in self.tokens.items():
+            if other != number:
+                held.cancel(f"best_of: {why}")
 
     def _harness(self, number: int, space: AttemptWorkspace | None, share: Budget) -> Harness:
         run, config = self.run, self.run.config
@@ -260,7 +451,7 @@ class _Attempts:
             workspace=space.path if space is not None else None,
             system_prompt=config.system_prompt,
             clock=config.clock,
-            sinks=[_Forward(run, number)],
+            sinks=[_Forward(run, number, self.reasons)],
             tool_timeout=config.tool_timeout,
             done_tool=config.done_tool,
             context_window=config.context_window,
@@ -277,20 +468,29 @@ class _Attempts:
         run.tampering.extend(result.tampering)
 
     async def _judge(self, outcome: _Outcome) -> None:
-        """What the attempt changed and, for ``best_progress``, how far along the check
-        measures its work (with the run's verifier, as at any claim): one more run of the
-        check per attempt, which ``first_verified`` spares (its winner is measured by the
-        final check)."""
+        """What the attempt changed; for ``best_verified``, a verified attempt's score; for
+        ``best_progress``, how far along the check measures its work (with the run's
+        verifier, as at any claim): one more run of the check per attempt, which the other
+        picks spare (their winner is measured by the final check)."""
         space = outcome.workspace
         if space is None or self.spaces is None or isinstance(outcome.halt, Cancelled):
             return
-        outcome.changed = tuple(c.path for c in await self.spaces.changes(space))
-        if self.spec.pick == "first_verified":
-            return  # the final check measures the winner; the others need no more runs
-        run = self.run
+        outcome.changes = tuple(await self.spaces.changes(space))
+        if self.spec.pick == "best_verified" and outcome.halt.verified:
+            outcome.files = await measure(
+                outcome.changes, before=self.spaces.workspace, after=space.path
+            )
+        if self.spec.pick == "best_progress":
+            await self._measure(outcome)
+
+    async def _measure(self, outcome: _Outcome) -> None:
+        """How far along the check measures `outcome`'s work, with the run's verifier."""
+        assert outcome.workspace is not None
+        space, run = outcome.workspace, self.run
         policy = run.policy.start_session(clock=run.clock)
         snapshot = evolve(run.snapshot(), workspace=space.path)
-        assessed = await _assess_quietly(run, snapshot, policy)
+        # The run's verifier, recorded nowhere: the attempt's own run reported its claims.
+        assessed = await run.judge(snapshot, policy.assess, record=False)
         outcome.progress, outcome.reason = assessed.progress, assessed.reason
 
     def _finished(self, outcome: _Outcome) -> None:
@@ -315,7 +515,23 @@ class _Attempts:
         verified = [o for o in self.outcomes.values() if o.halt.verified]
         if not verified:
             return None
-        return max(verified, key=lambda o: (*_rank(o.progress), -o.number))
+        if self.spec.pick == "best_progress":
+            return max(verified, key=lambda o: (*_rank(o.progress), -o.number))
+        return self._ranked(verified)
+
+    def _ranked(self, verified: list[_Outcome]) -> _Outcome:
+        """``best_verified``: the verified attempts scored and ordered by the ranking
+        (``attempt.ranked``); the first."""
+        run, ranking = self.run, self.spec.ranking
+        by_number = {o.number: o for o in verified}
+        for o in verified:
+            usage = o.result.usage if o.result is not None else Usage()
+            o.score = score(o.number, o.files, task=run.task, protected=run.protected, usage=usage)
+        order = ranked(ranking, [o.score for o in verified if o.score is not None])
+        for place, scored in enumerate(order, 1):
+            by_number[scored.attempt].rank = place
+        run.emit(AttemptsRanked(run.elapsed(), ranking.name, order))
+        return by_number[order[0].attempt]
 
     async def _settle(self) -> HaltReason:
         run = self.run
@@ -327,7 +543,7 @@ class _Attempts:
         if self.spaces is None or winner.workspace is None:
             self._record(winner, applied=True)
             return Completed()
-        changes = await self.spaces.changes(winner.workspace)
+        changes = winner.changes
         drifted = await self.spaces.drifted(changes)
         if drifted:
             why = (
@@ -359,7 +575,7 @@ class _Attempts:
         await anyio.to_thread.run_sync(applied.discard)
         if assessed.progress is not None:
             winner.progress = assessed.progress
-        run.emit(AttemptApplied(run.elapsed(), winner.number, tuple(c.path for c in changes)))
+        run.emit(AttemptApplied(run.elapsed(), winner.number, winner.changed))
         self._record(winner, applied=True)
         return Completed()
 
@@ -370,12 +586,14 @@ class _Attempts:
         measured = [o for o in ran if o.progress is not None]
         if measured:
             best = max(measured, key=lambda o: (*_rank(o.progress), -o.number))
-            return NoAttemptVerified(self.spec.n, best.number, best.reason or best.halt.describe())
+            why = best.reason or best.halt.describe()
+            return NoAttemptVerified(len(self.outcomes), best.number, why)
         if not ran:
             last = max(self.outcomes.values(), key=lambda o: o.number)
-            return NoAttemptVerified(self.spec.n, 0, last.halt.describe())
+            return NoAttemptVerified(len(self.outcomes), 0, last.halt.describe())
         last = max(ran, key=lambda o: o.number)
-        return NoAttemptVerified(self.spec.n, 0, f"attempt {last.number}: {last.halt.describe()}")
+        why = f"attempt {last.number}: {last.halt.describe()}"
+        return NoAttemptVerified(len(self.outcomes), 0, why)
 
     def _record(self, winner: _Outcome | None, *, applied: bool) -> None:
         for number in sorted(self.outcomes):
@@ -391,25 +609,16 @@ class _Attempts:
                     won=won,
                     applied=won and applied,
                     result=o.result,
+                    score=o.score,
+                    rank=o.rank,
+                    wave=o.wave,
                 )
             )
 
 
+def _number(outcome: _Outcome) -> int:
+    return outcome.number
+
+
 def _rank(progress: WorkProgress | None) -> tuple[float, int]:
     return (-1.0, -1) if progress is None else (progress.fraction, progress.done)
-
-
-async def _assess_quietly(
-    run: Run, snapshot: SessionStateSnapshot, policy: PolicySession
-) -> Assessment:
-    """The check's verdict and measure of `snapshot`'s workspace with the run's verifier (its
-    protected paths laid over any change to them), recorded nowhere: an attempt's own run
-    has already reported its checks."""
-    guard, workspace = run.guard, snapshot.workspace
-    if guard is not None and workspace is not None:
-        changes = await anyio.to_thread.run_sync(guard.changes, workspace)
-        if changes:
-            async with guard.pristine(workspace, changes) as copy:
-                judged = evolve(snapshot, workspace=copy, tampering=changes)
-                return await policy.assess(judged)
-    return await policy.assess(snapshot)

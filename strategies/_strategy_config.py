@@ -125,9 +125,28 @@ STRATEGIES = Variants(
                     "string",
                     "`first_verified`: the first attempt the check accepts wins and the "
                     "others are cancelled; `best_progress`: every attempt runs, and of those "
-                    "the check accepts, the one it measures furthest along wins.",
+                    "the check accepts, the one it measures furthest along wins; "
+                    "`best_verified`: every attempt runs (or until `max_verified` are "
+                    "verified), and of those the check accepts, the smallest change wins (no "
+                    "test or protected file changed, fewest files outside what the task "
+                    "names, fewest changed lines, cheapest).",
                     default="first_verified",
-                    choices=("first_verified", "best_progress"),
+                    choices=("first_verified", "best_progress", "best_verified"),
+                ),
+                Key(
+                    "max_verified",
+                    "integer",
+                    'With `pick = "best_verified"`: once this many attempts are verified, '
+                    "the others are cancelled and the ranking chooses among those.",
+                    default_text="all `n` attempts run",
+                ),
+                Key(
+                    "waves",
+                    "integer",
+                    "Waves of `n` attempts at most: when no attempt of a wave is verified, "
+                    "the next wave's task carries a digest of the failed attempts (what they "
+                    "changed, the tests they broke or left failing, the check's last reason).",
+                    default=1,
                 ),
                 Key(
                     "isolation",
@@ -142,7 +161,7 @@ STRATEGIES = Variants(
                     "attempt_budget",
                     "table",
                     "Each attempt's budget, never past what the run's `[budget]` has left.",
-                    default_text="the run's budget divided by `n`",
+                    default_text="the run's budget divided by `n` times `waves`",
                     see=BUDGET,
                 ),
             ],

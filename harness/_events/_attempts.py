@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from attrs import frozen
 
 from .._messages import Usage
-from .._result import HaltReason
+from .._result import AttemptScore, HaltReason
 from .._work_progress import WorkProgress
 from . import _checkpoint  # noqa: F401  # reads the WorkProgress an attempt.finished carries
 from ._base import Event, Fields, event_from_dict, reads
@@ -61,9 +61,33 @@ class AttemptFinished(Event):
 
 
 @frozen
+class AttemptsRanked(Event):
+    """``pick = "best_verified"`` ranked the verified attempts with `ranking` (its name):
+    `scores`, best first; the first is picked."""
+
+    name: ClassVar[str] = "attempt.ranked"
+    ranking: str
+    scores: tuple[AttemptScore, ...]
+
+
+@frozen
+class WaveStarted(Event):
+    """Wave `wave` of a best-of run (``BestOf(waves=...)``) starts attempts `first` to
+    `last`, no attempt of the waves before having been verified; `digest` is what their task
+    was told of the failed attempts (the whole text, bounded in size)."""
+
+    name: ClassVar[str] = "attempt.wave"
+    wave: int
+    first: int
+    last: int
+    digest: str
+
+
+@frozen
 class AttemptWon(Event):
-    """Attempt `attempt` was picked (`pick`: ``first_verified`` or ``best_progress``); its
-    changes go to the user's workspace if the final check there accepts them."""
+    """Attempt `attempt` was picked (`pick`: ``first_verified``, ``best_progress`` or
+    ``best_verified``); its changes go to the user's workspace if the final check there
+    accepts them."""
 
     name: ClassVar[str] = "attempt.won"
     attempt: int
@@ -96,3 +120,17 @@ class AttemptRefused(Event):
 def _inner(f: Fields) -> Event:
     """The event an ``attempt.event`` line holds, decoded as any line is."""
     return event_from_dict(f.data, path=f.path, line=f.line)
+
+
+@reads(AttemptScore)
+def _score(f: Fields) -> AttemptScore:
+    cost = f.number("cost_usd", None)
+    return AttemptScore(
+        f.integer("attempt"),
+        f.integer("lines"),
+        f.integer("files"),
+        tuple(f.texts("outside")),
+        tuple(f.texts("guarded")),
+        cost,
+        f.integer("tokens", 0),
+    )

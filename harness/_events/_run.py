@@ -122,7 +122,8 @@ class CheckFlaky(Event):
     agent: str
     turn: int
     check: str = field(metadata=omitted(""))
-    tests: tuple[str, ...] = ()
+    flaky: tuple[str, ...] = ()
+    """The tests, by name (the key `harness stats` counts them by)."""
 
 
 @frozen

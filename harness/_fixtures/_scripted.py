@@ -8,6 +8,7 @@ malformed line are all `FixtureError`s that name the file and the line (and the 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -339,10 +340,8 @@ def _parse_limit(spec: Mapping[str, Any], fail: Any) -> UsageLimit:
     numbers: dict[str, float | None] = {}
     for key in ("retry_in", "resets_at"):
         value = spec.get(key)
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int | float) or value < 0
-        ):
-            raise fail(f"error.{key}", f"must be a number >= 0 or null (got {value!r})")
+        if value is not None and not _amount(value):
+            raise fail(f"error.{key}", f"must be a finite number >= 0 or null (got {value!r})")
         numbers[key] = None if value is None else float(value)
     terminal = spec.get("terminal", False)
     if not isinstance(terminal, bool):
@@ -377,6 +376,14 @@ def _parse_calls(value: object, lineno: int, fail: Any) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
+def _amount(value: object) -> bool:
+    """Whether `value` is a finite number >= 0 (NaN and infinity are not: JSON has neither,
+    though Python's reader takes them)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value) and value >= 0
+
+
 def _parse_usage(value: object, fail: Any) -> Usage:
     if not isinstance(value, dict):
         raise fail("usage", f"must be an object (got {type(value).__name__})")
@@ -390,10 +397,8 @@ def _parse_usage(value: object, fail: Any) -> Usage:
             raise fail(f"usage.{key}", f"must be an integer >= 0 (got {n!r})")
         counts[key] = n
     cost = value.get("cost_usd")
-    if cost is not None and (
-        isinstance(cost, bool) or not isinstance(cost, int | float) or cost < 0
-    ):
-        raise fail("usage.cost_usd", f"must be a number >= 0 or null (got {cost!r})")
+    if cost is not None and not _amount(cost):
+        raise fail("usage.cost_usd", f"must be a finite number >= 0 or null (got {cost!r})")
     return Usage(
         counts["input_tokens"],
         counts["output_tokens"],

@@ -15,6 +15,7 @@ from __future__ import annotations
 import codecs
 import errno
 import json
+import math
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -175,11 +176,31 @@ def without_surrogates(value: Any) -> Any:
     return value
 
 
+def _dumps(data: Any) -> str:
+    """JSON text, never Python's ``NaN`` or ``Infinity`` (which no JSON reader takes): a float
+    that is not finite is written as null."""
+    try:
+        return json.dumps(data, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # a non-finite float somewhere: rare, so only then walk the data
+        return json.dumps(_finite(data), ensure_ascii=False, allow_nan=False)
+
+
+def _finite(data: Any) -> Any:
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, Mapping):
+        return {key: _finite(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [_finite(value) for value in data]
+    return data
+
+
 def dump_json(data: Any) -> str:
     """`data` as compact-enough JSON text that always encodes as UTF-8: characters stay as
     they are, except lone surrogates, which become ``\\udcxx`` escapes (inside a JSON string,
-    the only place they can appear, so `json.loads` gives back the same text)."""
-    text = json.dumps(data, ensure_ascii=False)
+    the only place they can appear, so `json.loads` gives back the same text). A float that
+    is not finite (NaN, infinity) is null: Python would write ``NaN``, which is not JSON."""
+    text = _dumps(data)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -189,7 +210,7 @@ def dump_json(data: Any) -> str:
 
 def dump_line(data: Any) -> bytes:
     """One JSONL line (with its newline) as UTF-8 bytes; see `dump_json`."""
-    text = json.dumps(data, ensure_ascii=False) + "\n"
+    text = _dumps(data) + "\n"
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:

@@ -296,7 +296,11 @@ class RunState:
         return changed
 
     async def judge(
-        self, snapshot: SessionStateSnapshot, judge: Callable[[SessionStateSnapshot], Awaitable[T]]
+        self,
+        snapshot: SessionStateSnapshot,
+        judge: Callable[[SessionStateSnapshot], Awaitable[T]],
+        *,
+        record: bool = True,
     ) -> T:
         """Run `judge` (the completion check, or the policy's decision that runs it) on
         `snapshot`, with the verifier as the run found it.
@@ -305,7 +309,9 @@ class RunState:
         recorded (``protected.changed``, `RunResult.tampering`) and `judge` gets a snapshot
         whose `tampering` names it and whose workspace is a temporary copy with the recorded
         files laid over the agent's work: the policy rejects the claim, and the checks'
-        reason says what the untouched verifier thinks of the work.
+        reason says what the untouched verifier thinks of the work. ``record=False`` judges
+        the same way and records nothing (a best-of run measuring an attempt whose own run
+        has already reported its claims).
         """
         guard, workspace = self.guard, snapshot.workspace
         if guard is None or workspace is None:
@@ -313,16 +319,16 @@ class RunState:
         changes = await anyio.to_thread.run_sync(guard.changes, workspace)
         if not changes:
             return await judge(snapshot)
-        from .._events._verifier import ProtectedPathsChanged
+        if record:
+            from .._events._verifier import ProtectedPathsChanged
 
-        self.tampering.extend(c for c in changes if c not in self.tampering)  # each change once
-        self.tampered_claims += 1
-        self.emit(ProtectedPathsChanged(self.elapsed(), snapshot.agent, snapshot.turns, changes))
+            self.tampering.extend(c for c in changes if c not in self.tampering)  # each once
+            self.tampered_claims += 1
+            at = self.elapsed()
+            self.emit(ProtectedPathsChanged(at, snapshot.agent, snapshot.turns, changes))
+            snapshot = evolve(snapshot, tampered_claims=self.tampered_claims)
         async with guard.pristine(workspace, changes) as copy:
-            judged = evolve(
-                snapshot, workspace=copy, tampering=changes, tampered_claims=self.tampered_claims
-            )
-            return await judge(judged)
+            return await judge(evolve(snapshot, workspace=copy, tampering=changes))
 
     def system_message(self, base: str | None = None) -> Message:
         """The system prompt: the caller's, what "done" means, and how feedback is marked."""

@@ -7,6 +7,7 @@ decision, before each later one; every reason to stop is a named `HaltReason`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -122,6 +123,7 @@ class Session:
         self._tool_timeout = config.tool_timeout
         self.started_at = self._last_reading = run.now()
         self._paused = 0.0  # paused for usage limits, not counted toward wall time
+        self._limits_in_a_row = 0  # usage limits since the last answer (see `_pause`)
         self._scope: anyio.CancelScope | None = None
         self._wall_time = limit.wall_time if limit is not None else None
         self._deadline = _earlier(
@@ -205,6 +207,7 @@ class Session:
                     if halt is not None:
                         break
                 response = await self._call_model()
+                self._limits_in_a_row = 0
             except UsageLimitError as exc:
                 halt = await self._pause(exc.limit)
                 continue  # the same turn again, or the halt
@@ -289,7 +292,9 @@ class Session:
         turn = self.turns + 1
         settings = run.config.pause
         seed = f"{run.task}|{self.agent}|{self.iteration}|{turn}|{limit.retry_in}"
-        wait = 0.0 if limit.terminal else settings.wait_for(limit, seed)
+        again = self._limits_in_a_row  # > 0: the turn that woke from a pause met one again
+        self._limits_in_a_row += 1
+        wait = 0.0 if limit.terminal else settings.wait_for(limit, seed, again=again)
         bound: tuple[str, float] | None = None
         if limit.terminal:
             bound = ("terminal", 0.0)
@@ -487,8 +492,18 @@ class Session:
         self._run.emit(outcome)
 
     def _account(self, response: ModelResponse) -> None:
+        """Add the call's usage to the session's and the run's. A cost that is not a finite
+        number >= 0 (a provider's NaN) is refused: the run halts `ModelFailed("malformed")`
+        rather than carry a figure no budget can compare (NaN never trips ``max_cost_usd``)."""
         usage = response.usage
-        if usage.cost_usd is None and self._requires_cost:
+        cost = usage.cost_usd
+        if cost is not None and not (math.isfinite(cost) and cost >= 0):
+            raise ModelError(
+                f"the model reported a cost of {cost!r} USD for this call (model "
+                f"{response.model!r}): not a finite number >= 0",
+                kind="malformed",
+            )
+        if cost is None and self._requires_cost:
             raise ConfigurationError(
                 "a cost budget is set but the model reported no price for this call "
                 f"(model {response.model!r}); add its price or drop max_cost_usd"

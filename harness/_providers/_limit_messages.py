@@ -13,7 +13,11 @@ by ``tests/real/test_agent_limits_real.py``):
   reached|1755615600`` and ``5-hour limit reached ∙ resets 3pm``; its ``rate_limit_event``
   lines in ``--output-format stream-json`` whose ``rate_limit_info.status`` is ``rejected``
   (``resetsAt`` in Unix seconds; ``allowed`` and ``allowed_warning`` are informational);
-  terminal: ``You've hit your monthly spend limit``, ``Credit balance is too low``;
+  terminal: ``You've hit your monthly spend limit``, ``Credit balance is too low``; a Team
+  or Enterprise login's ``You've hit your org's monthly spend limit · run /usage-credits ...``
+  and ``Your org is out of usage · ...`` are terminal too, while ``You've hit your org's
+  monthly usage limit · resets ...`` and ``You're out of usage credits · resets ...`` wait
+  for their reset (terminal when they name none);
 - Codex (0.171.0, whose binary spells ``You've`` with a curly apostrophe, U+2019):
   ``You've hit your usage limit. ... try again at 9:49 AM.`` (a time alone is today, or
   tomorrow once past, in the agent's time zone), ``... try again at Nov 30th, 2026 7:51 PM.``,
@@ -28,6 +32,11 @@ by ``tests/real/test_agent_limits_real.py``):
 - an OpenAI-compatible provider's words as Qwen Code prints them: ``Rate limit reached for ...
   Please try again in 20s.``; terminal: ``insufficient_quota`` / ``You exceeded your current
   quota`` without a time to retry.
+
+A reset printed to the minute (``resets 8:51pm``, ``try again at 8:55 PM.``: the seconds cut
+off) names that minute: when the minute is now, or ended a moment ago, the reset is read as
+now plus a margin (`_MARGIN`), never as the same time tomorrow; a reset under a minute away
+and a retry that wakes a few seconds early both meet this.
 
 A reset that cannot be read leaves `UsageLimit.retry_in` None: the run then waits the
 documented default (`PauseSettings.default_wait`), never crashes. A terminal limit
@@ -52,7 +61,14 @@ _CLAUDE_WORDS = re.compile(
     r"limit will reset)"
 )
 _CLAUDE_TERMINAL = re.compile(
-    rf"(?i)you{_APOSTROPHE}?ve hit your monthly spend limit|credit balance is too low"
+    rf"(?i)you{_APOSTROPHE}?ve hit your (?:org{_APOSTROPHE}s )?monthly spend limit|"
+    r"credit balance is too low|your org is out of usage\b"
+)
+# Extra usage (credits) spent, or an organisation's monthly cap: a pause until the reset the
+# line names, terminal when it names none.
+_CLAUDE_CREDITS = re.compile(
+    rf"(?i)you{_APOSTROPHE}?ve hit your org{_APOSTROPHE}s monthly usage limit|"
+    rf"you{_APOSTROPHE}?re out of usage credits"
 )
 _RESETS = re.compile(
     r"(?i)\breset(?:s|ting)?(?:\s+at)?\s+"
@@ -60,6 +76,7 @@ _RESETS = re.compile(
     r"(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?\s*(?P<ampm>[ap]\.?m\.?)"
     r"(?:\s*\((?P<zone>[A-Za-z0-9_+\-/]+)\))?"
 )
+_RESETS_WORD = re.compile(r"(?i)\breset")
 _CODEX = re.compile(rf"(?i)you{_APOSTROPHE}?ve hit your usage limit|usage_limit_reached")
 _CODEX_TERMINAL = re.compile(r"Quota exceeded\. Check your plan and billing details")
 _TRY_IN = re.compile(r"(?i)try again in\s+((?:\d+(?:\.\d+)?\s*[a-z]+[\s,]*(?:and\s+)?)+)")
@@ -95,6 +112,11 @@ _UNITS = {
     "week": 604800,
 }
 _AMOUNT = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
+_MARGIN = timedelta(seconds=60)
+"""How long after now a reset printed as the current minute is: past that minute's end."""
+_LATE = timedelta(minutes=5)
+"""How long after a printed minute a reset is still read as that minute rather than
+tomorrow's: the minute itself, and a line read a few minutes after it was printed."""
 _MONTHS = {
     name: number
     for number, name in enumerate(
@@ -168,7 +190,7 @@ def _stream_json(text: str, read_at: datetime, local: tzinfo) -> UsageLimit | No
             continue
         try:
             data = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested deeper than the parser goes: not an event
             continue
         if not isinstance(data, dict):
             continue
@@ -196,6 +218,13 @@ def _claude(text: str, read_at: datetime, local: tzinfo) -> UsageLimit | None:
     terminal = _CLAUDE_TERMINAL.search(text)
     if terminal is not None:
         return _limit("claude", _line_at(text, terminal.start()), read_at, None, terminal=True)
+    credits = _CLAUDE_CREDITS.search(text)
+    if credits is not None:
+        line = _line_at(text, credits.start())
+        resets = _RESETS.search(line)
+        reset = None if resets is None else _clock_time(resets, read_at, local)
+        gone = reset is None and _RESETS_WORD.search(line) is None
+        return _limit("claude", line, read_at, reset, terminal=gone)
     match = _CLAUDE_WORDS.search(text)
     if match is None or _CODEX.search(text) is not None:
         return None
@@ -318,9 +347,8 @@ def _clock_time(match: re.Match[str], read_at: datetime, local: tzinfo) -> datet
             return None
         if when < now - timedelta(days=1):  # "Jan 2" read on Dec 30
             when = when.replace(year=when.year + 1)
-        return when
-    when = now.replace(hour=hm[0], minute=hm[1], second=0, microsecond=0)
-    return when if when > now else when + timedelta(days=1)
+        return _minute(when, now, dated=True)
+    return _minute(now.replace(hour=hm[0], minute=hm[1], second=0, microsecond=0), now)
 
 
 def _date_time(match: re.Match[str], read_at: datetime, local: tzinfo) -> datetime | None:
@@ -329,15 +357,28 @@ def _date_time(match: re.Match[str], read_at: datetime, local: tzinfo) -> dateti
     hm = _hour(match)
     if hm is None:
         return None
+    now = read_at.astimezone(local)
     if match.group("month") is None:
-        now = read_at.astimezone(local)
-        when = now.replace(hour=hm[0], minute=hm[1], second=0, microsecond=0)
-        return when if when > now else when + timedelta(days=1)
+        return _minute(now.replace(hour=hm[0], minute=hm[1], second=0, microsecond=0), now)
     month = _MONTHS.get(match.group("month")[:3].lower())
     if month is None:
         return None
     try:
         year, day = int(match.group("year")), int(match.group("day"))
-        return datetime(year, month, day, hm[0], hm[1], tzinfo=local)
+        when = datetime(year, month, day, hm[0], hm[1], tzinfo=local)
     except ValueError:
         return None
+    return _minute(when, now, dated=True)
+
+
+def _minute(when: datetime, now: datetime, *, dated: bool = False) -> datetime:
+    """The reset to wait for, from a time printed to the minute (`when`, its seconds cut off:
+    the reset is somewhere in that minute). A minute still ahead is its start; the current
+    minute, or one that ended under `_LATE` ago (the line was printed a moment before it was
+    read), is now plus `_MARGIN`, past the end of the minute; an older time alone is
+    tomorrow's (an older date stays in the past: the reset is due, and the wait is 0)."""
+    if when > now:
+        return when
+    if now - when < _LATE:
+        return now + _MARGIN
+    return when if dated else when + timedelta(days=1)

@@ -11,6 +11,7 @@ never zero, and a cost budget refuses to run with it.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 
@@ -24,8 +25,12 @@ _SNAPSHOT = re.compile(r"^-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
 
 
 def _rate(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise ConfigurationError(f"{name} must be a number of dollars >= 0 (got {value!r})")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not (math.isfinite(value) and value >= 0)
+    ):
+        raise ConfigurationError(f"{name} must be a finite number of dollars >= 0 (got {value!r})")
     return float(value)
 
 

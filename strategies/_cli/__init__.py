@@ -21,6 +21,7 @@ from . import (
     _checkpoints_args,
     _reference_args,
     _run_args,
+    _stats_args,
     _view_args,
 )
 from ._exits import EXIT_CONFIGURATION, exit_code_for, shadowed, signal_handlers_kept
@@ -35,6 +36,7 @@ SUBCOMMANDS = [
     _board_args,
     _checkpoints_args,
     _reference_args,
+    _stats_args,
 ]
 
 

@@ -48,6 +48,9 @@ def attempts_json(result: RunResult | None) -> list[dict[str, Any]] | None:
             "applied": a.applied,
             "turns": a.result.turns if a.result is not None else 0,
             "usage": a.result.usage.to_dict() if a.result is not None else None,
+            "wave": a.wave,
+            "rank": a.rank,
+            "score": a.score.to_dict() if a.score is not None else None,
         }
         for a in result.attempts
     ]

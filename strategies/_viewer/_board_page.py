@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from attrs import frozen
@@ -103,8 +104,11 @@ def write_board_view(folder: str | Path, out: str | Path) -> BoardView:
     # A board's state lies in its folder's `.board`: the page is titled by the board, whichever
     # of the two was named (a state folder kept elsewhere is all there is to show).
     board = root.parent if root == state and root.name == ".board" else root
+    from ._ledger import read_ledger
+
+    ledger = read_ledger([state]).to_json()
     index.write_text(
-        render_board_index(str(board), tasks, pages, counts, costs),
+        render_board_index(str(board), tasks, pages, counts, costs, ledger),
         encoding="utf-8",
         errors="backslashreplace",
     )
@@ -117,10 +121,11 @@ def render_board_index(
     pages: list[AttemptPage],
     counts: dict[str, int],
     costs: Mapping[str, TaskCost] | None = None,
+    ledger: Mapping[str, Any] | None = None,
 ) -> str:
     """The index page: the counts and what the board spent (per verified task too), a row per
-    task with its cost and links to its attempts, then a row per attempt with its outcome and
-    cost."""
+    task with its cost and links to its attempts, a row per attempt with its outcome and
+    cost, then the ledger's figures (`harness stats`), when given."""
     costs = costs or {}
     style = _asset("viewer.css") + _STYLE
     policy = (
@@ -148,6 +153,7 @@ def render_board_index(
             _tasks_table(tasks, by_task, costs),
             tag("h2", None, "Attempts"),
             _attempts_table(pages, costs),
+            *(() if ledger is None else (tag("h2", None, "Ledger"), _ledger_table(ledger))),
         ),
     )
     return document(f"Board {folder}: {summary}", style, policy, body)
@@ -261,6 +267,41 @@ def _attempts_table(pages: list[AttemptPage], costs: Mapping[str, TaskCost]) -> 
         )
     headings = ("attempt", "agent", "engine", "started", "outcome", "cost", "page")
     return _table("attempts", headings, rows)
+
+
+def _ledger_table(figures: Mapping[str, Any]) -> Html:
+    """The ledger's figures (see `strategies._viewer._ledger`): a row each, then a row per
+    halt cause, check and flaky test with its count."""
+
+    def rate(value: object) -> str:
+        return "-" if not isinstance(value, int | float) else f"{value:.0%}"
+
+    def mean(value: object) -> str:
+        return "-" if not isinstance(value, int | float) else f"{value:.1f}"
+
+    def dollars(value: object) -> str:
+        return money(value if isinstance(value, int | float) else None)
+
+    rows = [
+        ("runs", f"{figures['runs']} ({figures['verified_runs']} verified)"),
+        ("verified rate", rate(figures["verified_rate"])),
+        ("first-attempt rate", rate(figures["first_attempt_rate"])),
+        ("attempts per verified task", mean(figures["attempts_per_verified_task"])),
+        ("iterations per verified task", mean(figures["iterations_per_verified_task"])),
+        ("cost per verified task (failures included)", dollars(figures["cost_per_verified_task"])),
+    ]
+    for title, key in (
+        ("stopped by", "halt_causes"),
+        ("claims sent back by", "rejections_per_check"),
+        ("flaky test", "flaky_tests"),
+    ):
+        counts = figures[key]
+        rows.extend((f"{title} {name}", str(count)) for name, count in counts.items())
+    body = [
+        tag("tr", None, tag("td", None, name), tag("td", {"class": "num"}, value))
+        for name, value in rows
+    ]
+    return _table("ledger", ("figure", "value"), body)
 
 
 def _table(kind: str, headings: tuple[str, ...], rows: list[Html]) -> Html:

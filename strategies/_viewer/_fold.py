@@ -163,7 +163,7 @@ class _RunBuilder:
                 self._session_note(event.agent, _note(event, line, tone, title, event.message))
             case CheckFlaky():
                 title = "flaky tests: failed and passed on the same code (neither pass nor fail)"
-                body = "\n".join(event.tests)
+                body = "\n".join(event.flaky)
                 self._session_note(event.agent, _note(event, line, "warn", title, body))
             case CheckPassed():
                 note = _note(event, line, "good", "completion check passed", event.check)

@@ -13,11 +13,15 @@ every other attempt on the account (each goes back to pending, ``task.paused``, 
 where it was, without charging an attempt) and starts no new attempt on it; the attempt that
 met the limit waits inside its run and carries on after the reset (``run.resumed``), when the
 account works again. Agents on other accounts keep working. The pause is in the database, so
-a board started again before the reset waits for it too.
+a board started again before the reset waits for it too. A quota that is gone (a terminal
+limit: spent credits, an organisation's monthly cap) names no reset: the account pauses for
+`TERMINAL_PAUSE`, then tries again (someone may have added credits), rather than take the
+task again at once.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import shutil
@@ -69,6 +73,10 @@ from ._store import FINISHED, BoardStore, Claim
 from ._tasks import BoardTask, check_graph, load_tasks
 from ._worktree import GitError, Worktree, Worktrees, repository_of
 from ._writer import Writer
+
+TERMINAL_PAUSE = 6 * 3600.0
+"""Six hours: how long an account whose quota is gone (a terminal usage limit, which names no
+reset) is paused before the board tries it again."""
 
 _log = LibraryLogger("harness.board")
 
@@ -353,6 +361,8 @@ class Board:
             if halt.get("type") == "UsageLimitReached":  # the run would not wait this long
                 wait = halt.get("wait")
                 seconds = float(wait) if isinstance(wait, int | float) else 0.0
+                if halt.get("cause") == "terminal" or not math.isfinite(seconds):
+                    seconds = TERMINAL_PAUSE  # no reset named: try again in a while
                 self._pause_account(seat.agent.account, seconds, outcome.message, claim)
             self._notify()
 

@@ -31,22 +31,14 @@ import anyio
 import anyio.to_thread
 from attrs import evolve
 
-from harness import ConfigurationError
-
+from .._ray_instance import cpus, import_ray, ray_instance
 from ._attempt import AttemptOutcome, AttemptSpec, Emit, execute_attempt
 
 _END = "__end__"
 
 
 def _import_ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise ConfigurationError(
-            "the ray engine needs Ray: pip install 'completion-harness[ray]' "
-            "(or pip install -e '.[ray]' in a checkout)"
-        ) from None
-    return ray
+    return import_ray("the ray engine")
 
 
 class RayEngine:
@@ -61,10 +53,8 @@ class RayEngine:
         num_cpus: float = 1.0,
         init_options: Mapping[str, Any] | None = None,
     ) -> None:
-        if isinstance(num_cpus, bool) or not isinstance(num_cpus, int | float) or num_cpus < 0:
-            raise ConfigurationError(f"'num_cpus' must be a number >= 0 (got {num_cpus!r})")
         self.address = address
-        self.num_cpus = float(num_cpus)
+        self.num_cpus = cpus(num_cpus)
         self.init_options = dict(init_options or {})
         self._remote: Any = None
         self._limiter = anyio.CapacityLimiter(10_000)
@@ -77,24 +67,14 @@ class RayEngine:
 
     @asynccontextmanager
     async def _open(self) -> AsyncIterator[object]:
-        ray = _import_ray()
-        started = False
-        if not ray.is_initialized():
-            options: dict[str, Any] = {"log_to_driver": False, **self.init_options}
-            if self.address is not None:
-                options["address"] = self.address
-            # Without an address Ray reads RAY_ADDRESS, and failing that starts a local instance.
-            ray.init(**options)
-            started = True
-        self._remote = ray.remote(num_returns="streaming", num_cpus=self.num_cpus, max_retries=0)(
-            _attempt_on_worker
-        )
-        try:
-            yield self
-        finally:
-            self._remote = None
-            if started:
-                ray.shutdown()
+        async with ray_instance("the ray engine", self.address, self.init_options) as ray:
+            self._remote = ray.remote(
+                num_returns="streaming", num_cpus=self.num_cpus, max_retries=0
+            )(_attempt_on_worker)
+            try:
+                yield self
+            finally:
+                self._remote = None
 
     async def run_attempt(self, spec: AttemptSpec, emit: Emit) -> AttemptOutcome:
         if self._remote is None:

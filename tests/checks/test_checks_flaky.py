@@ -170,7 +170,7 @@ async def test_a_run_with_a_flaky_test_is_verified_and_says_so_in_events_that_re
     assert [type(e) for e in said] == [CheckFlaky, CheckPassed]
     flaky = said[0]
     assert isinstance(flaky, CheckFlaky)
-    assert flaky.tests == (FLIP,)
+    assert flaky.flaky == (FLIP,)
     assert [e for _, e in TranscriptReader(transcript) if isinstance(e, kinds)] == said
 
     replayed = ListSink()
@@ -182,6 +182,16 @@ async def test_a_run_with_a_flaky_test_is_verified_and_says_so_in_events_that_re
     page = tmp_path / "run.html"
     assert main(["view", str(transcript), "-o", str(page)]) == 0
     assert "flaky tests: failed and passed on the same code" in page.read_text()
+
+
+def test_harness_stats_counts_the_flaky_tests_a_run_saw(tmp_path: Path) -> None:
+    """The ledger reads a ``check.flaky`` line's `flaky` list."""
+    from harness import CheckFlaky, CheckPassed
+    from strategies._viewer._ledger import flaky_tests
+
+    row = CheckFlaky(1.0, "builder", 1, "suite", (FLIP,)).to_dict()
+    assert flaky_tests(row) == [FLIP]
+    assert flaky_tests(CheckPassed(1.0, "builder", 1, "suite").to_dict()) == []
 
 
 def test_harness_check_prints_flaky_tests_apart(

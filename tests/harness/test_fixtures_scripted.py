@@ -232,8 +232,32 @@ MALFORMED = [
         "usage.output_tokens",
         "must be an integer >= 0 (got 1.5)",
     ),
-    ('{"usage": {"cost_usd": -0.1}}', "usage.cost_usd", "must be a number >= 0 or null (got -0.1)"),
-    ('{"usage": {"cost_usd": true}}', "usage.cost_usd", "must be a number >= 0 or null (got True)"),
+    (
+        '{"usage": {"cost_usd": -0.1}}',
+        "usage.cost_usd",
+        "must be a finite number >= 0 or null (got -0.1)",
+    ),
+    (
+        '{"usage": {"cost_usd": true}}',
+        "usage.cost_usd",
+        "must be a finite number >= 0 or null (got True)",
+    ),
+    # Issue 41 item 9: Python's JSON reader takes NaN and Infinity, JSON has neither.
+    (
+        '{"usage": {"cost_usd": NaN}}',
+        "usage.cost_usd",
+        "must be a finite number >= 0 or null (got nan)",
+    ),
+    (
+        '{"usage": {"cost_usd": Infinity}}',
+        "usage.cost_usd",
+        "must be a finite number >= 0 or null (got inf)",
+    ),
+    (
+        '{"error": {"kind": "usage_limit", "message": "x", "retry_in": NaN}}',
+        "error.retry_in",
+        "must be a finite number >= 0 or null (got nan)",
+    ),
     ('{"model": 4}', "model", "must be a string (got int)"),
     ('{"agent": null}', "agent", "must be a string (got NoneType)"),
     ('{"delay": -1}', "delay", "must be a number of seconds >= 0 (got -1)"),

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from _clocks import CLOCK_BACKENDS, clock_backend, clock_for
 
@@ -378,3 +379,55 @@ def test_a_specs_pause_table_is_read_and_checked(tmp_path: Path) -> None:
     spec.write_text(f"[pause]\ndefault_wait = -5\n{checks}")
     with pytest.raises(SpecError, match=r"pause: 'default_wait' must be a positive number"):
         load_spec(spec, purpose="checks")
+
+
+async def test_a_limit_met_again_on_waking_waits_a_short_step_that_grows(clock: Clock) -> None:
+    """Issue 37 point 5: a reset printed to the minute wakes the run a little early, and the
+    same turn meets the limit again with a reset that is due now. It waits a short step (a
+    minute, doubled at each rejection in a row), never 0 (a spin through `max_pauses`) and
+    never a day; an answer ends the streak."""
+    due = {"kind": "usage_limit", "source": "claude", "message": "resets 8:51pm", "retry_in": 0}
+    script = [SCRIPT[0], *[{"error": due}] * 3, SCRIPT[2], {"error": due}, SCRIPT[3]]
+    sink = ListSink()
+    result = await _harness(clock, script).run("take two notes", sinks=[sink])
+    assert isinstance(result.halt_reason, Completed), result.halt_reason
+    waits = [e.wait for e in sink.of_type(RunPaused)]  # type: ignore[attr-defined]
+    assert waits == [0.0, 60.0, 120.0, 0.0]
+
+
+@pytest.mark.parametrize("reading", [float("nan"), float("inf"), float("-inf")])
+async def test_a_non_finite_reset_is_no_reading_and_waits_the_default(
+    clock: Clock, reading: float
+) -> None:
+    """Issue 41 item 9: a `UsageLimit` whose ``retry_in`` was NaN raised ValueError on the real
+    clock and never ended on a FakeClock. A figure that is not finite is no reading: the run
+    waits `default_wait`, then the turn runs again."""
+    from harness.extend import ModelRequest, ModelResponse, UsageLimit, UsageLimitError
+
+    script = ScriptedModelClient.from_responses([SCRIPT[0], SCRIPT[2], SCRIPT[3]])
+    calls = 0
+
+    class LimitOnce:
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            nonlocal calls
+            calls += 1
+            if calls == 2:
+                raise UsageLimitError(UsageLimit("provider", "quota", reading, reading))
+            return await script.complete(request)
+
+    sink = ListSink()
+    harness = Harness(
+        model=LimitOnce(),
+        policy=TerminationPolicy(budget=Budget(max_turns=4), completion_check=TwoNotes()),
+        tools=[note],
+        clock=clock,
+        pause=PauseSettings(default_wait=120, jitter=0),
+    )
+    start = clock.now()
+    with anyio.fail_after(5 if isinstance(clock, FakeClock) else 600):
+        result = await harness.run("take two notes", sinks=[sink])
+    assert isinstance(result.halt_reason, Completed), result.halt_reason
+    (paused,) = sink.of_type(RunPaused)
+    assert isinstance(paused, RunPaused)
+    assert (paused.retry_in, paused.resets_at, paused.wait) == (None, None, 120)
+    assert clock.now() - start == pytest.approx(120, abs=1)

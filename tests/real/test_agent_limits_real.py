@@ -44,10 +44,13 @@ class SaysTheWord:
         return "the answer must carry the magic word"  # not the word: an echo is no answer
 
 
-def _client(name: str, server: AgentServer, home: Path) -> CliAgentClient:
+def _client(name: str, server: AgentServer, home: Path, *, words: bool = False) -> CliAgentClient:
+    """The agent as the model; with `words`, Claude Code prints text (its limit in words, the
+    reset to the minute) rather than stream-json (the reset's epoch)."""
     env = agent_home(home, name, server, subscriber=name == "claude")
     if name == "claude":
-        argv = [str(agent_binary("claude")), "-p", "--output-format", "stream-json", "--verbose"]
+        output = ["text"] if words else ["stream-json", "--verbose"]
+        argv = [str(agent_binary("claude")), "-p", "--output-format", *output]
         return CliAgentClient(argv, env=env, timeout=120)
     if name == "codex":
         # --json: events on stdout, the limit in an error event; without it Codex echoes the
@@ -143,3 +146,30 @@ async def test_a_real_agent_as_the_model_ends_verified(agent: str, tmp_path: Pat
         assert result.verified, result.halt_reason
         assert server.saw(REASON)
     assert result.turns == 2
+
+
+# Issue 37 point 5: a reset a second away, which the agents print to the minute (Claude Code in
+# text: "resets 8:51pm"; Codex: "try again at 8:55 PM."), was read within that minute as
+# tomorrow's: a wait of a day, past max_pause, a halt. The provider says "retry after an hour",
+# so neither agent retries the 429 itself.
+@pytest.mark.parametrize("agent", ["claude", "codex"])
+async def test_a_reset_printed_as_this_minute_pauses_a_short_while_and_resumes(
+    agent: str, tmp_path: Path
+) -> None:
+    """Twice in a row (the retry after waking is rejected again), each pause is about a minute,
+    never a day; then the run ends verified."""
+    agent_binary(agent)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    sink = ListSink()
+    soon = limit(1, retry_after=3600)
+    with agent_server(soon, soon, say("still working"), say(f"all done: {WORD}")) as server:
+        client = _client(agent, server, tmp_path / "home", words=True)
+        result = await _harness(client, workspace, sink).run("Answer with the magic word.")
+        assert result.verified, (result.halt_reason, server.requests[-1:])
+    paused = [cast(RunPaused, event) for event in sink.of_type(RunPaused)]
+    assert [p.source for p in paused] == [agent, agent]
+    for each in paused:
+        assert each.retry_in is not None
+        assert 0 <= each.retry_in <= 61
+        assert each.wait <= 121

@@ -836,3 +836,26 @@ async def test_a_model_ladder_forks_per_attempt_and_each_attempt_climbs_on_its_o
     assert climbs == [(1, "model.escalated")]
     assert (repo / "calc.py").read_text() == FIXED
     assert_no_attempts_left(repo)
+
+
+async def test_measuring_an_attempt_judges_with_the_untouched_verifier_and_records_nothing(
+    tmp_path: Path,
+) -> None:
+    """``best_progress`` measures each attempt once more with the run's verifier: attempt 1,
+    which emptied the protected check script through the shell, is judged with the recorded
+    script laid over its work (the check still says add is wrong), and that measuring records
+    no second tampering: the change is listed once, from the attempt's own run, and no
+    ``protected.changed`` is emitted outside the attempt's events."""
+    repo = calc_repo(tmp_path / "repo")
+    empty = {"name": "run_command", "arguments": {"command": "echo pass > check_calc.py"}}
+    rows = [{"attempt": 1, "tool_calls": [empty]}, claim(1), write(2, "calc.py", FIXED), claim(2)]
+    sink = ListSink()
+    result = await best_of(rows, repo, sink, n=2, concurrency=1, pick="best_progress").run(
+        "Fix add in calc.py."
+    )
+    assert [a.number for a in result.attempts if a.applied] == [2]
+    assert [(t.path, t.change) for t in result.tampering] == [("check_calc.py", "modified")]
+    assert "protected.changed" not in [e.name for e in sink.events]
+    inner = [e.inner.name for e in sink.events if isinstance(e, AttemptEvent) and e.attempt == 1]
+    assert inner.count("protected.changed") == 1
+    assert (repo / "check_calc.py").read_text() == CHECK

@@ -51,8 +51,10 @@ from harness.events import (
     AttemptEvent,
     AttemptFinished,
     AttemptRefused,
+    AttemptsRanked,
     AttemptStarted,
     AttemptWon,
+    WaveStarted,
 )
 from harness.extend import (
     Baseline,
@@ -98,6 +100,15 @@ def _describe(event: Event) -> tuple[str, Tone] | None:
             tone: Tone = "good" if event.verified else "bad"
             halt = short(event.reason.describe().partition("\n")[0], 120)
             return f"attempt {event.attempt} ended: {halt}{measured}", tone
+        case AttemptsRanked():
+            order = ", ".join(f"{s.attempt} ({s.describe()})" for s in event.scores)
+            return f"verified attempts ranked by {event.ranking}: {order}", "plain"
+        case WaveStarted():
+            return (
+                f"wave {event.wave} started (attempts {event.first} to {event.last}), told "
+                "what the attempts before it tried",
+                "strong",
+            )
         case AttemptWon():
             return f"attempt {event.attempt} picked ({event.pick})", "strong"
         case AttemptApplied():
@@ -127,7 +138,7 @@ def _describe(event: Event) -> tuple[str, Tone] | None:
             tone = "bad" if event.status == "halt" else "warn"
             return f"sensor {event.sensor} {event.status}: {short(event.message)}", tone
         case CheckFlaky():
-            return f"flaky (failed and passed on the same code): {short(', '.join(event.tests))}", (
+            return f"flaky (failed and passed on the same code): {short(', '.join(event.flaky))}", (
                 "warn"
             )
         case CheckPassed():

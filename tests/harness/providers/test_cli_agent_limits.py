@@ -392,3 +392,89 @@ def test_the_secret_rule_is_the_one_run_command_uses(monkeypatch: pytest.MonkeyP
     client = CliAgentClient(["true"], pass_env=list(env))
     assert client.redact(" ".join(env.values())) == f"[redacted] 1 short {'x' * 20}"
     assert [n for n in env if is_secret_name(n)] == ["OPENAI_API_KEY", "GH_TOKEN"]
+
+
+def _this_minute(style: str) -> str:
+    """The current minute in UTC as the agents print it, seconds cut off."""
+    import datetime as dt
+
+    now = dt.datetime.now(dt.UTC)
+    hour = now.hour % 12 or 12
+    suffix = "am" if now.hour < 12 else "pm"
+    if style == "codex":
+        return f"{hour}:{now.minute:02d} {suffix.upper()}"
+    return f"{hour}:{now.minute:02d}{suffix}"
+
+
+@pytest.mark.parametrize("style", ["claude", "codex"])
+async def test_a_reset_printed_as_this_minute_pauses_a_short_step_never_a_day(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, style: str
+) -> None:
+    """Issue 37 point 5: ``resets 8:51pm`` read at 8:51:12 (a reset under a minute away, or the
+    retry after a pause woke a few seconds early) was taken as tomorrow, a wait of 86398.7s
+    past max_pause: a halt. Twice in a row here, the run waits about a minute each time on
+    its clock, then the turn runs again and the work completes."""
+    monkeypatch.setenv("TZ", "UTC")
+    if style == "claude":
+        text = f"You've hit your session limit · resets {_this_minute(style)} (UTC)"
+    else:
+        at = _this_minute(style)
+        text = f"You\u2019ve hit your usage limit. Upgrade to Pro or try again at {at}."
+    limit = {"text": text, "code": 1}
+    harness, sink, _ = _run_harness(tmp_path, [WORK, limit, limit, WORK])
+    result = await harness.run("Add steps to progress.txt.")
+    assert result.verified, result.halt_reason
+    paused = [cast(RunPaused, e) for e in sink.of_type(RunPaused)]
+    assert len(paused) == 2
+    for each in paused:
+        assert each.retry_in is not None
+        assert 55 <= each.retry_in <= 61
+        assert 55 <= each.wait <= 61
+
+
+@pytest.mark.parametrize(
+    ("text", "terminal"),
+    [
+        (
+            "You've hit your org's monthly spend limit · run /usage-credits to ask your admin "
+            "for a higher limit",
+            True,
+        ),
+        ("You're out of usage credits", True),
+        ("You've hit your org's monthly usage limit · resets {CLOCK+2h} (UTC)", False),
+        ("You're out of usage credits · resets {CLOCK+2h} (UTC)", False),
+    ],
+    ids=["org-spend", "credits", "org-usage-resets", "credits-resets"],
+)
+async def test_an_orgs_limit_and_spent_credits_are_usage_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, terminal: bool
+) -> None:
+    """Issue 37 point 6: a Team login's ``You've hit your org's monthly spend limit`` ended
+    ``ModelFailed`` (a board did not pause the account's other agents). Each is a usage limit:
+    a typed halt when no reset is named, a pause until the reset when one is."""
+    monkeypatch.setenv("TZ", "UTC")
+    turn = _at_clock({"text": text, "code": 1})
+    harness, sink, _ = _run_harness(tmp_path, [WORK, turn, WORK])
+    result = await harness.run("Add steps to progress.txt.")
+    if terminal:
+        halt = result.halt_reason
+        assert isinstance(halt, UsageLimitReached), halt
+        assert (halt.source, halt.cause) == ("claude", "terminal")
+        assert not sink.of_type(RunPaused)
+    else:
+        assert result.verified, result.halt_reason
+        (paused,) = sink.of_type(RunPaused)
+        assert isinstance(paused, RunPaused)
+        assert paused.retry_in is not None
+        assert 7200 - 65 <= paused.retry_in <= 7200
+
+
+async def test_an_agents_line_nested_too_deeply_is_its_answer_not_a_crash(tmp_path: Path) -> None:
+    """Issue 41 item 9: a structured line nested deeper than the JSON parser goes (the agent's
+    own output can hold one) raised RecursionError out of the limit reader; it is the turn's
+    answer, and the run goes on."""
+    deep = '{"type": "rate_limit_event", "x": ' + "[" * 20_000 + "]" * 20_000 + "}"
+    harness, sink, _ = _run_harness(tmp_path, [{"text": deep, "work": True}, WORK])
+    result = await harness.run("Add steps to progress.txt.")
+    assert result.verified, result.halt_reason
+    assert not sink.of_type(RunPaused)

@@ -83,7 +83,7 @@ def test_prices_from_a_spec_table_name_the_key_at_fault() -> None:
         ConfigurationError, match=r"m\.price: unknown key 'cheap' for a price table"
     ):
         ModelPrice.from_config({"input": 1, "output": 2, "cheap": 1}, where="m.price")
-    with pytest.raises(ConfigurationError, match=r"m\.price\.input must be a number"):
+    with pytest.raises(ConfigurationError, match=r"m\.price\.input must be a finite number"):
         ModelPrice.from_config({"input": -1, "output": 2}, where="m.price")
     with pytest.raises(ConfigurationError, match="'output'"):
         ModelPrice(1.0, True)

@@ -206,3 +206,80 @@ def test_the_error_a_client_raises_is_a_typed_model_error() -> None:
     assert error.limit is limit
     assert error.retry_after == 60.0
     assert "codex usage limit (resets in 60s)" in str(error)
+
+
+# Issue 37 point 5: Claude Code prints ``resets 8:51pm`` and Codex ``try again at 8:55 PM.``,
+# their seconds cut off. Read within that minute (a reset under a minute away, or a retry that
+# woke a few seconds before the reset), the time was taken as tomorrow's: a wait of 86398.7s.
+@pytest.mark.parametrize(
+    "text",
+    [
+        "You've hit your session limit · resets 12pm (UTC)",
+        "You\u2019ve hit your usage limit. Upgrade to Pro or try again at 12:00 PM.",
+        "You've hit your limit - resets Nov 26, 12pm (UTC)",
+        "You've hit your usage limit. ... or try again at Nov 26th, 2026 12:00 PM.",
+    ],
+    ids=["claude", "codex", "claude-dated", "codex-dated"],
+)
+@pytest.mark.parametrize("late", [0.0, 30.0, 59.5, 150.0])
+def test_a_reset_printed_as_the_current_minute_is_now_plus_a_margin(text: str, late: float) -> None:
+    """A time with no seconds names a minute: read during it (or a moment after it, the line
+    printed before it was read), the reset is a minute from now, past the minute's end."""
+    limit = find_usage_limit(text, now=NOW + late, zone=UTC)
+    assert limit is not None
+    assert limit.retry_in == pytest.approx(60.0)
+    assert limit.resets_at == pytest.approx(NOW + late + 60.0)
+
+
+def test_a_minute_still_ahead_is_its_start_and_one_long_past_is_tomorrow() -> None:
+    """Only the current minute and the few after it change: a reset ahead is read as before,
+    and a time alone that passed long ago is still the next day's."""
+    ahead = find_usage_limit("You've hit your session limit · resets 12:01pm", now=NOW, zone=UTC)
+    assert ahead is not None
+    assert ahead.retry_in == pytest.approx(60.0)
+    text = "You've hit your session limit · resets 11:50am"
+    passed = find_usage_limit(text, now=NOW, zone=UTC)
+    assert passed is not None
+    assert passed.retry_in == pytest.approx(86400 - 600)
+
+
+# Issue 37 point 6: the words Claude Code 2.1.197 prints for a Team or Enterprise login whose
+# organisation's cap is reached, and for spent extra usage (read from its binary: the strings
+# after "You've hit your " and "You're out of usage credits").
+@pytest.mark.parametrize(
+    "text",
+    [
+        "You've hit your org's monthly spend limit · run /usage-credits to ask your admin for "
+        "a higher limit",
+        "You've hit your org's monthly spend limit · ask your admin to raise it at "
+        "claude.ai/settings/usage",
+        "Your org is out of usage · contact your admin",
+        "You're out of usage credits. Run /usage-credits to keep using Fable 5 or /model to "
+        "switch models.",
+        "You're out of usage credits",
+    ],
+)
+def test_an_orgs_spend_limit_and_spent_credits_are_terminal(text: str) -> None:
+    """No reset: waiting does not help, the run halts typed (not ``ModelFailed``)."""
+    limit = _at(text)
+    assert (limit.source, limit.terminal, limit.retry_in) == ("claude", True, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("You've hit your org's monthly usage limit · resets 3pm (UTC)", 3 * 3600),
+        ("You're out of usage credits · resets Dec 1, 12am (UTC)", 4.5 * 86400),
+    ],
+)
+def test_an_orgs_usage_limit_and_credits_with_a_reset_wait_for_it(
+    text: str, seconds: float
+) -> None:
+    limit = _at(text)
+    assert (limit.source, limit.terminal) == ("claude", False)
+    assert limit.retry_in == pytest.approx(seconds)
+
+
+def test_credits_with_an_unreadable_reset_wait_the_default_rather_than_halt() -> None:
+    limit = _at("You're out of usage credits · resets someday")
+    assert (limit.terminal, limit.retry_in) == (False, None)

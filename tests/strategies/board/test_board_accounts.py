@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from _board_support import make_board, task_toml, writes
 
@@ -205,3 +206,44 @@ def test_an_agent_declares_its_account(tmp_path: Path) -> None:
     )
     with pytest.raises(BoardConfigError, match=r"agents\[0\]: 'account' must be a string"):
         load_config(tmp_path)
+
+
+async def test_a_quota_that_is_gone_pauses_the_account_instead_of_a_busy_loop(
+    tmp_path: Path,
+) -> None:
+    """Issue 37 point 6: a terminal limit (a Team login's "org's monthly spend limit") names no
+    reset, and the board paused the account for 0 s: it took the task again at once, about 45
+    attempts a second. The account now pauses for `TERMINAL_PAUSE` while the other account
+    works; the task waits, pending, charged nothing."""
+    from strategies.board._board import TERMINAL_PAUSE
+
+    gone = {
+        "error": {
+            "kind": "usage_limit",
+            "source": "claude",
+            "message": "You've hit your org's monthly spend limit",
+            "terminal": True,
+        }
+    }
+    toml = TWO_ACCOUNTS.format(script="{task}")
+    root = make_board(
+        tmp_path,
+        {"ta": task_toml("ta", role="a"), "tb": task_toml("tb", role="b")},
+        {"ta": [gone], "tb": writes("tb.txt")},
+        board_toml=toml,
+    )
+    seen: list[BoardEvent] = []
+    started = time.time()
+    with anyio.move_on_after(2):
+        async with Board.from_folder(root, state=tmp_path / "state").stream() as events:
+            async for event in events:
+                seen.append(event)
+    kinds = [(e.kind, e.task) for e in seen]
+    assert kinds.count(("task.assigned", "ta")) == 1
+    assert ("task.complete", "tb") in kinds
+    assert not [e for e in seen if e.kind == "account.resumed"]
+    with _open_store(tmp_path / "state") as store:
+        (paused,) = store.paused_accounts()
+        assert paused.name == "alpha"
+        assert paused.paused_until == pytest.approx(started + TERMINAL_PAUSE, abs=10)
+        assert {t.id: t.attempts for t in store.tasks()}["ta"] == 0

@@ -161,3 +161,24 @@ def test_the_index_is_titled_by_the_board_when_its_state_folder_is_named(
     index, _ = _view(board / ".board", capsys)
     title = parse(index.read_text(encoding="utf-8")).find("title").text()
     assert title.startswith(f"Board {board}:")
+
+
+def test_the_index_has_the_ledger_of_the_boards_attempts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ledger's section (`harness stats`' figures) closes the index: the demo board's
+    verified rate, first-attempt rate, cost per verified task with the failure paid for, why
+    the release task stopped and the claims each check sent back."""
+    state = tmp_path / "state"
+    main(["board", "run", str(DEMO), "--agents", "2", "--state", str(state), "-q"])
+    index, _ = _view(state, capsys)
+    page = parse(index.read_text(encoding="utf-8"))
+    rows = page.find("table", "ledger").find("tbody").find_all("tr")
+    figures = dict(_texts(row.find_all("td")) for row in rows)
+    assert figures["runs"] == "5 (4 verified)"
+    assert figures["verified rate"] == "80%"
+    assert figures["first-attempt rate"] == "80%"
+    assert figures["cost per verified task (failures included)"] == "$0.0131"
+    assert figures["stopped by RejectionLimit"] == "1"
+    sent_back = {k: v for k, v in figures.items() if k.startswith("claims sent back by")}
+    assert sorted(sent_back.values()) == ["1", "2"]
