@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from harness import Event, HaltReason, Harness, ModelClient, RunResult
-    from harness.testing import ListSink
+    from harness import HaltReason, Harness, ModelClient, RunResult
+    from harness.events import Event, ListSink
 
 __all__ = ["assert_events", "assert_halted"]
 
@@ -291,9 +291,8 @@ def assert_events(
 
 
 def _events_of(source: object) -> list[dict[str, Any]]:
-    from harness import Event, RunResult
-    from harness.extend import TranscriptReader
-    from harness.testing import ListSink
+    from harness import RunResult
+    from harness.events import Event, ListSink, TranscriptReader
 
     if isinstance(source, RunResult):
         kept = _RUN_EVENTS.get(source.run_id)
@@ -331,7 +330,7 @@ def _fields(kind: type) -> tuple[str, ...] | None:
     if kind not in _FIELDS:
         import attrs
 
-        from harness.extend import UnknownEvent
+        from harness.events import UnknownEvent
 
         unknown = issubclass(kind, UnknownEvent)
         _FIELDS[kind] = None if unknown else tuple(f.name for f in attrs.fields(kind))

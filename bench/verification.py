@@ -22,8 +22,10 @@ B (a board of 20 tasks, --quick 5, on one git repository, `isolation = "worktree
 K (the cache's key on a workspace of 100,000 files, --quick 10,000, in 1,000 folders):
   cold (no stat index: every file read) and warm (the index: only stats), for a plain
   folder, a clean git checkout of the same files and that checkout with 20 changes
-  (targets: at most 1 s cold, 50 ms warm; medians of 3); where watchman is installed, the
-  plain folder and the changed checkout again, watched by it. Beside them, the floor: what
+  (targets, the owner's decision in issue 38: cold at most 2 s for the plain folder and 1 s
+  for a checkout; a checkout's warm key at most 2.5x the floor below, the plain folder's
+  shown for information; medians of 3); where watchman is installed, the plain folder and
+  the changed checkout again, watched by it (warm: at most 50 ms). Beside them, the floor: what
   git takes to compare every file's stat with its index, which any key that looks at each
   file pays (a watched one asks watchman instead).
 """
@@ -57,6 +59,12 @@ REJECT_SHARE = 0.10
 ACCEPT_SHARE = 1.05
 BOARD_BASELINES = 1
 COLD_S = 1.0
+# The owner's decision (issue 38) on the targets no key that looks at each file could meet: a
+# plain folder's cold key at most 2 s; an unwatched warm key (a checkout's, through git's
+# index) at most 2.5x `git diff-files` on the same tree, the floor any key that stats each
+# file pays; a watched key at most 50 ms.
+PLAIN_COLD_S = 2.0
+WARM_FLOOR_RATIO = 2.5
 WARM_S = 0.050
 ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 PYTEST = (sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "tests")
@@ -436,30 +444,32 @@ def cache_costs(quick: bool) -> list[Row]:
     ]
     if not WATCHMAN:
         rows.append(("K watchman is not installed: no watched rows", "", "", "(info)", None))
-    for kind, (cold, warm) in (
+    unwatched = (
         ("plain folder", plain),
         ("clean git checkout", checkout),
         ("git checkout, 20 changes", changes),
-        *watched,
-    ):
+    )
+    for kind, (cold, warm) in (*unwatched, *watched):
+        cold_limit = PLAIN_COLD_S if kind.startswith("plain folder") else COLD_S
         rows.append(
             (
                 f"K {files:,} files, {kind}: cold",
                 "",
                 f"{cold * 1000:.0f} ms",
-                "<= 1 s",
-                cold <= COLD_S,
+                f"<= {cold_limit:g} s",
+                cold <= cold_limit,
             )
         )
-        rows.append(
-            (
-                f"K {files:,} files, {kind}: warm",
-                "",
-                f"{warm * 1000:.1f} ms",
-                f"<= {WARM_S * 1000:.0f} ms",
-                warm <= WARM_S,
-            )
-        )
+        met: bool | None
+        if (kind, (cold, warm)) in watched:
+            target, met = f"<= {WARM_S * 1000:.0f} ms", warm <= WARM_S
+        elif kind == "plain folder":  # a digest in Python with no index to ask: shown only
+            target, met = "(info)", None
+        else:
+            target = f"<= {WARM_FLOOR_RATIO:g}x floor"
+            met = warm <= WARM_FLOOR_RATIO * floor
+        figure = f"{warm * 1000:.1f} ms ({warm / floor:.1f}x)"
+        rows.append((f"K {files:,} files, {kind}: warm", "", figure, target, met))
     return rows
 
 

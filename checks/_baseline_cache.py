@@ -22,8 +22,10 @@ again; a file changed within a second of being indexed is never trusted to the i
 
 Entries live in the user's cache folder (`default_cache_dir`), one JSON file per key, written
 to a temporary file and renamed. An entry is used only when it parses, has this format, holds
-its own key and a digest of its baseline that matches: anything else is ignored with a
-``baseline_cache.ignored`` warning, and the baseline is taken again. The entries are as
+its own key and a digest of its baseline that matches: anything else (also a FIFO, a device,
+a link, a file that is not UTF-8, read through the bounded reader so none of them waits or
+fills memory) is ignored with a ``baseline_cache.ignored`` warning, and the baseline is taken
+again. The entries are as
 trustworthy as the cache folder: an agent whose commands run as the user, outside a sandbox,
 can write there as it can write anywhere the user can.
 """
@@ -34,7 +36,6 @@ import hashlib
 import json
 import os
 import stat
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
@@ -44,54 +45,26 @@ from typing import Any
 import anyio
 from attrs import frozen
 
-from harness.extend import get_logger
+from harness.extend import CACHE_ENV as CACHE_ENV  # where tests and benches set the folder
+from harness.extend import NOT_WORK, FileRefused, get_logger, parse_json, read_text_file
+from harness.extend import default_cache_dir as default_cache_dir  # as it was, for its users
 
 from ._baseline import SuiteBaseline
 from ._watchman import clock_of, unchanged_since, watch_of
 
-CACHE_ENV = "COMPLETION_HARNESS_CACHE"
 FORMAT = 1
-SKIPPED = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "__pycache__",
-        ".pytest_cache",
-        ".mypy_cache",
-        ".ruff_cache",
-        ".hypothesis",
-        ".tox",
-        ".nox",
-        ".venv",
-        "venv",
-        "node_modules",
-        "target",
-    }
-)
-"""Folders left out of a workspace's content digest: caches, dependencies, build output."""
+SKIPPED = NOT_WORK
+"""Folders left out of a workspace's content digest: the folders that are not work
+(`harness.extend.NOT_WORK`: caches, environments, dependencies, build output)."""
+ENTRY_LIMIT = 64 << 20
+"""The largest entry read (a baseline lists its failing tests: far below this); a larger file,
+like one that is not a regular file, is ignored."""
+INDEX_LIMIT = 512 << 20
+"""The largest stat index read: about 100 bytes a file, so room for millions of files."""
 _RACY_NS = 1_000_000_000
 _CHUNK = 1 << 20
 _READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)  # O_BINARY: Windows only
 _log = get_logger("checks.baseline_cache")
-
-
-def default_cache_dir() -> Path:
-    """``$COMPLETION_HARNESS_CACHE`` when set, else the platform's cache folder (``$XDG_CACHE_HOME``
-    or ``~/.cache``; ``~/Library/Caches`` on macOS; ``%LOCALAPPDATA%`` on Windows), under
-    ``completion-harness/baselines``. A `RuntimeError` when there is no home folder to put it
-    in (no ``HOME`` and no user entry), which callers take as no cache."""
-    override = os.environ.get(CACHE_ENV)
-    if override:
-        return Path(override)
-    home = Path.home()
-    if sys.platform == "darwin":
-        base = home / "Library" / "Caches"
-    elif os.name == "nt":
-        base = Path(os.environ.get("LOCALAPPDATA") or home / "AppData" / "Local")
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or home / ".cache")
-    return base / "completion-harness" / "baselines"
 
 
 @frozen
@@ -115,13 +88,15 @@ class BaselineCache:
         """The baseline stored under `key`, or None (missing; or unusable, with a warning)."""
         path = self._path(key)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text_file(path, limit=ENTRY_LIMIT, follow_links=False)
         except FileNotFoundError:
             return None
+        except FileRefused as exc:  # a FIFO, a device, a link, too large, not UTF-8
+            return _ignored(path, f"it {exc.reason}")
         except OSError as exc:
             return _ignored(path, f"it cannot be read: {exc.strerror}")
         try:
-            entry = json.loads(text)
+            entry = parse_json(text)
         except ValueError:
             return _ignored(path, "it is not JSON")
         if not isinstance(entry, dict) or entry.get("format") != FORMAT:
@@ -243,10 +218,10 @@ def _folder_id(folder: Path) -> str:
 def _read_watched(path: Path, workspace: Path) -> tuple[str, str] | None:
     """(watchman's clock, the content then) remembered for `workspace`, or None."""
     try:
-        entry = json.loads(path.read_text(encoding="utf-8"))
+        entry = parse_json(read_text_file(path, follow_links=False))
     except FileNotFoundError:
         return None
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # FileRefused is a ValueError: a FIFO, a link, not UTF-8
         _log.warning("baseline_cache.ignored", path=str(path), why="it is not readable JSON")
         return None
     if (
@@ -357,7 +332,7 @@ def files_digest(root: Path, index_folder: Path | None = None) -> str:
 
 def _read_index(path: Path) -> dict[str, list[Any]]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_json(read_text_file(path, limit=INDEX_LIMIT, follow_links=False))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError):

@@ -2,7 +2,8 @@
 
 Before the first model call, `preflight_command` resolves a command's executable: a bare name
 not on ``PATH``, or a path outside the workspace that does not exist, is a
-`ConfigurationError` (a path inside the workspace may be the agent's to create). At a claim,
+`ConfigurationError` (a path inside the workspace may be the agent's to create); for
+``python -m module``, that interpreter is asked whether it finds the module. At a claim,
 `cannot_start` reads a finished command's result: exit 126 or 127 (not executable, not
 found), or ``python -m runner`` answering that the runner's own module is missing. The check
 then raises `CheckCannotRun`: the claim is "not complete" as ever, and the run counts it
@@ -100,11 +101,13 @@ def preflight_command(
     shown = command if isinstance(command, str) else " ".join(command)
     if "/" not in program:
         search = env.get("PATH", os.environ.get("PATH", os.defpath))
-        if shutil.which(program, path=search) is None:
+        found = shutil.which(program, path=search)
+        if found is None:
             raise ConfigurationError(
                 f"{what}: the command `{shown}` cannot run: {program!r} is not on PATH "
                 "(install it, or name it by its path)"
             )
+        _preflight_module(command, found, shown, env, workspace, working_dir, what)
         return
     base = (workspace / working_dir) if workspace is not None else Path.cwd()
     path = Path(program) if Path(program).is_absolute() else base / program
@@ -112,6 +115,57 @@ def preflight_command(
         return  # the agent's to create
     if not path.exists():
         raise ConfigurationError(f"{what}: the command `{shown}` cannot run: {path} does not exist")
+    _preflight_module(command, str(path), shown, env, workspace, working_dir, what)
+
+
+# Exit 3 when the module is missing: any other failure of the probe (an interpreter too old
+# for importlib.util, a crash) says nothing about the module, and the claim will tell.
+_FIND_MODULE = (
+    "import importlib.util, sys\n"
+    "try:\n"
+    "    found = importlib.util.find_spec(sys.argv[1]) is not None\n"
+    "except ImportError:\n"
+    "    found = False\n"
+    "sys.exit(0 if found else 3)\n"
+)
+
+
+def _preflight_module(
+    command: str | Sequence[str],
+    program: str,
+    shown: str,
+    env: Mapping[str, str],
+    workspace: Path | None,
+    working_dir: str,
+    what: str,
+) -> None:
+    """For ``python -m module``: a `ConfigurationError` when that interpreter, with the check's
+    environment and folder, does not find the module (`python` resolves, `pytest` is not
+    installed for it: the claim would fail as "cannot start" after the model's turns)."""
+    module = _module_of(command)
+    if module is None or not Path(program).name.startswith("python"):
+        return
+    cwd = (workspace / working_dir) if workspace is not None else Path.cwd()
+    if not cwd.is_dir():
+        return  # the agent's to create: the claim says so
+    import subprocess
+
+    try:
+        probe = subprocess.run(
+            [program, "-c", _FIND_MODULE, module],
+            cwd=cwd,
+            env={**os.environ, **env},
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return
+    if probe.returncode == 3:
+        raise ConfigurationError(
+            f"{what}: the command `{shown}` cannot run: {program} finds no module {module!r} "
+            f"(install it for that interpreter: {program} -m pip install {module.split('.')[0]})"
+        )
 
 
 def _module_of(command: str | Sequence[str]) -> str | None:

@@ -463,7 +463,9 @@ def _function_check(target: Any, options: dict[str, Any], spec: str, at: str) ->
         ) from None
     except ValueError:  # no signature to read (a builtin): called as it is
         pass
-    return FunctionCheck(target, options)
+    # Named as the spec names it: `checks[0] (module:name)`, not "FunctionCheck".
+    place = at.removesuffix(".function").rpartition(": ")[2]
+    return FunctionCheck(target, options, label=f"{place} ({spec})")
 
 
 def _keywords(options: Mapping[str, Any]) -> str:

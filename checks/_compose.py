@@ -123,7 +123,7 @@ class AllOf(Combinable):
     checks after it are not asked. With `progress`, every check is asked, so that the progress
     of the whole (the sum of the parts') can be measured: what a rollback on regression needs.
 
-    With `parallel`, the checks are asked at once (`checks._parallel`), for checks that share
+    With `parallel`, the checks are asked at once, for checks that share
     no state; the verdict is the same first reason in declared order, and the checks still
     running once it is known are cancelled (unless `progress` asks for every answer).
     """

@@ -15,10 +15,13 @@ from ._compose import Combinable
 @frozen
 class FunctionCheck(Combinable):
     """`function(state, **keywords)` is the check: None when the work is done, else a reason.
-    The description is the function's docstring (its first paragraph), else its name."""
+    The description is the function's docstring (its first paragraph), else its name.
+    `label` names the check in what the run says of it (a spec's ``checks[0] (module:name)``)
+    instead of the class's name."""
 
     function: Callable[..., Awaitable[str | None]]
     keywords: Mapping[str, Any] = field(factory=dict)
+    label: str | None = None
 
     async def check(self, state: SessionStateSnapshot) -> str | None:
         return await self.function(state, **self.keywords)

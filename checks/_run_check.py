@@ -90,7 +90,7 @@ async def ask(
 ) -> CheckVerdict:
     """`run_check` without the verdict on tampering: for the children of a composition, whose
     parent gives it once."""
-    name = type(check).__name__
+    name = name_of(check)
     try:
         if time_limit is None:
             answer: object = await _ask(check, snapshot)
@@ -128,10 +128,17 @@ async def _ask(check: CompletionCheck, snapshot: SessionStateSnapshot) -> object
     if measure is not None:
         answer: object = await measure(snapshot)
         if not isinstance(answer, Assessment):
-            name = type(check).__name__
+            name = name_of(check)
             return f"the completion check {name} measured {answer!r} instead of an Assessment"
         return answer
     return await check.check(snapshot)
+
+
+def name_of(check: CompletionCheck) -> str:
+    """How the run names `check`: its `label` (a spec's ``checks[0] (module:name)``), when it
+    has one, else its class's name."""
+    label = getattr(check, "label", None)
+    return label if isinstance(label, str) and label else type(check).__name__
 
 
 def _reason(answer: object, name: str) -> str | None:

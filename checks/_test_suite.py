@@ -111,7 +111,7 @@ class TestSuiteCheck(Combinable):
 
     With `fast_reject` (the default), a claim first runs only the tests that failed at the
     run's last verdict and the `must_pass` tests (never those that already failed at the
-    baseline), by name, stopping at the first failure (`checks._test_selection` says how, per
+    baseline), by name, stopping at the first failure (the verification guide says how, per
     runner); when one still fails, the claim is rejected with that run's output and the rest
     of the suite is not run. Only when they pass does the whole suite run, and only the whole
     suite can accept a claim. Where the runner cannot select (an unknown command, a shell
@@ -130,6 +130,27 @@ class TestSuiteCheck(Combinable):
     then passes is flaky (`checks._test_history`): reported apart (`Assessment.flaky`, a line
     in the reason), it neither blocks a claim nor counts as fixed, a flaky `must_pass` test
     leaves the task unverified, and it stays flaky for the rest of the run.
+
+    Args:
+        command: The test command: a list of words, or a shell string.
+        working_dir: The folder it runs in, relative to the workspace.
+        timeout: Seconds the suite may take (None: no limit); then it is stopped and the
+            claim is not complete.
+        sandbox: Where the command runs: `LocalSandbox`, or `BubblewrapSandbox` to keep it
+            inside the workspace.
+        junit_xml: A JUnit XML report the command writes (a workspace path), read for the
+            names of the tests.
+        env: Extra environment variables for the command.
+        baseline: Run the suite before the first turn; a claim then passes when nothing that
+            passed breaks and no new test fails.
+        must_pass: Tests that must pass, by name or by the end of it; with `baseline`, name
+            the task's own tests here, else a test that fails before the run is excused.
+        max_runs: Runs whose baselines and last verdicts are kept.
+        fast_reject: At a claim, first run the tests that failed last and the `must_pass`
+            tests; one still failing rejects the claim without the rest of the suite.
+        baseline_cache: Keep baselines in the user's cache folder, keyed by the workspace's
+            content.
+        reruns: Times a failing test runs again, alone, to tell a flaky test (0: never).
     """
 
     __test__ = False  # not a pytest test class, despite the name
@@ -215,6 +236,8 @@ class TestSuiteCheck(Combinable):
             exit_code=recorded.exit_code,
             unreadable=recorded.unreadable,
             flaky=recorded.flaky,
+            # Without must_pass, a test the task is about fails now and so never blocks.
+            excused=() if self.must_pass else recorded.failing,
         )
 
     def preflight(self, workspace: Path | None) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from attrs import frozen
 
 TIMEOUT = 5.0
 """Seconds an answer from watchman may take before the key is computed without it."""
+_CANNOT_ASK = (OSError, anyio.BrokenResourceError)
 
 
 @frozen
@@ -103,11 +105,8 @@ def _left_out(entry: object, left_out: frozenset[str]) -> bool:
 async def _ask(command: Sequence[object]) -> dict[str, Any] | None:
     """Watchman's answer to `command`, or None (an error, no answer in time, no watchman)."""
     with anyio.move_on_after(TIMEOUT):
-        try:
-            done = await anyio.run_process(
-                ["watchman", "--no-spawn", "-j"], input=json.dumps(command).encode(), check=False
-            )
-        except OSError:
+        done = await _run(command)
+        if done is None:
             return None
         try:
             answer = json.loads(done.stdout)
@@ -117,3 +116,19 @@ async def _ask(command: Sequence[object]) -> dict[str, Any] | None:
             return None
         return answer
     return None
+
+
+async def _run(command: Sequence[object]) -> subprocess.CompletedProcess[bytes] | None:
+    """``watchman -j`` run with `command` as its input, or None when it cannot be started or
+    exits before reading it (a stub, a watchman that cannot find its state folder): anyio
+    raises the broken pipe from its task group, in an `ExceptionGroup`."""
+    try:
+        return await anyio.run_process(
+            ["watchman", "--no-spawn", "-j"], input=json.dumps(command).encode(), check=False
+        )
+    except _CANNOT_ASK:
+        return None
+    except ExceptionGroup as group:
+        if group.split(_CANNOT_ASK)[1] is not None:
+            raise
+        return None

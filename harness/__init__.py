@@ -7,8 +7,8 @@ Public names by audience, as trio does it:
 - `harness.extend`: what extenders need (the protocols `checks`, `termination` and `strategies`
   implement, the session and policy types, and the config-table helpers).
 
-Names that moved from here to `harness.testing` or `harness.extend` stay importable from here
-for one release, with a `DeprecationWarning` that names their new home.
+Names that moved from here to `harness.testing`, `harness.extend` or `harness.events` stay
+importable from here for one release, with a `DeprecationWarning` that names their new home.
 """
 
 import typing
@@ -21,64 +21,44 @@ from ._errors import (
     HarnessError,
     ModelError,
 )
-from ._events._base import Event
-from ._events._run import (
-    CheckFailed,
-    CheckFlaky,
-    CheckPassed,
-    FeedbackInjected,
-    IterationStarted,
-    RunHalted,
-    RunStarted,
-    RunWarning,
-    SensorRead,
-    ToolCalled,
-    ToolServerStarted,
-    TurnFinished,
-    TurnStarted,
-    VerdictReached,
-)
-from ._events._sinks import EventSink, JsonlTranscript, StructlogSink, read_transcript
-from ._fixtures._scripted import ScriptedModelClient
 from ._lazy import lazy_exports as _lazy_exports
-from ._loop._cancel import CancelToken
-from ._loop._harness import Harness
-from ._loop._run import DEFAULT_SYSTEM_PROMPT
-from ._messages import FEEDBACK_TAG, Message, Role, ToolCall, Usage
-from ._model import ModelClient
-from ._pause import PauseSettings
-from ._result import (
-    AttemptResult,
-    AttemptScore,
-    BudgetExceeded,
-    Cancelled,
-    CheckBroken,
-    Completed,
-    HaltReason,
-    ModelFailed,
-    RejectionLimit,
-    RunResult,
-    SensorTripped,
-    SessionTranscript,
-    Spent,
-    ToolServerFailed,
-    UsageLimitReached,
-)
 from ._shadowing import refuse_shadowing as _refuse_shadowing
-from ._state import SessionStateSnapshot
-from ._tools._arguments import ToolArgumentError
-from ._tools._base import Tool, ToolContext, ToolResult, tool
 
 if typing.TYPE_CHECKING:
+    from ._events._base import Event
+    from ._events._run import (
+        CheckFailed,
+        CheckFlaky,
+        CheckPassed,
+        FeedbackInjected,
+        IterationStarted,
+        RunHalted,
+        RunStarted,
+        RunWarning,
+        SensorRead,
+        ToolCalled,
+        ToolServerStarted,
+        TurnFinished,
+        TurnStarted,
+        VerdictReached,
+    )
+    from ._events._sinks import EventSink, JsonlTranscript, StructlogSink, read_transcript
     from ._fixtures._recording import RecordingModelClient
+    from ._fixtures._scripted import ScriptedModelClient
     from ._fs._workspace import (
         WorkspaceEscape,
         WorkspaceTooDeep,
         open_in_workspace,
         resolve_in_workspace,
     )
+    from ._loop._cancel import CancelToken
     from ._loop._compaction import Compaction
+    from ._loop._harness import Harness
+    from ._loop._run import DEFAULT_SYSTEM_PROMPT
     from ._mcp._server import MCPServer
+    from ._messages import FEEDBACK_TAG, Message, Role, ToolCall, Usage
+    from ._model import ModelClient
+    from ._pause import PauseSettings
     from ._providers import (
         AnthropicClient,
         ModelPrice,
@@ -90,8 +70,28 @@ if typing.TYPE_CHECKING:
     from ._providers._agent_clients import CursorAgentClient, GeminiCliClient, OpenCodeClient
     from ._providers._cli_agent import CliAgentClient
     from ._providers._ladder import ModelLadder
+    from ._result import (
+        AttemptResult,
+        AttemptScore,
+        BudgetExceeded,
+        Cancelled,
+        CheckBroken,
+        Completed,
+        HaltReason,
+        ModelFailed,
+        RejectionLimit,
+        RunResult,
+        SensorTripped,
+        SessionTranscript,
+        Spent,
+        ToolServerFailed,
+        UsageLimitReached,
+    )
     from ._sinks._notify import Notifier
     from ._sinks._otel import OtelSink
+    from ._state import SessionStateSnapshot
+    from ._tools._arguments import ToolArgumentError
+    from ._tools._base import Tool, ToolContext, ToolResult, tool
     from ._tools._builtin import list_files, read_file, write_file
     from ._tools._edit import edit_file, search_files
     from ._tools._plan import Plan, PlanStep, update_plan
@@ -101,6 +101,57 @@ if typing.TYPE_CHECKING:
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
 _LAZY = {
+    "Event": "._events._base",
+    "CheckFailed": "._events._run",
+    "CheckFlaky": "._events._run",
+    "CheckPassed": "._events._run",
+    "FeedbackInjected": "._events._run",
+    "IterationStarted": "._events._run",
+    "RunHalted": "._events._run",
+    "RunStarted": "._events._run",
+    "RunWarning": "._events._run",
+    "SensorRead": "._events._run",
+    "ToolCalled": "._events._run",
+    "ToolServerStarted": "._events._run",
+    "TurnFinished": "._events._run",
+    "TurnStarted": "._events._run",
+    "VerdictReached": "._events._run",
+    "EventSink": "._events._sinks",
+    "JsonlTranscript": "._events._sinks",
+    "StructlogSink": "._events._sinks",
+    "read_transcript": "._events._sinks",
+    "ScriptedModelClient": "._fixtures._scripted",
+    "CancelToken": "._loop._cancel",
+    "Harness": "._loop._harness",
+    "DEFAULT_SYSTEM_PROMPT": "._loop._run",
+    "FEEDBACK_TAG": "._messages",
+    "Message": "._messages",
+    "Role": "._messages",
+    "ToolCall": "._messages",
+    "Usage": "._messages",
+    "ModelClient": "._model",
+    "PauseSettings": "._pause",
+    "AttemptResult": "._result",
+    "AttemptScore": "._result",
+    "BudgetExceeded": "._result",
+    "Cancelled": "._result",
+    "CheckBroken": "._result",
+    "Completed": "._result",
+    "HaltReason": "._result",
+    "ModelFailed": "._result",
+    "RejectionLimit": "._result",
+    "RunResult": "._result",
+    "SensorTripped": "._result",
+    "SessionTranscript": "._result",
+    "Spent": "._result",
+    "ToolServerFailed": "._result",
+    "UsageLimitReached": "._result",
+    "SessionStateSnapshot": "._state",
+    "ToolArgumentError": "._tools._arguments",
+    "Tool": "._tools._base",
+    "ToolContext": "._tools._base",
+    "ToolResult": "._tools._base",
+    "tool": "._tools._base",
     "WorkspaceEscape": "._fs._workspace",
     "WorkspaceTooDeep": "._fs._workspace",
     "open_in_workspace": "._fs._workspace",
@@ -146,10 +197,8 @@ _EXTEND = [
     "CONTINUE",
     "ChecksConsumed",
     "Clock",
-    "ContextCompacted",
     "DONE_TOOL",
     "Decision",
-    "EventStream",
     "HistoryView",
     "KnowsPrices",
     "Limit",
@@ -160,27 +209,32 @@ _EXTEND = [
     "ProcessResult",
     "ReadsClock",
     "Run",
-    "RunPaused",
-    "RunResumed",
-    "RunTally",
     "SensorReading",
     "Session",
     "SessionEnd",
     "SessionStore",
     "SingleSession",
-    "SinkFailed",
     "Strategy",
     "SystemClock",
     "ToolOutcome",
     "ToolSpec",
-    "TranscriptReader",
     "rejection_feedback",
     "render_prompt",
     "run_process",
 ]
+_EVENTS = [
+    "ContextCompacted",
+    "EventStream",
+    "RunPaused",
+    "RunResumed",
+    "RunTally",
+    "SinkFailed",
+    "TranscriptReader",
+]
 _MOVED = {
     **dict.fromkeys(_TESTING, "harness.testing"),
     **dict.fromkeys(_EXTEND, "harness.extend"),
+    **dict.fromkeys(_EVENTS, "harness.events"),
 }
 
 __getattr__, __dir__ = _lazy_exports(

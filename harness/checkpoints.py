@@ -11,7 +11,8 @@ await store.restore(saved)
 In a git work tree a checkpoint is a commit on ``refs/harness/checkpoints/<series>`` (the
 user's branch, HEAD, index, stash and hooks are never touched); elsewhere a content-addressed
 snapshot in a state folder outside the workspace. A run checkpoints its workspace by itself
-(see `strategies.Ralph`); ``harness checkpoints list|diff|restore`` is the command line.
+(see `strategies.Ralph`); ``harness checkpoints list|diff|restore`` is the command line. The
+events a run writes about its checkpoints (`CheckpointSaved`, ...) are in `harness.events`.
 """
 
 import typing
@@ -36,7 +37,6 @@ if typing.TYPE_CHECKING:
     from ._checkpoints._git import REF_PREFIX, GitCheckpoints
     from ._checkpoints._open import open_checkpoints
     from ._checkpoints._snapshot import EXCLUDED, SnapshotCheckpoints
-    from ._events._checkpoint import CheckpointFailed, CheckpointRestored, CheckpointSaved
     from ._loop._run import CheckpointsTheStart
 
 # The checkpoint machinery loads on first use: `checks` imports `WorkProgress` from here on
@@ -58,26 +58,29 @@ _LAZY = {
     **dict.fromkeys(_CHECKPOINTS, "harness._checkpoints._base"),
     "CheckpointsTheStart": "harness._loop._run",
     "open_checkpoints": "harness._checkpoints._open",
-    "CheckpointFailed": "harness._events._checkpoint",
-    "CheckpointRestored": "harness._events._checkpoint",
-    "CheckpointSaved": "harness._events._checkpoint",
     "REF_PREFIX": "harness._checkpoints._git",
     "GitCheckpoints": "harness._checkpoints._git",
     "EXCLUDED": "harness._checkpoints._snapshot",
     "SnapshotCheckpoints": "harness._checkpoints._snapshot",
 }
 
-__getattr__, __dir__ = _lazy_exports(__name__, globals(), _LAZY)
+# The checkpoint events, exported here before `harness.events` was their one door: importable
+# from here, with a DeprecationWarning naming their home, until the next release.
+_MOVED_TO_EVENTS = ["CheckpointFailed", "CheckpointRestored", "CheckpointSaved"]
+
+__getattr__, __dir__ = _lazy_exports(
+    __name__,
+    globals(),
+    _LAZY,
+    moved={name: f"harness.events.{name}" for name in _MOVED_TO_EVENTS},
+)
 
 __all__ = [
     "Assessment",
     "Checkpoint",
     "CheckpointDiff",
     "CheckpointError",
-    "CheckpointFailed",
     "CheckpointKind",
-    "CheckpointRestored",
-    "CheckpointSaved",
     "CheckpointStore",
     "Checkpointing",
     "CheckpointsTheStart",

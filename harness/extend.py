@@ -5,7 +5,10 @@ Users of the loop import `harness`; code that adds a strategy, a policy, a model
 raises `UsageLimitError` for a usage limit), a sink or a config-driven component imports this
 module. The `checks`, `termination` and `strategies` packages use only these names (and
 `harness`'s own): no package imports another's private modules (tests/test_architecture.py
-enforces it). Consumers of events have their own face, `harness.events`.
+enforces it). Every event kind, the sinks, the live stream and the transcript reader have one
+door, `harness.events`; the event names this module exported before (`RunPaused`,
+`BaselineRecorded`, `TranscriptReader`, ...) still import from here for one release, with a
+`DeprecationWarning` naming their home there.
 
 A map by audience:
 
@@ -14,29 +17,29 @@ A map by audience:
 - a policy, a sensor or a check: `Policy`, `PolicySession`, `Decision`, `CONTINUE`, `Limit`,
   `Scope`, `ScopesRun`, `SensorReading`, `ProtectsPaths`, `SessionStateSnapshot`,
   `SessionStore`, `HistoryView`, `ToolOutcome`, `ChecksConsumed`, `CheckError`;
-- the verifier's records: `Baseline`, `BaselineRecorded`, `ProtectedPaths`,
-  `ProtectedPathsRecorded`, `ProtectedPathsChanged`, `Tampering`, `PathGuard`;
+- the verifier's records: `Baseline`, `ProtectedPaths`, `Tampering`, `PathGuard`;
 - a model client: `ModelClient`, `ModelRequest`, `ModelResponse`, `ToolSpec`, `KnowsPrices`,
   `ReadsClock`, `ForksAttempts`, `UsageLimit`, `UsageLimitError`, `USAGE_LIMIT`,
-  `find_usage_limit`, `render_prompt`, `RunPaused`, `RunResumed`; a model that climbs when
-  the run plateaus:
-  `Escalates`, `JudgedTurn`, `Escalation`, `ModelEscalated`;
+  `find_usage_limit`, `render_prompt`; a model that climbs when the run plateaus:
+  `Escalates`, `JudgedTurn`, `Escalation`;
 - tools and processes: `as_tools`, `BUILTIN_TOOL_NAMES`, `builtin_tools`, `CommandSandbox`,
-  `is_secret_name`, `ProcessResult`, `run_process`, `open_in_workspace`,
+  `is_secret_name`, `ProcessResult`, `run_process`, `bytecode_env`, `bytecode_prefix`,
+  `FRESH_BYTECODE`, `default_cache_dir`, `CACHE_ENV`, `open_in_workspace`,
   `resolve_in_workspace`, `remove_tree`, `read_regular_file`, `FileRefused`; the files another
   process could have placed (records, caches, state, an agent's settings), read with a bound:
-  `read_text_file`, `read_json_file`, `parse_json`;
-- events and transcripts: `EventStream`, `stream_events`, `SinkFailed`, `ContextCompacted`,
-  `TranscriptReader`, `RunTally`, `UnknownEvent`, `UnknownHalt`, `check_output_file`,
-  `dump_json`, `dump_line`;
+  `read_text_file`, `read_json_file`, `parse_json`; folders the harness owns (made without
+  following links, swept only by their mark): `private_folder`, `owned_folder`,
+  `remove_owned`, `FolderRefused`; the folders that are not work, one list for every part
+  that walks a workspace: `NOT_WORK`, `is_work`;
+- transcripts: `UnknownHalt`, `check_output_file`, `dump_json`, `dump_line`;
 - config tables and their reference: `Schema`, `Key`, `Variants`, `REQUIRED`, `MODELS`, `PAUSE`,
   `PRICE`, `RETRY`, `NOTIFY`, `NOTIFY_EVENTS`, `notifiers_from_config`, `render_schema`,
   `render_variants`, `check_positive`, `check_type`, `of_type`, `positive`;
 - plumbing: `Clock`, `SystemClock`, `implements`, `lazy_exports`, `get_logger`,
   `LibraryLogger`.
 
-The config-table schemas (`Schema`, `PAUSE`, `MODELS`, ...), the reference renderers, the
-transcript readers and the verifier's records load on first use, so a run that does not read
+The config-table schemas (`Schema`, `PAUSE`, `MODELS`, ...), the reference renderers and the
+verifier's records load on first use, so a run that does not read
 a spec or use those features does not pay to import them.
 """
 
@@ -44,46 +47,48 @@ import typing
 
 from ._check_error import CheckError
 from ._clock import Clock, SystemClock
-from ._events._run import SinkFailed
-from ._events._stream import EventStream, stream_events
-from ._fs._files import FileRefused, read_regular_file, read_text_file
-from ._fs._jsonl import check_output_file, dump_json, dump_line, parse_json, read_json_file
 from ._lazy import lazy_exports
-from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
 from ._log import LibraryLogger, get_logger
-from ._loop._run import Run, SingleSession, Strategy
-from ._loop._run_state import RunConfig
-from ._loop._session import DONE_TOOL, Session, SessionEnd, rejection_feedback
-from ._messages import NOT_EXECUTED, ModelRequest, ModelResponse, ToolSpec
-from ._model import ChecksConsumed, ForksAttempts, KnowsPrices, ModelClient, ReadsClock
-from ._policy import (
-    CONTINUE,
-    Decision,
-    Limit,
-    Policy,
-    PolicySession,
-    ProtectsPaths,
-    Scope,
-    ScopesRun,
-    SensorReading,
-)
 from ._protocols import implements
-from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
-from ._tools._base import as_tools
 from ._validate import check_positive, check_type, of_type, positive
 
 if typing.TYPE_CHECKING:
     from ._escalation import Escalates, Escalation, JudgedTurn
-    from ._events._base import UnknownEvent
-    from ._events._context import ContextCompacted
-    from ._events._escalation import ModelEscalated
-    from ._events._pause import RunPaused, RunResumed
-    from ._events._reader import RunTally, TranscriptReader
-    from ._events._verifier import BaselineRecorded, ProtectedPathsChanged, ProtectedPathsRecorded
+    from ._fs._files import FileRefused, read_regular_file, read_text_file
+    from ._fs._jsonl import check_output_file, dump_json, dump_line, parse_json, read_json_file
+    from ._fs._not_work import NOT_WORK, is_work
+    from ._fs._owned import FolderRefused, owned_folder, private_folder, remove_owned
     from ._fs._path_guard import PathGuard
     from ._fs._workspace import open_in_workspace, remove_tree, resolve_in_workspace
+    from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
+    from ._loop._feedback import rejection_feedback
+    from ._loop._run import Run, SingleSession, Strategy
+    from ._loop._run_state import RunConfig
+    from ._loop._session import Session, SessionEnd
+    from ._loop._tool_calls import DONE_TOOL
+    from ._messages import NOT_EXECUTED, ModelRequest, ModelResponse, ToolSpec
+    from ._model import ChecksConsumed, ForksAttempts, KnowsPrices, ModelClient, ReadsClock
     from ._pause_table import PAUSE
+    from ._policy import (
+        CONTINUE,
+        Decision,
+        Limit,
+        Policy,
+        PolicySession,
+        ProtectsPaths,
+        Scope,
+        ScopesRun,
+        SensorReading,
+    )
+    from ._process._bytecode import (
+        CACHE_ENV,
+        FRESH_BYTECODE,
+        bytecode_env,
+        bytecode_prefix,
+        default_cache_dir,
+    )
     from ._process._child import ProcessResult, run_process
+    from ._process._sandbox import CommandSandbox
     from ._protected import ProtectedPaths, Tampering
     from ._providers._cli_agent import render_prompt
     from ._providers._limit_messages import find_usage_limit
@@ -95,19 +100,86 @@ if typing.TYPE_CHECKING:
     from ._schema import REQUIRED, Key, Schema, Variants
     from ._secrets import is_secret_name
     from ._sinks._notify import NOTIFY, NOTIFY_EVENTS, notifiers_from_config
+    from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
+    from ._tools._base import as_tools
     from ._tools._registry import BUILTIN_TOOL_NAMES, builtin_tools
-    from ._tools._shell import CommandSandbox
     from ._verification import Baseline
+
+# Event names exported here before `harness.events` was their one door: importable from here,
+# with a DeprecationWarning naming their home, until the next release.
+_MOVED_TO_EVENTS = [
+    "BaselineRecorded",
+    "ContextCompacted",
+    "EventStream",
+    "ModelEscalated",
+    "ProtectedPathsChanged",
+    "ProtectedPathsRecorded",
+    "RunPaused",
+    "RunResumed",
+    "RunTally",
+    "SinkFailed",
+    "TranscriptReader",
+    "UnknownEvent",
+    "stream_events",
+]
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
     globals(),
     {
+        "CACHE_ENV": "harness._process._bytecode",
+        "FRESH_BYTECODE": "harness._process._bytecode",
+        "bytecode_env": "harness._process._bytecode",
+        "bytecode_prefix": "harness._process._bytecode",
+        "default_cache_dir": "harness._process._bytecode",
+        "FileRefused": "harness._fs._files",
+        "NOT_WORK": "harness._fs._not_work",
+        "is_work": "harness._fs._not_work",
+        "read_regular_file": "harness._fs._files",
+        "read_text_file": "harness._fs._files",
+        "parse_json": "harness._fs._jsonl",
+        "read_json_file": "harness._fs._jsonl",
+        "check_output_file": "harness._fs._jsonl",
+        "dump_json": "harness._fs._jsonl",
+        "dump_line": "harness._fs._jsonl",
+        "USAGE_LIMIT": "harness._limits",
+        "UsageLimit": "harness._limits",
+        "UsageLimitError": "harness._limits",
+        "Run": "harness._loop._run",
+        "SingleSession": "harness._loop._run",
+        "Strategy": "harness._loop._run",
+        "RunConfig": "harness._loop._run_state",
+        "DONE_TOOL": "harness._loop._tool_calls",
+        "Session": "harness._loop._session",
+        "SessionEnd": "harness._loop._session",
+        "rejection_feedback": "harness._loop._feedback",
+        "NOT_EXECUTED": "harness._messages",
+        "ModelRequest": "harness._messages",
+        "ModelResponse": "harness._messages",
+        "ToolSpec": "harness._messages",
+        "ChecksConsumed": "harness._model",
+        "ForksAttempts": "harness._model",
+        "KnowsPrices": "harness._model",
+        "ModelClient": "harness._model",
+        "ReadsClock": "harness._model",
+        "CONTINUE": "harness._policy",
+        "Decision": "harness._policy",
+        "Limit": "harness._policy",
+        "Policy": "harness._policy",
+        "PolicySession": "harness._policy",
+        "ProtectsPaths": "harness._policy",
+        "Scope": "harness._policy",
+        "ScopesRun": "harness._policy",
+        "SensorReading": "harness._policy",
+        "HistoryView": "harness._state",
+        "SessionStateSnapshot": "harness._state",
+        "SessionStore": "harness._state",
+        "ToolOutcome": "harness._state",
+        "as_tools": "harness._tools._base",
         "render_prompt": "harness._providers._cli_agent",
         "open_in_workspace": "harness._fs._workspace",
         "remove_tree": "harness._fs._workspace",
         "resolve_in_workspace": "harness._fs._workspace",
-        "ContextCompacted": "harness._events._context",
         "find_usage_limit": "harness._providers._limit_messages",
         "NOTIFY": "harness._sinks._notify",
         "NOTIFY_EVENTS": "harness._sinks._notify",
@@ -121,49 +193,45 @@ __getattr__, __dir__ = lazy_exports(
         "render_variants": "harness._reference",
         "BUILTIN_TOOL_NAMES": "harness._tools._registry",
         "builtin_tools": "harness._tools._registry",
-        "CommandSandbox": "harness._tools._shell",
+        "CommandSandbox": "harness._process._sandbox",
         "is_secret_name": "harness._secrets",
         "PathGuard": "harness._fs._path_guard",
+        "FolderRefused": "harness._fs._owned",
+        "owned_folder": "harness._fs._owned",
+        "private_folder": "harness._fs._owned",
+        "remove_owned": "harness._fs._owned",
         "PAUSE": "harness._pause_table",
-        "RunPaused": "harness._events._pause",
         "Escalates": "harness._escalation",
         "Escalation": "harness._escalation",
         "JudgedTurn": "harness._escalation",
-        "ModelEscalated": "harness._events._escalation",
-        "RunResumed": "harness._events._pause",
         "REQUIRED": "harness._schema",
         "Key": "harness._schema",
         "Schema": "harness._schema",
         "Variants": "harness._schema",
-        "RunTally": "harness._events._reader",
-        "TranscriptReader": "harness._events._reader",
-        "UnknownEvent": "harness._events._base",
         "UnknownHalt": "harness._result",
         "ProtectedPaths": "harness._protected",
         "Tampering": "harness._protected",
         "Baseline": "harness._verification",
-        "BaselineRecorded": "harness._events._verifier",
-        "ProtectedPathsChanged": "harness._events._verifier",
-        "ProtectedPathsRecorded": "harness._events._verifier",
     },
+    moved={name: f"harness.events.{name}" for name in _MOVED_TO_EVENTS},
 )
 
 __all__ = [
     "BUILTIN_TOOL_NAMES",
     "Baseline",
-    "BaselineRecorded",
+    "CACHE_ENV",
     "CONTINUE",
     "CheckError",
     "ChecksConsumed",
     "Clock",
     "CommandSandbox",
-    "ContextCompacted",
     "DONE_TOOL",
     "Decision",
     "Escalates",
     "Escalation",
-    "EventStream",
+    "FRESH_BYTECODE",
     "FileRefused",
+    "FolderRefused",
     "ForksAttempts",
     "HistoryView",
     "JudgedTurn",
@@ -173,12 +241,12 @@ __all__ = [
     "Limit",
     "MODELS",
     "ModelClient",
-    "ModelEscalated",
     "ModelRequest",
     "ModelResponse",
     "NOTIFY",
     "NOTIFY_EVENTS",
     "NOT_EXECUTED",
+    "NOT_WORK",
     "PAUSE",
     "PRICE",
     "PathGuard",
@@ -186,17 +254,12 @@ __all__ = [
     "PolicySession",
     "ProcessResult",
     "ProtectedPaths",
-    "ProtectedPathsChanged",
-    "ProtectedPathsRecorded",
     "ProtectsPaths",
     "REQUIRED",
     "RETRY",
     "ReadsClock",
     "Run",
     "RunConfig",
-    "RunPaused",
-    "RunResumed",
-    "RunTally",
     "Schema",
     "Scope",
     "ScopesRun",
@@ -206,45 +269,48 @@ __all__ = [
     "SessionStateSnapshot",
     "SessionStore",
     "SingleSession",
-    "SinkFailed",
     "Strategy",
     "SystemClock",
     "Tampering",
     "ToolOutcome",
     "ToolSpec",
-    "TranscriptReader",
     "USAGE_LIMIT",
-    "UnknownEvent",
     "UnknownHalt",
     "UsageLimit",
     "UsageLimitError",
     "Variants",
     "as_tools",
     "builtin_tools",
+    "bytecode_env",
+    "bytecode_prefix",
     "check_output_file",
     "check_positive",
     "check_type",
+    "default_cache_dir",
     "dump_json",
     "dump_line",
     "find_usage_limit",
     "get_logger",
     "implements",
     "is_secret_name",
+    "is_work",
     "lazy_exports",
     "notifiers_from_config",
     "of_type",
     "open_in_workspace",
+    "owned_folder",
     "parse_json",
     "positive",
+    "private_folder",
     "read_json_file",
     "read_regular_file",
     "read_text_file",
     "rejection_feedback",
+    "remove_owned",
     "remove_tree",
     "render_prompt",
     "render_schema",
     "render_variants",
     "resolve_in_workspace",
     "run_process",
-    "stream_events",
 ]

@@ -15,6 +15,7 @@ if typing.TYPE_CHECKING:
         RalphCompletionUnmet,
         SelfVerifyExhausted,
         WinnerRefused,
+        WorkspaceUnwritable,
     )
     from ._self_verifying import EVALUATOR_PROMPT, SelfVerifying
     from ._spec import Spec, SpecError, load_spec, spec_from_table
@@ -31,6 +32,7 @@ _LAZY = {
     "SmallestChange": "._best_of_ranking",
     "NoAttemptVerified": "._reasons",
     "WinnerRefused": "._reasons",
+    "WorkspaceUnwritable": "._reasons",
     "RalphCompletionUnmet": "._reasons",
     "SelfVerifyExhausted": "._reasons",
     "Ralph": "._ralph",
@@ -79,6 +81,7 @@ __all__ = [
     "Spec",
     "SpecError",
     "WinnerRefused",
+    "WorkspaceUnwritable",
     "load_spec",
     "parse_verdict",
     "spec_from_table",

@@ -10,11 +10,18 @@ Attempts live under a state folder (``<git dir>/harness-best-of/`` in a reposito
 ``<temp>/harness-best-of-<uid>/``), in ``<run>/<n>``. A run holds an exclusive `flock` on
 ``<run>.lock`` while it lasts; the kernel drops it when the process dies, SIGKILL included,
 so the next run that opens the state folder removes every run's worktrees, branches and
-copies whose lock it can take.
+copies whose lock it can take. The state folder is made (or opened) without following a link,
+and refused unless it is a private folder of the user's; a run's folder carries the harness's
+mark, and a sweep removes only folders that carry it (`harness.extend.private_folder`).
+
+A run's winner is applied with its journal in ``<run>/applying``: a run killed mid-apply leaves
+it, and the sweep undoes that apply before it removes anything of the run, or, when some file
+cannot be put back, keeps the run's folder and says which (`notes`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -28,7 +35,9 @@ import anyio.to_thread
 from attrs import define, field, frozen
 
 from harness import ConfigurationError
+from harness.extend import NOT_WORK, is_work, owned_folder, private_folder, remove_owned
 
+from ._apply_journal import pending, recover
 from ._git import (
     GitError,
     Repository,
@@ -43,6 +52,29 @@ Isolation = Literal["auto", "worktree", "copy"]
 ISOLATIONS: tuple[Isolation, ...] = ("auto", "worktree", "copy")
 STATE = "harness-best-of"
 BRANCH_PREFIX = "harness-best-of/"
+APPLYING = "applying"
+
+
+class WorkspaceFailed(Exception):
+    """A workspace could not be made, read or written (a full disk, a git command that
+    failed): `doing` says what best-of was doing, `reason` what went wrong. Nothing of the
+    user's workspace was changed (or, for an apply, it was put back; `reason` says if not)."""
+
+    def __init__(self, doing: str, reason: str) -> None:
+        super().__init__(f"could not {doing}: {reason}")
+        self.doing = doing
+        self.reason = reason
+
+
+def failure(doing: str, exc: BaseException) -> WorkspaceFailed:
+    """`exc` (an `OSError` or `GitError`) as a `WorkspaceFailed` of `doing`."""
+    if isinstance(exc, shutil.Error) and exc.args and isinstance(exc.args[0], list):
+        first = exc.args[0][0]  # copytree goes on past a failure and lists them all
+        return WorkspaceFailed(doing, str(first[-1]) if isinstance(first, tuple) else str(first))
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f"{exc.filename}: " if exc.filename else ""
+        return WorkspaceFailed(doing, f"{where}{exc.strerror}")
+    return WorkspaceFailed(doing, str(exc) or type(exc).__name__)
 
 
 @frozen
@@ -78,6 +110,8 @@ class AttemptWorkspaces:
     repo: Path | None = None
     base: str | None = None
     inside: Path = Path()
+    notes: list[str] = field(factory=list)
+    """What the sweep at `open` found to say: an interrupted apply undone, or not."""
     _lock: IO[str] | None = field(default=None, repr=False)
     _open: dict[int, AttemptWorkspace] = field(factory=dict, repr=False)
     _git_lock: anyio.Lock = field(factory=anyio.Lock, repr=False)
@@ -87,6 +121,11 @@ class AttemptWorkspaces:
     @property
     def folder(self) -> Path:
         return self.state / self.run_id
+
+    @property
+    def aside(self) -> Path:
+        """Where applying the winner saves what it replaces, and its journal."""
+        return self.folder / APPLYING
 
     @classmethod
     async def open(
@@ -108,35 +147,51 @@ class AttemptWorkspaces:
             state = found.common / STATE
             inside = Path(await anyio.Path(workspace).resolve()).relative_to(found.top)
             spaces = cls(workspace, run_id, "worktree", state, found.top, inside=inside)
-        await anyio.to_thread.run_sync(state.mkdir, 0o700, True, True)
-        await sweep(state, repo)
-        spaces._lock = await anyio.to_thread.run_sync(_take, state / f"{run_id}.lock")
         try:
+            await anyio.to_thread.run_sync(private_folder, state)
+            spaces.notes = await sweep(state, repo)
+            spaces._lock = await anyio.to_thread.run_sync(_take, state / f"{run_id}.lock")
+        except (OSError, GitError) as exc:
+            raise failure(f"open best-of's state folder {state}", exc) from exc
+        try:
+            await anyio.to_thread.run_sync(owned_folder, spaces.folder)
             if found is not None:
                 spaces.base = await _snapshot(found, state / f"{run_id}.index")
-        except BaseException:
+        except BaseException as exc:
             with anyio.CancelScope(shield=True):
                 await spaces.close()
+            if isinstance(exc, OSError | GitError):
+                raise failure("record the workspace's files for the attempts", exc) from exc
             raise
         return spaces
 
     async def make(self, number: int) -> AttemptWorkspace:
         """A fresh workspace for attempt `number`, holding the user's files as they were."""
         root = self.folder / str(number)
-        if self.repo is not None and self.base is not None:
-            branch = f"{BRANCH_PREFIX}{self.run_id}/{number}"
-            made = AttemptWorkspace(number, root / self.inside, root, "worktree", branch)
-            self._open[number] = made
-            async with self._git_lock:
-                await add_worktree(self.repo, root, branch, self.base)
-        else:
-            made = AttemptWorkspace(number, root, root, "copy")
-            self._open[number] = made
-            await anyio.to_thread.run_sync(_copy, self.workspace, root)
+        try:
+            if self.repo is not None and self.base is not None:
+                branch = f"{BRANCH_PREFIX}{self.run_id}/{number}"
+                made = AttemptWorkspace(number, root / self.inside, root, "worktree", branch)
+                self._open[number] = made
+                async with self._git_lock:
+                    await add_worktree(self.repo, root, branch, self.base)
+            else:
+                made = AttemptWorkspace(number, root, root, "copy")
+                self._open[number] = made
+                await anyio.to_thread.run_sync(_copy, self.workspace, root)
+        except (OSError, GitError) as exc:
+            raise failure(f"make attempt {number}'s {self.kind}", exc) from exc
         return made
 
     async def changes(self, attempt: AttemptWorkspace) -> list[Change]:
-        """What `attempt` changed of the workspace, in path order."""
+        """What `attempt` changed of the workspace, in path order; never a file in a folder
+        that is not work (`harness.extend.NOT_WORK`: caches, environments, build output)."""
+        try:
+            return await self._changes(attempt)
+        except (OSError, GitError) as exc:
+            raise failure(f"find what attempt {attempt.number} changed", exc) from exc
+
+    async def _changes(self, attempt: AttemptWorkspace) -> list[Change]:
         if attempt.kind == "copy":
             return await anyio.to_thread.run_sync(_compare, self.workspace, attempt.path)
         assert self.repo is not None
@@ -149,7 +204,7 @@ class AttemptWorkspaces:
         prefix = "" if self.inside == Path() else f"{self.inside.as_posix()}/"
         found: list[Change] = []
         for status, path in zip(fields[::2], fields[1::2], strict=False):
-            if path.startswith(prefix) and status.strip():
+            if path.startswith(prefix) and status.strip() and is_work(path):
                 found.append(Change(path.removeprefix(prefix), deleted=status.strip() == "D"))
         return sorted(found, key=lambda c: c.path)
 
@@ -185,11 +240,13 @@ class AttemptWorkspaces:
             self._open.pop(attempt.number, None)
 
     async def close(self) -> None:
-        """Remove every attempt's workspace and this run's state, and drop the lock."""
+        """Remove every attempt's workspace and this run's state, and drop the lock. An
+        apply whose undo could not finish keeps its journal for the next start."""
         with anyio.CancelScope(shield=True):
             for attempt in list(self._open.values()):
                 await self.remove(attempt)
-            await anyio.to_thread.run_sync(_forget, self.state, self.run_id)
+            if not await anyio.to_thread.run_sync(pending, self.aside):
+                await anyio.to_thread.run_sync(_forget, self.state, self.run_id)
             if self._lock is not None:
                 self._lock.close()
                 self._lock = None
@@ -197,8 +254,9 @@ class AttemptWorkspaces:
 
 async def sweep(state: Path, repo: Path | None) -> list[str]:
     """Remove the worktrees, branches and copies of every run under `state` that is no longer
-    alive (its lock is free); the ids of the runs swept."""
-    swept: list[str] = []
+    alive (its lock is free), after undoing an apply one of them was killed in; what there
+    is to say of such applies, one line each."""
+    notes: list[str] = []
     runs = await anyio.to_thread.run_sync(_runs_in, state)
     if repo is not None:
         _, refs = await git(
@@ -210,6 +268,9 @@ async def sweep(state: Path, repo: Path | None) -> list[str]:
         if lock is None:
             continue  # a live run holds it
         try:
+            aside = state / run_id / APPLYING
+            if await anyio.to_thread.run_sync(pending, aside):
+                notes.append(await anyio.to_thread.run_sync(recover, aside))
             if repo is not None:
                 for path, branch in await worktrees_under(repo, state / run_id):
                     await remove_worktree(repo, path, branch)
@@ -221,11 +282,11 @@ async def sweep(state: Path, repo: Path | None) -> list[str]:
                 )
                 for branch in refs.split():
                     await git(repo, "branch", "-q", "-D", branch, check=False)
-            await anyio.to_thread.run_sync(_forget, state, run_id)
-            swept.append(run_id)
+            if not await anyio.to_thread.run_sync(pending, aside):
+                await anyio.to_thread.run_sync(_forget, state, run_id)
         finally:
             lock.close()
-    return swept
+    return notes
 
 
 async def _snapshot(repo: Repository, index: Path) -> str:
@@ -248,11 +309,17 @@ async def _snapshot(repo: Repository, index: Path) -> str:
 
 def _take(path: Path) -> IO[str]:
     handle = path.open("a+", encoding="utf-8")
-    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a fresh run id: never held
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"{os.getpid()}\n")
-    handle.flush()
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a fresh run id: never held
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+    except BaseException:  # a full disk: no lock file of this run is left behind
+        with contextlib.suppress(OSError):
+            handle.close()  # flushes again, and fails again on a full disk
+        path.unlink(missing_ok=True)
+        raise
     return handle
 
 
@@ -277,7 +344,7 @@ def _runs_in(state: Path) -> set[str]:
 
 
 def _forget(state: Path, run_id: str) -> None:
-    shutil.rmtree(state / run_id, ignore_errors=True)
+    remove_owned(state / run_id)  # only a folder this harness made, never through a link
     (state / f"{run_id}.index").unlink(missing_ok=True)
     (state / f"{run_id}.lock").unlink(missing_ok=True)
 
@@ -287,14 +354,12 @@ def _copy(source: Path, target: Path) -> None:
     shutil.copytree(source, target, symlinks=True)
 
 
-_SKIP = frozenset({".git"})
-
-
 def _files(root: Path) -> dict[str, os.stat_result]:
-    """Every file and link under `root` (not folders; not ``.git``), by relative path."""
+    """Every file and link under `root` (not folders; nothing in the folders that are not
+    work, `NOT_WORK`), by relative path."""
     found: dict[str, os.stat_result] = {}
     for folder, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP or folder != str(root))
+        dirs[:] = sorted(d for d in dirs if d not in NOT_WORK)
         base = Path(folder)
         for name in [*names, *(d for d in dirs if (base / d).is_symlink())]:
             path = base / name
@@ -338,5 +403,6 @@ __all__ = [
     "Change",
     "GitError",
     "Isolation",
+    "WorkspaceFailed",
     "sweep",
 ]

@@ -23,7 +23,6 @@ from harness import (
     CancelToken,
     Completed,
     ConfigurationError,
-    Event,
     HaltReason,
     Harness,
     RunResult,
@@ -40,6 +39,8 @@ from harness.events import (
     AttemptWon,
     CheckFailed,
     CheckPassed,
+    Event,
+    RunWarning,
     WaveStarted,
 )
 from harness.extend import (
@@ -60,12 +61,13 @@ from ._attempt_workspaces import (
     AttemptWorkspaces,
     Change,
     Isolation,
+    WorkspaceFailed,
     changed_paths,
 )
 from ._best_of_digest import FailedAttempt, digest
 from ._best_of_ranking import FileChange, Ranking, SmallestChange, measure, ranked, score
 from ._best_of_ray import RayAttempts, RemoteAttempt, lay_into, pack
-from ._reasons import NoAttemptVerified, WinnerRefused
+from ._reasons import NoAttemptVerified, WinnerRefused, WorkspaceUnwritable
 
 Pick = Literal["first_verified", "best_progress", "best_verified"]
 PICKS: tuple[Pick, ...] = ("first_verified", "best_progress", "best_verified")
@@ -95,12 +97,12 @@ class BestOf:
     `WinnerRefused`. No verified attempt: `NoAttemptVerified`, the workspace untouched.
 
     `engine`: `RayAttempts` runs each attempt on a Ray worker, in a checkout of its own
-    (see `strategies._best_of_ray`); by default they run in the run's process.
+    (see `RayAttempts`); by default they run in the run's process.
 
     `waves`: when no attempt of a wave of `n` is verified, another wave of `n` starts (up
     to `waves` in all), its task followed by a digest of every failed attempt so far (how it
     ended, what it changed, the tests it broke or left failing, the check's last reason;
-    bounded, see `strategies._best_of_digest`), recorded in ``attempt.wave``.
+    bounded: docs/best-of.md says how), recorded in ``attempt.wave``.
 
     Each attempt runs under `attempt_budget` (by default the run's budget divided by
     ``n * waves``), and never past what the run's budget has left. `isolation`: ``"auto"``
@@ -234,13 +236,21 @@ class _Attempts:
             )
         self.pool = BudgetPool(whole, per)
         if run.workspace is not None:
-            self.spaces = await AttemptWorkspaces.open(
-                run.workspace, run.run_id, self.spec.isolation
-            )
+            try:
+                self.spaces = await AttemptWorkspaces.open(
+                    run.workspace, run.run_id, self.spec.isolation
+                )
+            except WorkspaceFailed as exc:
+                return WorkspaceUnwritable(exc.doing, exc.reason)
+            for note in self.spaces.notes:
+                run.emit(RunWarning(run.elapsed(), "best_of", note))
         try:
             async with self._engine():
                 await self._run_all()
                 halt = None if self.error is not None else await self._settle()
+        except WorkspaceFailed as exc:  # a full disk: a halt, the user's workspace intact
+            self._record(None, applied=False)
+            halt = WorkspaceUnwritable(exc.doing, exc.reason)
         except BaseException:
             if not run.attempts:  # cut off (the run's deadline, a cancel): what there was
                 for number in range(1, self.wave * self.spec.n + 1):
@@ -253,6 +263,9 @@ class _Attempts:
                 await self.spaces.close()
         if halt is None:
             assert self.error is not None
+            if isinstance(self.error, WorkspaceFailed):
+                self._record(None, applied=False)
+                return WorkspaceUnwritable(self.error.doing, self.error.reason)
             raise self.error  # a fixture's fault, a git failure: not the run's own halt
         return halt
 
@@ -457,6 +470,8 @@ class _Attempts:
             context_window=config.context_window,
             pause=config.pause,
             compaction=config.compaction,
+            # The run's setting, each attempt's store its own: one `state_dir` would be shared.
+            checkpoints=evolve(config.checkpoints, state_dir=None) if config.checkpoints else None,
         )
 
     def _account(self, result: RunResult) -> None:
@@ -555,7 +570,9 @@ class _Attempts:
             self._record(winner, applied=False)
             return WinnerRefused(winner.number, why)
         with anyio.CancelScope(shield=True):
-            applied = await apply_changes(changes, winner.workspace.path, self.spaces.workspace)
+            applied = await apply_changes(
+                changes, winner.workspace.path, self.spaces.workspace, self.spaces.aside
+            )
         try:
             policy = run.policy.start_session(clock=run.clock)
             last = winner.result.sessions[-1].messages if winner.result else ()

@@ -34,8 +34,8 @@ import anyio
 import anyio.to_thread
 from attrs import frozen
 
-from harness import Event, Harness, RunResult, Tool
-from harness.events import ListSink
+from harness import Harness, RunResult, Tool
+from harness.events import Event, ListSink
 from harness.extend import Clock, ModelClient, Policy, Strategy
 
 from ._ray_instance import cpus, import_ray, ray_instance

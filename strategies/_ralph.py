@@ -34,6 +34,15 @@ class Ralph:
     is, before the first iteration too, with the progress the check measured; an iteration
     that ends below the best checkpoint so far is rolled back to it, and the next iteration
     is told what broke (tagged feedback from ``rollback``).
+
+    Args:
+        max_iterations: Fresh sessions at most.
+        iteration_budget: Limits of each iteration (a `Budget`); the run's budget still bounds
+            them all.
+        cooldown: Seconds between iterations, on the run's clock.
+        rollback: ``"never"``, or ``"on_regression"``: roll an iteration that ends below the
+            best checkpoint back to it.
+        name: The strategy's name in events and results.
     """
 
     max_iterations: int = 5

@@ -63,3 +63,17 @@ class WinnerRefused(HaltReason):
             f"attempt {self.attempt} was verified in its own workspace, but the final check in "
             f"the workspace refused it (the workspace was left as it was): {self.reason}"
         )
+
+
+@frozen
+class WorkspaceUnwritable(HaltReason):
+    """Best-of could not make, read or write a workspace (a full disk, a git command that
+    failed): `doing` says what it was doing, `reason` what the system said. The user's
+    workspace was not changed, or was put back as it was (`doing` says so; `reason` names any
+    file that could not be)."""
+
+    doing: str
+    reason: str
+
+    def describe(self) -> str:
+        return f"best_of could not {self.doing}: {self.reason}"

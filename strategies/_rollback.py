@@ -25,8 +25,8 @@ from __future__ import annotations
 from attrs import define, evolve
 
 from checks import measures_progress
-from harness import RunWarning
 from harness.checkpoints import Checkpoint, improves_on
+from harness.events import RunWarning
 from harness.extend import Run
 
 _SHOW = 10

@@ -17,8 +17,8 @@ from harness import (
     ModelClient,
     SessionStateSnapshot,
     Tool,
-    VerdictReached,
 )
+from harness.events import VerdictReached
 from harness.extend import Run, as_tools, check_positive, check_type
 from termination import Budget
 

@@ -28,14 +28,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from attrs import evolve, frozen
 
 from checks import AllOf, CompletionCheck, check_from_config
-from harness import ConfigurationError, EventSink, Harness, ModelClient, PauseSettings, Tool
+from harness import ConfigurationError, PauseSettings, Tool
 from harness.extend import (
     BUILTIN_TOOL_NAMES,
     REQUIRED,
     Clock,
     Key,
     Schema,
-    Strategy,
     SystemClock,
     Variants,
     builtin_tools,
@@ -48,8 +47,10 @@ from ._strategy_config import STRATEGIES, check_strategy_table, model_tables
 from ._tools_config import MCP, TOOLS, shell_tool, tool_names
 
 if TYPE_CHECKING:
-    from harness import Compaction, MCPServer, Notifier
+    from harness import Compaction, Harness, MCPServer, ModelClient, Notifier
     from harness.checkpoints import Checkpointing
+    from harness.events import EventSink
+    from harness.extend import Strategy
 
 # What a spec does beyond its checks (the model clients, the tools, MCP, notifications, the
 # sensors and feedback, checkpoints) is imported where the spec's table asks for it, not with
@@ -95,7 +96,9 @@ SPEC = Schema(
         Key(
             "workspace",
             "string",
-            "The folder the agent works in (an existing folder, relative to the spec file).",
+            "The folder the agent works in (an existing folder, relative to the spec file). "
+            "`harness run` refuses a spec whose tools or checks work in a workspace and that "
+            "names none (neither this, `workspace_template` nor `--workspace`).",
         ),
         Key(
             "workspace_template",
@@ -103,7 +106,12 @@ SPEC = Schema(
             "A folder copied into a fresh temporary workspace for each run (instead of "
             "`workspace`).",
         ),
-        Key("transcript", "string", "Where the JSONL transcript of events is written."),
+        Key(
+            "transcript",
+            ("string", "boolean"),
+            "Where the JSONL transcript of events is written; `false` writes none.",
+            default_text="`harness run`: a new file in `runs/` beside the spec",
+        ),
         Key(
             "system_prompt",
             "string",
@@ -259,6 +267,8 @@ class Spec:
     workspace: Path | None
     workspace_template: Path | None
     transcript: Path | None
+    """The ``transcript`` file; None when the spec names none (`harness run` then records
+    into `default_transcript`, unless `records` is False)."""
     system_prompt: str | None
     tools: tuple[Tool, ...]
     done_tool: bool
@@ -280,6 +290,10 @@ class Spec:
     """The ``[[notify]]`` notifiers; `Spec.harness` adds them to the run's sinks."""
     mcp: tuple[MCPServer, ...] = ()
     """The ``[[mcp]]`` servers whose tools the agent gets."""
+    records: bool = True
+    """False when the spec says ``transcript = false``: `harness run` writes no transcript."""
+    warnings: tuple[str, ...] = ()
+    """What the spec allows but probably does not mean (`harness check` prints them)."""
 
     def harness(
         self,
@@ -302,6 +316,8 @@ class Spec:
         recording of the evaluator), `workspace` and `transcript` to the spec's; `clock` and
         `logger` to the harness's own defaults (the system clock, the library's logger).
         """
+        from harness import Harness  # the loop loads to run, not to read a spec's checks
+
         return Harness(
             model=model if model is not None else self.build_model(),
             policy=policy if policy is not None else self.policy,
@@ -354,6 +370,49 @@ class Spec:
             return strategy_from_config(
                 self.strategy, where=f"{self.path}: strategy", build_model=build_model
             )
+
+    def default_transcript(self, now: float | None = None) -> Path:
+        """Where `harness run` records a run whose spec names no transcript: a new file in
+        ``runs/`` beside the spec, named for the spec and the UTC time
+        (``runs/spec-20260107T221503Z.jsonl``)."""
+        import time
+
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
+        folder = self.path.resolve().parent / "runs"
+        candidate = folder / f"{self.path.stem}-{stamp}.jsonl"
+        number = 2
+        while candidate.exists():  # two runs of one spec in the same second
+            candidate = folder / f"{self.path.stem}-{stamp}-{number}.jsonl"
+            number += 1
+        return candidate
+
+    def require_workspace(self, workspace: Path | None) -> None:
+        """A `SpecError` naming the file when the run would have no `workspace` while its
+        tools or checks work in one (they would fail at every call and never pass)."""
+        if workspace is not None:
+            return
+        users = [t.name for t in self.tools if t.name in _WORKSPACE_TOOLS]
+        users += [f"checks[{i}]" for i, c in enumerate(self.checks) if _reads_workspace(c)]
+        if users:
+            raise SpecError(
+                f"{self.path}: no workspace, but {', '.join(users)} work in one: set "
+                'workspace = "FOLDER" (relative to the spec file), workspace_template, or '
+                "pass --workspace"
+            )
+
+    def preflight(self, workspace: Path | None) -> None:
+        """Each check's preflight (its program found, a ``python -m`` module installed), before
+        anything starts; an error is a `SpecError` naming the file and the check as the spec
+        does (``checks[0]``), not by its class."""
+        for i, check in enumerate(self.checks):
+            preflight = getattr(check, "preflight", None)
+            if preflight is None:
+                continue
+            try:
+                preflight(workspace)
+            except ConfigurationError as exc:
+                message = str(exc).removeprefix(f"{type(check).__name__}: ")
+                raise SpecError(f"{self.path}: checks[{i}]: {message}") from None
 
     def prepare_workspace(self, override: Path | None = None) -> Path | None:
         """The folder the run works in: the override, the spec's, or a fresh copy of a template."""
@@ -425,6 +484,12 @@ def _spec(
     model_factory: Callable[..., ModelClient] | None,
 ) -> Spec:
     where = str(file)
+    for guess in ("task", "instructions"):
+        if guess in data and "prompt" not in data and "prompt_file" not in data:
+            raise SpecError(
+                f'{where}: unknown key {guess!r}: the task goes in prompt = "..." (or '
+                'prompt_file = "FILE"); `harness init` writes a starter spec'
+            )
     SPEC.validate(data, where)
     if "model" in data:
         # Its schema alone: checking the table needs no client, so no provider module.
@@ -454,14 +519,23 @@ def _spec(
     pause = PauseSettings.from_config(
         _table(data.get("pause", {}), f"{where}: pause"), where=f"{where}: pause"
     )
+    excusing = _excusing_checks(data, where)
+    if excusing and strategy.get("type") == "best_of":
+        raise SpecError(
+            f"{excusing[0]}: a best_of run picks its winner by this check, which excuses every "
+            "test that fails before the run (baseline = true and no must_pass), so an attempt "
+            "that leaves the task's own test failing can win: name the task's tests in "
+            "must_pass, or write must_pass = [] to say no failing test is the task"
+        )
     spec = Spec(
         path=file,
         prompt=prompt,
         workspace=workspace,
         workspace_template=template,
         transcript=(base / _string(transcript, f"{where}: transcript")).resolve()
-        if transcript is not None
+        if transcript is not None and not isinstance(transcript, bool)
         else None,
+        records=transcript is not False,
         system_prompt=_string(system_prompt, f"{where}: system_prompt")
         if system_prompt is not None
         else None,
@@ -479,9 +553,45 @@ def _spec(
         pause=pause,
         mcp=_mcp(data, base, where),
         notify=_notify(data, where),
+        warnings=tuple(
+            f"{at}: baseline = true and no must_pass: a test that fails before the run never "
+            "blocks a claim, even when the task is to make it pass; name the task's tests in "
+            "must_pass (or write must_pass = [] to say none is)"
+            for at in excusing
+        ),
     )
     _require(spec, purpose)
     return spec
+
+
+# The tools that read or write the workspace: the built-in file tools and the shell.
+_WORKSPACE_TOOLS = frozenset(
+    ("read_file", "list_files", "search_files", "write_file", "edit_file", "run_command")
+)
+
+
+def _reads_workspace(check: CompletionCheck) -> bool:
+    """Whether `check`, or a check it combines, judges the workspace's files (a command or a
+    test suite runs in it)."""
+    from checks import CommandCheck, FeatureListCheck, FilesCheck, TestSuiteCheck
+
+    inner = getattr(check, "checks", None)
+    if isinstance(inner, tuple):
+        return any(_reads_workspace(c) for c in inner)
+    return isinstance(check, FilesCheck | FeatureListCheck | TestSuiteCheck | CommandCheck)
+
+
+def _excusing_checks(data: Mapping[str, Any], where: str) -> list[str]:
+    """The ``[[checks]]`` tables (``file: checks[N]``) that take a baseline and say nothing
+    of `must_pass`: they excuse the test the task is about, since it fails at the baseline. An
+    explicit ``must_pass = []`` says the spec means it."""
+    return [
+        f"{where}: checks[{i}]"
+        for i, table in enumerate(data.get("checks", []))
+        if table.get("type") == "test_suite"
+        and table.get("baseline") is True
+        and "must_pass" not in table
+    ]
 
 
 def _compaction(data: Mapping[str, Any]) -> Compaction | None:

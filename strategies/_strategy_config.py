@@ -7,12 +7,15 @@ the spec reference renders it, so a new setting is one `Key` line here.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import ConfigurationError, ModelClient
-from harness.extend import REQUIRED, Key, Schema, Strategy, Variants, check_positive
+from harness.extend import REQUIRED, Key, Schema, Variants, check_positive
 from termination import Budget
 from termination.extend import BUDGET
+
+if TYPE_CHECKING:
+    from harness.extend import Strategy  # annotations only: the loop loads to run
 
 
 def model_tables() -> Variants:

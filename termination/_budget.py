@@ -22,6 +22,17 @@ class Budget:
     before every tool call, for the tool-call count) and accounts usage after the call, so a
     call that starts within budget may end past it; the next one is refused. Wall time is
     also a deadline scope that cancels whatever is running when it passes.
+
+    Args:
+        max_turns: Model calls, over every session of the run.
+        max_tool_calls: Tool calls.
+        max_input_tokens: Input tokens the model read.
+        max_output_tokens: Output tokens the model wrote.
+        max_total_tokens: Input and output tokens together.
+        max_cost_usd: US dollars, as the model client prices its usage (it needs known
+            prices: a model whose prices are unknown is refused when the `Harness` is built).
+        max_wall_time: Seconds from the run's start, on the run's clock.
+        max_iteration_cost_usd: US dollars one iteration may spend (see the field below).
     """
 
     max_turns: int | None = field(default=None, validator=_COUNT)

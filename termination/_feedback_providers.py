@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from attrs import field, frozen
 
@@ -11,7 +11,8 @@ from harness import ConfigurationError, Plan, SessionStateSnapshot
 from harness.extend import check_positive
 
 from ._feedback import Feedback, FeedbackContext, Observation, Severity
-from ._fingerprint import DEFAULT_IGNORE, WorkspaceScanner
+from ._fingerprint import DEFAULT_IGNORE
+from ._workspace_watch import WorkspaceWatch
 
 if TYPE_CHECKING:
     from ._monitor import WorkspaceMonitor
@@ -204,58 +205,30 @@ class ToolUsageFeedback:
 
 
 class _BoundToolUsage:
-    __slots__ = (
-        "_calls_at_progress",
-        "_config",
-        "_ignore",
-        "_mark",
-        "_monitor",
-        "_plan",
-        "_scanner",
-    )
+    __slots__ = ("_calls_at_progress", "_config", "_watch")
 
     def __init__(self, config: ToolUsageFeedback) -> None:
         self._config = config
-        self._scanner: WorkspaceScanner | None = None
-        self._monitor: WorkspaceMonitor | None = None
-        self._ignore = frozenset(config.ignore)
-        self._mark = 0
-        self._plan: Any = None
+        self._watch = WorkspaceWatch(config.ignore)
         self._calls_at_progress = 0
 
     def attach(self, monitor: WorkspaceMonitor) -> None:
-        self._monitor = monitor
+        self._watch.attach(monitor)
 
     def wants_settled(self, snapshot: SessionStateSnapshot) -> bool:
         """Whether it would speak this turn unless a change is still in flight."""
         idle = snapshot.tool_calls - self._calls_at_progress
-        return self._monitor is not None and idle >= self._config.max_calls_without_progress
+        return self._watch.watching and idle >= self._config.max_calls_without_progress
 
     @property
     def name(self) -> str:
         return self._config.name
 
     def start(self, snapshot: SessionStateSnapshot) -> None:
-        self._progressed(snapshot)
-
-    def _progressed(self, snapshot: SessionStateSnapshot) -> bool:
-        changed = False
-        monitor = self._monitor
-        if monitor is not None:
-            changed = monitor.changed_since(self._mark, self._ignore)
-            self._mark = monitor.mark
-        elif snapshot.workspace is not None:
-            if self._scanner is None:
-                self._scanner = WorkspaceScanner(snapshot.workspace, ignore=self._config.ignore)
-            changed = self._scanner.scan()
-        plan = snapshot.latest(Plan)
-        if plan != self._plan:
-            changed = True
-            self._plan = plan
-        return changed
+        self._watch.look(snapshot)
 
     def should_run(self, context: FeedbackContext) -> bool:
-        if self._progressed(context.snapshot):
+        if self._watch.look(context.snapshot):
             self._calls_at_progress = context.tool_call_count
         return self._idle(context) >= self._config.max_calls_without_progress
 

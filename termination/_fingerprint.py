@@ -19,17 +19,10 @@ from collections.abc import Iterable
 
 from attrs import frozen
 
-DEFAULT_IGNORE: tuple[str, ...] = (
-    ".git",
-    ".hg",
-    ".svn",
-    "__pycache__",
-    ".pytest_cache",
-    ".mypy_cache",
-    ".ruff_cache",
-    ".venv",
-    "node_modules",
-)
+from harness.extend import NOT_WORK
+
+DEFAULT_IGNORE: tuple[str, ...] = tuple(sorted(NOT_WORK))
+"""The folders that are not work (`harness.extend.NOT_WORK`), in a stable order."""
 
 _Key = tuple[int, int, int, int]
 _Entry = tuple[_Key, bytes]

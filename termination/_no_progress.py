@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from attrs import field, frozen
 
-from harness import ConfigurationError, Plan, SessionStateSnapshot
+from harness import ConfigurationError, SessionStateSnapshot
 from harness.extend import SensorReading
 
-from ._fingerprint import DEFAULT_IGNORE, WorkspaceScanner
+from ._fingerprint import DEFAULT_IGNORE
 from ._sensors import Action, _threshold, check_action, check_name, graded
+from ._workspace_watch import WorkspaceWatch
 
 if TYPE_CHECKING:
     from ._monitor import WorkspaceMonitor
@@ -68,38 +69,24 @@ class NoProgressSensor:
 
 
 class _BoundNoProgress:
-    __slots__ = (
-        "_calls",
-        "_config",
-        "_ignore",
-        "_mark",
-        "_monitor",
-        "_plan",
-        "_scanner",
-        "_started",
-        "_still",
-    )
+    __slots__ = ("_calls", "_config", "_started", "_still", "_watch")
 
     def __init__(self, config: NoProgressSensor) -> None:
         self._config = config
-        self._scanner: WorkspaceScanner | None = None
-        self._monitor: WorkspaceMonitor | None = None
-        self._ignore = frozenset(config.ignore)
-        self._mark = 0
-        self._plan: Any = None
+        self._watch = WorkspaceWatch(config.ignore)
         self._still = 0
         self._started = False
         self._calls = 0
 
     def attach(self, monitor: WorkspaceMonitor) -> None:
-        self._monitor = monitor
+        self._watch.attach(monitor)
 
     def wants_settled(self, snapshot: SessionStateSnapshot) -> bool:
         """Whether this turn's reading would warn or halt unless a change is still in flight."""
-        monitor = self._monitor
-        if monitor is None or not self._started or snapshot.latest(Plan) != self._plan:
+        watch = self._watch
+        if not watch.watching or not self._started or watch.plan_changed(snapshot):
             return False
-        if monitor.changed_since(self._mark, self._ignore):
+        if watch.files_changed():
             return False
         if snapshot.tool_calls != self._calls:  # a tool may have written: its event may be due
             return True
@@ -111,7 +98,7 @@ class _BoundNoProgress:
         return self._config.name
 
     def start(self, snapshot: SessionStateSnapshot) -> None:
-        self._changed(snapshot)
+        self._watch.look(snapshot)
         self._started = True
         self._calls = snapshot.tool_calls
 
@@ -119,7 +106,7 @@ class _BoundNoProgress:
         if not self._started:  # used without start(): this first turn only sets the baseline
             self.start(snapshot)
             return SensorReading.ok()
-        self._still = 0 if self._changed(snapshot) else self._still + 1
+        self._still = 0 if self._watch.look(snapshot) else self._still + 1
         self._calls = snapshot.tool_calls
         still = self._still
         config = self._config
@@ -134,22 +121,6 @@ class _BoundNoProgress:
                 "Make a concrete change toward the task, or rethink your approach."
             ),
         )
-
-    def _changed(self, snapshot: SessionStateSnapshot) -> bool:
-        changed = False
-        monitor = self._monitor
-        if monitor is not None:
-            changed = monitor.changed_since(self._mark, self._ignore)
-            self._mark = monitor.mark
-        elif snapshot.workspace is not None:
-            if self._scanner is None:
-                self._scanner = WorkspaceScanner(snapshot.workspace, ignore=self._config.ignore)
-            changed = self._scanner.scan()
-        plan = snapshot.latest(Plan)
-        if plan != self._plan:
-            changed = changed or self._started
-            self._plan = plan
-        return changed
 
     def __repr__(self) -> str:
         return f"NoProgressSensor(bound, still_turns={self._still}, limit={self._config.limit})"

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 from attrs import frozen
 
 from harness import ConfigurationError, SessionStateSnapshot
-from harness.extend import SensorReading
+from harness.extend import SensorReading, ToolOutcome
 
 if TYPE_CHECKING:
     from ._monitor import WorkspaceMonitor
@@ -135,8 +135,75 @@ def graded(
     return SensorReading.ok()
 
 
+class ToolStreakSensor:
+    """Base of the sensors that count a streak of tool outcomes back from the newest one.
+
+    Read after every turn: when the newest outcome belongs to this turn and `_starts` one, the
+    outcomes before it are walked back while `_continues` holds, at most `limit` of them
+    (counted from the end, so a long history is never measured or walked). A streak of
+    `limit` is the `action`, one of `warn_at` a warning; the messages are built only then.
+    A subclass is an attrs class with the four fields below.
+    """
+
+    __slots__ = ()
+    limit: int
+    warn_at: int | None
+    name: str
+    action: Action
+
+    def __attrs_post_init__(self) -> None:
+        owner = type(self).__name__
+        _threshold(owner, self.limit, self.warn_at)
+        check_action(owner, self.action)
+        check_name(owner, self.name)
+
+    def read(self, snapshot: SessionStateSnapshot) -> SensorReading:
+        outcomes = snapshot.tool_outcomes
+        try:
+            newest = outcomes[-1]
+        except IndexError:  # no tool call yet
+            return _OK
+        if newest.turn != snapshot.turns or not self._starts(newest):
+            return _OK
+        run = 1
+        for back in range(2, self.limit + 1):
+            try:
+                earlier = outcomes[-back]
+            except IndexError:
+                break
+            if not self._continues(newest, earlier):
+                break
+            run += 1
+        if run < self.limit and (self.warn_at is None or run < self.warn_at):
+            return _OK  # the usual case, without building the two messages
+        return graded(
+            run,
+            limit=self.limit,
+            warn_at=self.warn_at,
+            action=self.action,
+            halt=lambda: self._halt_text(newest, run),
+            warn=lambda: self._warn_text(newest, run),
+        )
+
+    def _starts(self, newest: ToolOutcome) -> bool:
+        """Whether the newest outcome begins a streak (every one does, by default)."""
+        return True
+
+    def _continues(self, newest: ToolOutcome, earlier: ToolOutcome) -> bool:
+        """Whether `earlier` extends the streak that `newest` ends."""
+        raise NotImplementedError
+
+    def _halt_text(self, newest: ToolOutcome, run: int) -> str:
+        """The report of a streak of `run`, for the person reading the result."""
+        raise NotImplementedError
+
+    def _warn_text(self, newest: ToolOutcome, run: int) -> str:
+        """The warning of a streak of `run`, to the agent."""
+        raise NotImplementedError
+
+
 @frozen
-class RepeatedToolCallSensor:
+class RepeatedToolCallSensor(ToolStreakSensor):
     """Trips when the same tool call (name and arguments) is made `limit` times in a row.
 
     With `warn_at`, a run of that length first becomes a warning the agent sees.
@@ -147,51 +214,22 @@ class RepeatedToolCallSensor:
     name: str = "repeated_tool_call"
     action: Action = "halt"
 
-    def __attrs_post_init__(self) -> None:
-        _threshold("RepeatedToolCallSensor", self.limit, self.warn_at)
-        check_action("RepeatedToolCallSensor", self.action)
-        check_name("RepeatedToolCallSensor", self.name)
+    def _continues(self, newest: ToolOutcome, earlier: ToolOutcome) -> bool:
+        call, last = earlier.call, newest.call
+        return call.name == last.name and call.arguments == last.arguments
 
-    def read(self, snapshot: SessionStateSnapshot) -> SensorReading:
-        # Read after every turn: the newest outcome, then one more per repeat, no further
-        # (counted from the end, so a long history is never measured or walked).
-        outcomes = snapshot.tool_outcomes
-        try:
-            newest = outcomes[-1]
-        except IndexError:  # no tool call yet
-            return _OK
-        if newest.turn != snapshot.turns:
-            return _OK
-        last = newest.call
-        name, arguments = last.name, last.arguments
-        run = 1
-        for back in range(2, self.limit + 1):
-            try:
-                call = outcomes[-back].call
-            except IndexError:
-                break
-            if call.name != name or call.arguments != arguments:
-                break
-            run += 1
-        if run < self.limit and (self.warn_at is None or run < self.warn_at):
-            return _OK  # the usual case, without building the two messages
-        return graded(
-            run,
-            limit=self.limit,
-            warn_at=self.warn_at,
-            action=self.action,
-            halt=lambda: (
-                f"the agent called {last.name} with the same arguments {run} times in a row"
-            ),
-            warn=lambda: (
-                f"You have called {last.name} with the same arguments {run} times in a row; "
-                "the result will not change. Try something different."
-            ),
+    def _halt_text(self, newest: ToolOutcome, run: int) -> str:
+        return f"the agent called {newest.call.name} with the same arguments {run} times in a row"
+
+    def _warn_text(self, newest: ToolOutcome, run: int) -> str:
+        return (
+            f"You have called {newest.call.name} with the same arguments {run} times in a row; "
+            "the result will not change. Try something different."
         )
 
 
 @frozen
-class ConsecutiveToolErrorsSensor:
+class ConsecutiveToolErrorsSensor(ToolStreakSensor):
     """Trips when `limit` tool calls in a row have failed."""
 
     limit: int = 5
@@ -199,42 +237,17 @@ class ConsecutiveToolErrorsSensor:
     name: str = "consecutive_tool_errors"
     action: Action = "halt"
 
-    def __attrs_post_init__(self) -> None:
-        _threshold("ConsecutiveToolErrorsSensor", self.limit, self.warn_at)
-        check_action("ConsecutiveToolErrorsSensor", self.action)
-        check_name("ConsecutiveToolErrorsSensor", self.name)
+    def _starts(self, newest: ToolOutcome) -> bool:
+        return newest.is_error
 
-    def read(self, snapshot: SessionStateSnapshot) -> SensorReading:
-        # Read after every turn: the newest outcome, then one more per error, no further
-        # (counted from the end, so a long history is never measured or walked).
-        outcomes = snapshot.tool_outcomes
-        try:
-            last = outcomes[-1]
-        except IndexError:  # no tool call yet
-            return _OK
-        if last.turn != snapshot.turns or not last.is_error:
-            return _OK
-        run = 1
-        for back in range(2, self.limit + 1):
-            try:
-                earlier = outcomes[-back]
-            except IndexError:
-                break
-            if not earlier.is_error:
-                break
-            run += 1
-        if run < self.limit and (self.warn_at is None or run < self.warn_at):
-            return _OK  # the usual case, without building the two messages
-        return graded(
-            run,
-            limit=self.limit,
-            warn_at=self.warn_at,
-            action=self.action,
-            halt=lambda: (
-                f"{run} tool calls in a row failed; the last, {last.call.name}, said: "
-                f"{last.content[:200]}"
-            ),
-            warn=lambda: (
-                f"Your last {run} tool calls failed. Read the errors and change your approach."
-            ),
+    def _continues(self, newest: ToolOutcome, earlier: ToolOutcome) -> bool:
+        return earlier.is_error
+
+    def _halt_text(self, newest: ToolOutcome, run: int) -> str:
+        return (
+            f"{run} tool calls in a row failed; the last, {newest.call.name}, said: "
+            f"{newest.content[:200]}"
         )
+
+    def _warn_text(self, newest: ToolOutcome, run: int) -> str:
+        return f"Your last {run} tool calls failed. Read the errors and change your approach."

@@ -140,6 +140,89 @@ def test_names_that_left_harness_warn_and_name_their_new_home() -> None:
         assert old is getattr(new_home, name)
 
 
+# The event names `harness.extend` and `harness.checkpoints` exported before `harness.events`
+# was their one door: deprecated there for one release.
+EVENTS_MOVED_FROM = {
+    "harness.extend": [
+        "BaselineRecorded",
+        "ContextCompacted",
+        "EventStream",
+        "ModelEscalated",
+        "ProtectedPathsChanged",
+        "ProtectedPathsRecorded",
+        "RunPaused",
+        "RunResumed",
+        "RunTally",
+        "SinkFailed",
+        "TranscriptReader",
+        "UnknownEvent",
+        "stream_events",
+    ],
+    "harness.checkpoints": ["CheckpointFailed", "CheckpointRestored", "CheckpointSaved"],
+}
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [(module, name) for module, names in EVENTS_MOVED_FROM.items() for name in names],
+)
+def test_event_names_left_extend_and_checkpoints_with_a_warning(module: str, name: str) -> None:
+    """The 16 event names exported twice are importable from their old module for one release,
+    with a DeprecationWarning naming `harness.events`, are the same object, and are no longer
+    part of the old module's `__all__` or `dir()`."""
+    import harness.events
+
+    old_home = importlib.import_module(module)
+    assert name not in old_home.__all__
+    assert name not in dir(old_home)
+    with pytest.warns(
+        DeprecationWarning, match=rf"'{module}\.{name}' has moved to 'harness\.events\.{name}'"
+    ):
+        old = getattr(old_home, name)
+    assert old is getattr(harness.events, name)
+
+
+def _event_imports_elsewhere(path: Path, event_names: set[str]) -> list[str]:
+    """The imports in `path` of an event name (one of `harness.events`) from any `harness`
+    module but `harness.events`, or, for a module of `harness`, its own `harness._events`."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    inside_harness = module.split(".")[0] == "harness"
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            stem = ".".join([*base, node.module] if node.module else base)
+        else:
+            stem = node.module or ""
+        if stem != "harness" and not stem.startswith("harness."):
+            continue
+        if stem == "harness.events" or (inside_harness and stem.startswith("harness._events")):
+            continue
+        names = sorted(alias.name for alias in node.names if alias.name in event_names)
+        if names:
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {names} from {stem}")
+    return found
+
+
+def test_library_modules_import_events_through_one_door() -> None:
+    """Every module of the four packages (and the pytest plugin) takes event classes, sinks and
+    readers from `harness.events`; inside `harness` a module takes them from `harness._events`.
+    Never from `harness`, `harness.extend` or `harness.checkpoints`, which also export some."""
+    import harness.events
+
+    event_names = set(harness.events.__all__)
+    paths = [path for package in LAYERS for path in sorted((ROOT / package).rglob("*.py"))]
+    offenders = [
+        found
+        for path in [*paths, ROOT / "pytest_completion_harness.py"]
+        for found in _event_imports_elsewhere(path, event_names)
+    ]
+    assert offenders == []
+
+
 def test_the_top_level_namespace_is_for_users_of_the_loop() -> None:
     """`harness` keeps what a user of the loop needs; the session, policy and schema internals
     live in `harness.extend`, the fakes in `harness.testing`."""
@@ -176,6 +259,7 @@ def test_the_architecture_page_lists_the_public_names_of_each_module() -> None:
 # spec < the board < the command line and the viewer. A module never imports a higher layer.
 STRATEGY_LAYERS: dict[str, int] = {
     "strategies._apply_changes": 0,
+    "strategies._apply_journal": 0,
     "strategies._attempt_budget": 0,
     "strategies._attempt_workspaces": 0,
     "strategies._best_of": 0,

@@ -9,6 +9,7 @@ last test here checks on the built pages.
 
 from __future__ import annotations
 
+import html
 import importlib
 import os
 import re
@@ -45,12 +46,11 @@ def test_every_page_under_docs_is_in_the_nav() -> None:
     assert pages == set(_nav_pages())
 
 
-def test_the_site_builds_strictly_and_renders_every_public_name(tmp_path: Path) -> None:
-    """`mkdocs build --strict` passes (a stray page, a broken link or anchor would fail it), and
-    each name of each audience module's `__all__` has its entry (an anchor `module.Name`) on the
-    module's reference page."""
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site, built once for the tests that read it (`mkdocs build --strict`)."""
     pytest.importorskip("mkdocs", reason="the `docs` extra is not installed")
-    site = tmp_path / "site"
+    site = tmp_path_factory.mktemp("docs") / "site"
     env = {k: v for k, v in os.environ.items() if not k.startswith("COV_CORE_")}
     env["NO_MKDOCS_2_WARNING"] = "1"  # mkdocs-material's notice about its successor
     done = subprocess.run(
@@ -60,15 +60,85 @@ def test_the_site_builds_strictly_and_renders_every_public_name(tmp_path: Path) 
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=900,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-5000:]
+    return site
+
+
+def test_the_site_builds_strictly_and_renders_every_public_name(site: Path) -> None:
+    """`mkdocs build --strict` passes (a stray page, a broken link or anchor would fail it), and
+    each name of each audience module's `__all__` has its entry (an anchor `module.Name`) on the
+    module's reference page."""
     for module in AUDIENCE_MODULES:
         page = (site / "api" / module / "index.html").read_text(encoding="utf-8")
         anchors = set(re.findall(rf'id="{re.escape(module)}\.(\w+)"', page))
         missing = [n for n in importlib.import_module(module).__all__ if n not in anchors]
         assert not missing, f"the reference page of {module} leaves out {missing}"
+
+
+def _text(page: Path) -> str:
+    """What a reader sees of a built page's article (not its navigation): its text, without
+    tags, scripts or styles."""
+    markup = page.read_text(encoding="utf-8")
+    markup = markup[markup.index("<article") : markup.index("</article>")]
+    markup = re.sub(r"<(script|style)[^>]*>.*?</\1>", "", markup, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", "", markup))
+
+
+def test_the_harness_page_opens_with_the_facade_and_its_signature(site: Path) -> None:
+    """The `harness` page shows `Harness(` with its parameters (attrs writes the constructor;
+    the reference shows it) before any constant, and a default made by a factory reads as a
+    call, never as ``Factory(lambda ...)``."""
+    text = _text(site / "api" / "harness" / "index.html")
+    start = text.index("Harness(")
+    signature = text[start : text.index(")", text.index("mcp_servers", start))]
+    for parameter in (
+        "model: ModelClient",
+        "policy: Policy",
+        "strategy: Strategy = SingleSession()",
+    ):
+        assert parameter in signature
+    assert start < text.index("DEFAULT_SYSTEM_PROMPT")
+    for module in AUDIENCE_MODULES:
+        assert "Factory(" not in _text(site / "api" / module / "index.html"), module
+
+
+SIGNATURES = {
+    "termination": r"Budget\(\s*\*,\s*max_turns: int \| None = None,",
+    "strategies": r"Ralph\(\s*\*,\s*max_iterations: int = 5,.*BestOf\(\s*\*,\s*n: int = 4,",
+    "checks": r"TestSuiteCheck\(\s*command: str \| tuple\[str, \.\.\.\],\s*working_dir: str = ",
+}
+
+
+@pytest.mark.parametrize("module", sorted(SIGNATURES))
+def test_the_reference_shows_the_signatures_of_the_attrs_classes(site: Path, module: str) -> None:
+    """`Budget`, `BestOf`, `Ralph` and `TestSuiteCheck` show their constructors' parameters,
+    with their annotations and defaults."""
+    text = _text(site / "api" / module / "index.html")
+    assert re.search(SIGNATURES[module], text, re.S), module
+
+
+PRIVATE = re.compile(r"\b(?:harness|checks|termination|strategies)(?:\.\w+)*\._[a-z]\w*")
+
+
+def test_the_reference_names_no_private_module(site: Path) -> None:
+    """A reader of the reference is never sent to a private module (`harness._log`): the text
+    of every API page names none."""
+    for module in AUDIENCE_MODULES:
+        named = sorted(set(PRIVATE.findall(_text(site / "api" / module / "index.html"))))
+        assert not named, (module, named)
+
+
+def test_the_front_door_pages_and_the_repository(site: Path) -> None:
+    """Install and Quickstart are pages of the site, in the nav before the guide, and every
+    page links the repository."""
+    pages = _nav_pages()
+    assert pages[:3] == ["index.md", "install.md", "quickstart.md"]
+    text = (site / "index.html").read_text(encoding="utf-8")
+    assert 'class="md-source"' in text
+    assert "Quickstart" in _text(site / "quickstart" / "index.html")
 
 
 def _anchor(heading: str) -> str:

@@ -338,6 +338,42 @@ def test_the_stop_hook_on_a_checks_spec_loads_only_what_its_checks_need(tmp_path
     assert sorted({"sqlite3", "structlog", "email"} & loaded) == []
 
 
+# What a stop whose check is a command does not need: the turn loop and the scripted model
+# (a spec builds no `Harness` to be read for its checks), the agent's shell tool (a check's
+# sandbox names only its protocol), the baseline cache (a command check keeps no baseline)
+# and the other commands' parsers.
+NOT_FOR_A_STOP = (
+    "harness._loop._harness",
+    "harness._loop._run",
+    "harness._loop._session",
+    "harness._fixtures._scripted",
+    "harness._tools._shell",
+    "checks._baseline_cache",
+    "checks._test_results",
+    "strategies._cli._run_args",
+    "strategies._cli._board_args",
+)
+
+
+def test_a_stop_whose_check_is_a_command_loads_neither_the_loop_nor_the_shell_tool(
+    tmp_path: Path,
+) -> None:
+    """`harness hook claude-stop` on a spec whose one check is ``command = "true"`` (the
+    bench's stop, bench/cli.py) runs the command without importing the run's loop, the
+    scripted model, the shell tool, the baseline cache or the parsers of other commands."""
+    (tmp_path / "workspace").mkdir()
+    (tmp_path / "spec.toml").write_text(
+        'prompt = "p"\n\n[[checks]]\ntype = "command"\ncommand = "true"\n'
+    )
+    payload = {"session_id": "s1", "cwd": str(tmp_path / "workspace"), "stop_hook_active": False}
+    payload["last_assistant_message"] = "Done."
+    argv = ("hook", "claude-stop", "--spec", str(tmp_path / "spec.toml"))
+    state = ("--state-dir", str(tmp_path / "state"))
+    loaded = loaded_by(command(*argv, *state, stdin=json.dumps(payload)))
+    assert {"checks._command", "harness._process._child"} <= loaded  # the check did run
+    assert ours(loaded, NOT_FOR_A_STOP) == []
+
+
 def test_the_hook_finds_baseline_checks_by_protocol_without_importing_them() -> None:
     """The hook asks a check whether it keeps a baseline (`checks.extend.KeepsBaseline`) or a
     last verdict (`KeepsLastVerdict`), so it needs no check class imported; a test suite with

@@ -101,7 +101,7 @@ def test_fixtures_replay_on_both_backends(pytester: pytest.Pytester) -> None:
     """harness_fixture builds a harness on the JSONL fixture beside the test, for each
     backend, and the assertion helpers pass on what the runs did."""
     _suite(pytester)
-    result = pytester.runpytest_inprocess()
+    result = pytester.runpytest_subprocess()
     result.assert_outcomes(passed=4)
 
 
@@ -126,7 +126,7 @@ def test_failures_say_what_the_run_did(pytester: pytest.Pytester) -> None:
             assert_events(result, ["run.started", "tool.called"])
         """
     )
-    result = pytester.runpytest_inprocess("test_wrong.py", "-k", "asyncio")
+    result = pytester.runpytest_subprocess("test_wrong.py", "-k", "asyncio")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         [
@@ -165,7 +165,7 @@ def test_record_mode_records_a_real_run_that_then_replays(
             Reply(openai_body("Wrote hello.txt.")),
         )
         monkeypatch.setenv("FAKE_LLM_URL", server.url)
-        recorded = pytester.runpytest_inprocess(
+        recorded = pytester.runpytest_subprocess(
             "--harness-record", "-k", "writes_hello and asyncio"
         )
         recorded.assert_outcomes(passed=1, deselected=3)
@@ -178,7 +178,7 @@ def test_record_mode_records_a_real_run_that_then_replays(
         assert lines[1]["text"] == "Wrote hello.txt."
         assert not (fixtures / "hello.jsonl.recording").exists()
 
-        replayed = pytester.runpytest_inprocess()
+        replayed = pytester.runpytest_subprocess()
         replayed.assert_outcomes(passed=4)
         assert len(server.requests) == 2
 
@@ -192,7 +192,7 @@ def test_a_failed_recording_leaves_the_fixture_alone(
     with fake_provider() as server:
         server.script(Reply(openai_body("I will not write anything.")))
         monkeypatch.setenv("FAKE_LLM_URL", server.url)
-        result = pytester.runpytest_inprocess("--harness-record", "-k", "writes_hello and asyncio")
+        result = pytester.runpytest_subprocess("--harness-record", "-k", "writes_hello and asyncio")
     result.assert_outcomes(failed=1, deselected=3)
     result.stdout.fnmatch_lines(["*failed; the recording is kept at *hello.jsonl.recording"])
     assert (fixtures / "hello.jsonl").read_text() == before
@@ -314,5 +314,5 @@ def test_a_spec_gives_the_harness_its_tools_checks_and_budget(pytester: pytest.P
             assert (tmp_path / "hello.txt").read_text() == "hi"
         """
     )
-    result = pytester.runpytest_inprocess("test_agent_spec.py")
+    result = pytester.runpytest_subprocess("test_agent_spec.py")
     result.assert_outcomes(passed=2)

@@ -31,6 +31,7 @@ import anyio
 import anyio.to_thread
 from attrs import frozen
 
+from .._fs._not_work import NOT_WORK
 from .._work_progress import WorkProgress
 from ._base import (
     Checkpoint,
@@ -46,20 +47,9 @@ from ._base import (
 
 T = TypeVar("T")
 
-EXCLUDED = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "__pycache__",
-        ".pytest_cache",
-        ".mypy_cache",
-        ".ruff_cache",
-        ".venv",
-        "node_modules",
-    }
-)
-"""Folder names a snapshot skips wherever they are (and a restore leaves alone)."""
+EXCLUDED = NOT_WORK
+"""Folder names a snapshot skips wherever they are (and a restore leaves alone): the folders
+that are not work (`harness.extend.NOT_WORK`)."""
 
 _CHUNK = 1024 * 1024
 

@@ -40,7 +40,7 @@ class StructlogSink:
 
     An event below the logger's level costs one comparison: the per-turn events are debug
     events, and a service usually logs at INFO. Without a `logger`, the library's logger
-    ``harness`` (see `harness._log`): structlog's once the application has configured
+    ``harness``: structlog's once the application has configured
     structlog, else the standard library's, silent until `logging` is configured.
     """
 

@@ -57,6 +57,7 @@ def _baseline(f: Fields) -> Baseline:
         _names_of(f, "failing"),
         f.integer("exit_code", None),
         f.text("unreadable", None),
+        _names_of(f, "excused"),
         _names_of(f, "flaky"),
     )
 

@@ -95,6 +95,30 @@ class Harness:
     (`harness.testing.FastForwardClock`: recorded delays take no time, real work keeps real
     deadlines), as `harness run` and the pytest plugin replay. Give ``clock=SystemClock()``
     to replay at the recorded pace.
+
+    Args:
+        model: The agent's model: a provider's client, a coding agent, a `ModelLadder` or a
+            `ScriptedModelClient`.
+        policy: When the run stops: a `termination.TerminationPolicy` (budget, sensors,
+            feedback and the completion check).
+        tools: The agent's tools: `Tool`s, or plain functions made tools by their signature.
+        strategy: How sessions are driven: one session by default; `strategies.Ralph`,
+            `strategies.SelfVerifying`, `strategies.BestOf`.
+        workspace: The folder the agent's tools and the checks work in.
+        system_prompt: Replaces the start of the system prompt; what the check means by done
+            is still added.
+        clock: The run's clock (see above).
+        sinks: Event sinks that receive every event as it happens.
+        transcript: A JSONL file that receives every event.
+        tool_timeout: Seconds one tool call may take.
+        done_tool: Offer a `done` tool as an explicit claim of done.
+        context_window: The model's context window in tokens (for `compaction` and the
+            context-pressure sensor).
+        pause: How a usage limit is waited out (`PauseSettings`).
+        compaction: Keep a long session inside `context_window` (see `Compaction`).
+        logger: A structlog logger for the run's events; the library's by default.
+        checkpoints: True, or a `Checkpointing`: checkpoint the workspace as the run goes.
+        mcp_servers: `MCPServer`s whose tools every session gets.
     """
 
     model: ModelClient
@@ -196,7 +220,8 @@ class Harness:
         """
         preflight = getattr(self.policy, "preflight", None)
         if preflight is not None:  # a check that cannot run: refused before anything starts
-            preflight(self._workspace)
+            # In a thread: it may ask an interpreter whether it finds a module (`python -m`).
+            await anyio.to_thread.run_sync(preflight, self._workspace)
         run_id = os.urandom(6).hex()  # 12 hex digits, as random as a uuid4's first 12
         transcript = JsonlTranscript(self.transcript) if self.transcript is not None else None
         all_sinks: list[EventSink] = [StructlogSink(run_id, self.logger), *self.sinks, *sinks]
@@ -271,6 +296,7 @@ class Harness:
             context_window=self.context_window,
             pause=self.pause,
             compaction=self.compaction,
+            checkpoints=self.checkpoints,
         )
 
     def _finish(self, run: Run, reason: HaltReason) -> RunResult:
@@ -394,6 +420,8 @@ class Harness:
                 continue
             run.baselines.append(baseline)
             run.emit(BaselineRecorded(run.elapsed(), baseline))
+            if (excused := baseline.excused_warning()) is not None:
+                run.emit(RunWarning(run.elapsed(), "baseline", excused))
 
     def stream(self, task: str) -> AbstractAsyncContextManager[EventStream[Event, RunResult]]:
         """Run `task` in the background and iterate its events as they happen.

@@ -67,6 +67,8 @@ class RunConfig:
     context_window: int | None = None
     pause: PauseSettings = PauseSettings()
     compaction: Compaction | None = None
+    checkpoints: Checkpointing | None = None
+    """The run's `Harness(checkpoints=...)` setting (None: off unless rollback opens them)."""
 
 
 @define(eq=False, kw_only=True)
@@ -221,79 +223,29 @@ class RunState:
             return True
         if self.workspace is None:
             return False
-        from .._checkpoints._base import CheckpointError, Checkpointing
-        from .._checkpoints._open import open_checkpoints
-        from .._events._checkpoint import CheckpointFailed
+        from ._checkpointing import start  # only a run that checkpoints
 
-        settings = settings or Checkpointing()
-        try:
-            self.checkpoints = await open_checkpoints(
-                self.workspace,
-                series=self.run_id,
-                clock=self.clock,
-                backend=settings.backend,
-                state_dir=settings.state_dir,
-            )
-        except (CheckpointError, OSError) as exc:
-            self.emit(CheckpointFailed(self.elapsed(), "open", f"{type(exc).__name__}: {exc}"))
-            return False
-        return True
+        return await start(self, settings)
 
     async def checkpoint(
         self, label: str, progress: WorkProgress | None = None
     ) -> Checkpoint | None:
         """Checkpoint the workspace now and emit ``checkpoint.saved``; None when the run keeps
         no checkpoints or saving failed (then ``checkpoint.failed`` says why)."""
-        store = self.checkpoints
-        if store is None:
+        if self.checkpoints is None:
             return None
-        from .._checkpoints._base import CheckpointError
-        from .._events._checkpoint import CheckpointFailed, CheckpointSaved
+        from ._checkpointing import save
 
-        at = self.elapsed()
-        try:
-            saved = await store.save(label, at=at, progress=progress)
-        except (CheckpointError, OSError) as exc:
-            self.emit(CheckpointFailed(self.elapsed(), label, f"{type(exc).__name__}: {exc}"))
-            return None
-        self.last_checkpoint = saved
-        self.emit(
-            CheckpointSaved(
-                at, saved.label, saved.id, saved.tree, saved.seq, saved.kind, saved.progress
-            )
-        )
-        return saved
+        return await save(self, label, progress)
 
     async def restore(self, checkpoint: Checkpoint, reason: str) -> CheckpointDiff | None:
         """Put the workspace back to `checkpoint` and emit ``checkpoint.restored``; None when
         that failed (``checkpoint.failed`` says why)."""
-        store = self.checkpoints
-        if store is None:
+        if self.checkpoints is None:
             return None
-        from .._checkpoints._base import CheckpointError
-        from .._events._checkpoint import CheckpointFailed, CheckpointRestored
+        from ._checkpointing import restore
 
-        try:
-            # A restore cut off half way would leave a mix of two states: it runs to its end
-            # (each git command has its own time limit) even when the run is cancelled.
-            with anyio.CancelScope(shield=True):
-                changed = await store.restore(checkpoint)
-        except (CheckpointError, OSError) as exc:
-            label = f"restore {checkpoint.short_id}"
-            self.emit(CheckpointFailed(self.elapsed(), label, f"{type(exc).__name__}: {exc}"))
-            return None
-        self.emit(
-            CheckpointRestored(
-                self.elapsed(),
-                checkpoint.id,
-                checkpoint.label,
-                reason,
-                len(changed.added),
-                len(changed.modified),
-                len(changed.deleted),
-            )
-        )
-        return changed
+        return await restore(self, checkpoint, reason)
 
     async def judge(
         self,

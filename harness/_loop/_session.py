@@ -12,52 +12,34 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 import anyio
-from attrs import evolve, frozen
+from attrs import frozen
 
 from .._clock import postpone
-from .._errors import ConfigurationError, FixtureError, ModelError
+from .._errors import ConfigurationError, ModelError
 from .._escalation import Escalates, JudgedTurn
-from .._events._escalation import ModelEscalated
-from .._events._run import FeedbackInjected, SensorRead, ToolCalled, TurnFinished, TurnStarted
+from .._events._run import TurnFinished, TurnStarted
 from .._limits import UsageLimit, UsageLimitError
 from .._messages import NO_USAGE, NOT_EXECUTED, Message, ModelRequest, ModelResponse, ToolCall
 from .._model import ModelClient
 from .._policy import Decision, Limit, PolicySession
 from .._protocols import implements
-from .._result import BudgetExceeded, HaltReason, ModelFailed, UsageLimitReached
+from .._result import BudgetExceeded, HaltReason, ModelFailed
 from .._state import HistoryView, SessionStateSnapshot, ToolOutcome
-from .._tools._base import Tool, ToolContext, ToolResult
-from .._tools._raw_arguments import refusal
+from .._tools._base import Tool
 from .._work_progress import Assessment, WorkProgress
-from ._repeated_calls import RecentFailures
+from ._feedback import (
+    deliver,
+    emit_readings,
+    judged_turn,
+    not_executed_feedback,
+    observe,
+    rejection_feedback,
+)
 from ._run_state import RunState
+from ._tool_calls import DONE, DONE_TOOL, TurnTools, admit
 
 if TYPE_CHECKING:
     from ._compaction import Compaction
-
-DONE_TOOL = "done"
-
-
-def _claim_done(summary: str = "") -> str:
-    return "completion claimed; the harness is verifying the work"
-
-
-DONE = Tool(
-    name=DONE_TOOL,
-    description=(
-        "Call this when the task is completely done. An automated check then verifies the work."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {"summary": {"type": "string", "description": "what you did"}},
-        "additionalProperties": False,
-    },
-    fn=_claim_done,
-    inline=True,
-)
-"""The tool a `Harness(done_tool=True)` offers: an explicit way to claim the task is done."""
-
-NOT_RUN = ToolResult("not run: the tool-call budget is exhausted", is_error=True)
 
 OnClaim = Literal["check", "return"]
 
@@ -102,11 +84,13 @@ class Session:
         self._model = model
         # A model ladder learns what each judged turn showed, to climb when the run plateaus.
         self._ladder = model if implements(model, Escalates) else None
-        self._tools = {**tools, DONE_TOOL: DONE} if run.done_tool else dict(tools)
-        self._specs = tuple(tool.spec for tool in self._tools.values())
+        every = {**tools, DONE_TOOL: DONE} if run.done_tool else dict(tools)
+        self._specs = tuple(tool.spec for tool in every.values())
         self._messages: list[Message] = list(messages)
         self._outcomes: list[ToolOutcome] = []
-        self._failures = RecentFailures()  # the latest turn's failed calls, to note a repeat
+        self._tools = TurnTools(
+            run, every, agent=agent, messages=self._messages, outcomes=self._outcomes
+        )
         self._policy = policy
         self._limit = limit
         self._on_claim: OnClaim = on_claim
@@ -120,7 +104,6 @@ class Session:
         self._compaction = config.compaction if config.context_window is not None else None
         self._requires_cost = config.policy.requires_known_cost
         self._workspace = config.workspace
-        self._tool_timeout = config.tool_timeout
         self.started_at = self._last_reading = run.now()
         self._paused = 0.0  # paused for usage limits, not counted toward wall time
         self._limits_in_a_row = 0  # usage limits since the last answer (see `_pause`)
@@ -180,7 +163,7 @@ class Session:
         completion check's own do; `reason` None is a pass."""
         if self._ladder is not None:
             verdict = JudgedTurn(self.agent, self.turns, True, reason, progress)
-            self._observe(self._ladder, verdict)
+            observe(self._run, self._ladder, verdict)
 
     async def run(self) -> SessionEnd:
         """Drive turns until the session ends (see `SessionEnd`), within its own wall time."""
@@ -209,6 +192,8 @@ class Session:
                 response = await self._call_model()
                 self._limits_in_a_row = 0
             except UsageLimitError as exc:
+                self.turns -= 1  # the turn the limit cut off was not executed
+                self._run.turns -= 1
                 halt = await self._pause(exc.limit)
                 continue  # the same turn again, or the halt
             except ModelError as exc:
@@ -236,9 +221,14 @@ class Session:
             if decision.checked and self._run.check_broken is not None:
                 return SessionEnd(self._run.check_broken, snapshot)
             if decision.rejection is not None and self._run.checkpoints is not None:
-                await self._run.checkpoint(
-                    f"claim rejected ({self.agent}, iteration {self.iteration}, turn {self.turns})",
-                    decision.progress,
+                from ._checkpointing import after_rejection  # only a run that checkpoints
+
+                await after_rejection(
+                    self._run,
+                    agent=self.agent,
+                    iteration=self.iteration,
+                    turn=self.turns,
+                    progress=decision.progress,
                 )
             if claims_done and self._on_claim == "return":  # the strategy judges the claim
                 return SessionEnd(None, snapshot)
@@ -268,9 +258,7 @@ class Session:
             deadline=self._deadline,
             workspace=self._workspace,
         )
-        response = await self._model.complete(request)
-        self._read_clock()
-        self._account(response)
+        response = await self._complete(request)
         self._latest_input = response.usage.input_tokens
         self._messages.append(Message.assistant(response.text, response.tool_calls))
         at = self._last_reading - run.started_at
@@ -278,64 +266,22 @@ class Session:
         return response
 
     async def _pause(self, limit: UsageLimit) -> HaltReason | None:
-        """Wait out a usage limit on the run's clock (see `PauseSettings`): None once it is
-        over and the turn may run again, or `UsageLimitReached` when the run will not wait: a
-        terminal limit, or a wait past `max_pause`, `max_total_pause` or `max_pauses`.
+        """Wait out a usage limit (`harness._loop._pausing`): None once the turn may run
+        again, or the `UsageLimitReached` that ends the session."""
+        from ._pausing import wait_out  # only a run that meets a limit pauses
 
-        The turn the limit cut off was not executed: it is taken off the turn counts.
-        """
-        from .._events._pause import RunPaused, RunResumed  # only a run that meets a limit pauses
-
-        run = self._run
-        self.turns -= 1
-        run.turns -= 1
-        turn = self.turns + 1
-        settings = run.config.pause
-        seed = f"{run.task}|{self.agent}|{self.iteration}|{turn}|{limit.retry_in}"
         again = self._limits_in_a_row  # > 0: the turn that woke from a pause met one again
         self._limits_in_a_row += 1
-        wait = 0.0 if limit.terminal else settings.wait_for(limit, seed, again=again)
-        bound: tuple[str, float] | None = None
-        if limit.terminal:
-            bound = ("terminal", 0.0)
-        elif wait > settings.max_pause:
-            bound = ("max_pause", settings.max_pause)
-        elif run.pauses >= settings.max_pauses:
-            bound = ("max_pauses", settings.max_pauses)
-        elif run.paused_total + wait > settings.max_total_pause:
-            bound = ("max_total_pause", settings.max_total_pause)
-        if bound is not None:
-            return UsageLimitReached(
-                limit.source, limit.message, limit.retry_in, wait, bound[1], bound[0]
-            )
-        run.pauses += 1
-        counted = settings.counts_toward_wall_time
-        paused_at = run.now()
-        run.emit(
-            RunPaused(
-                paused_at - run.started_at,
-                self.agent,
-                self.iteration,
-                turn,
-                limit.source,
-                limit.message,
-                limit.retry_in,
-                limit.resets_at,
-                wait,
-                counted,
-            )
+        return await wait_out(
+            self._run,
+            limit,
+            again=again,
+            agent=self.agent,
+            iteration=self.iteration,
+            turn=self.turns + 1,
+            read_clock=self._read_clock,
+            postpone=self._postpone,
         )
-        if not counted:  # move the deadlines first, so that none fires during the wait
-            self._postpone(wait)
-        await run.clock.sleep(wait)
-        self._read_clock()
-        paused_for = self._last_reading - paused_at
-        run.paused_total += paused_for
-        if not counted and paused_for != wait:
-            self._postpone(paused_for - wait)
-        at = self._last_reading - run.started_at
-        run.emit(RunResumed(at, self.agent, self.iteration, turn, paused_for, counted))
-        return None
 
     def _postpone(self, seconds: float) -> None:
         """Move the run's and this session's wall-time deadlines `seconds` later."""
@@ -351,64 +297,37 @@ class Session:
             postpone(run.clock, scope, seconds)
 
     async def _compact(self, compaction: Compaction) -> HaltReason | None:
-        """Compact the older turns when the conversation nears the context window (see
-        `harness._loop._compaction`). A summary is a model call: the budgets are asked again after
-        it, and their halt is returned."""
-        run = self._run
-        window = run.config.context_window
-        assert window is not None, "a session compacts only with a context window"
-        messages = self._messages
-        # Loaded only by a run that compacts (a Harness given `compaction`).
-        from .._events._context import ContextCompacted
-        from ._compaction import drop_tool_outputs, summary_message, summary_request
+        """Compact the older turns when the conversation nears the context window
+        (`harness._loop._compacting`); after a summary, a model call, the budgets' halt."""
+        from ._compacting import compact  # only a run that compacts
 
-        if not compaction.due(messages, self._latest_input, window):
-            return None
-        start, end = compaction.span(messages)
-        tokens = compaction.size(messages, self._latest_input)
-        chars = sum(len(m.content) for m in messages)
-        summary: str | None = None
-        usage = NO_USAGE
-        if compaction.method == "drop_tool_outputs":
-            calls = drop_tool_outputs(messages, start, end)
-            replaced = len(calls)
-        elif sum(m.role == "assistant" for m in messages[start:end]) >= 2:
-            request = summary_request(messages, start, end, agent=self.agent, turn=self.turns)
-            response = await self._model.complete(request)
-            self._read_clock()
-            self._account(response)
-            summary, usage = response.text, response.usage
-            calls = [m.tool_call_id or "" for m in messages[start:end] if m.role == "tool"]
-            messages[start:end] = [summary_message(summary)]
-            replaced = end - start
-        else:
-            return None  # too little to summarise yet
-        if not replaced:
+        compacted = await compact(
+            compaction,
+            self._run,
+            self._messages,
+            latest_input=self._latest_input,
+            agent=self.agent,
+            turn=self.turns,
+            summarise=self._complete,
+        )
+        if compacted is None:
             return None
         # The latest call's input tokens measured the conversation before this compaction.
         self._latest_input = 0
-        after = sum(len(m.content) for m in messages)
-        run.emit(
-            ContextCompacted(
-                run.elapsed(),
-                self.agent,
-                self.turns,
-                compaction.method,
-                replaced,
-                tuple(calls),
-                tokens,
-                chars,
-                after,
-                summary,
-                usage,
-            )
-        )
-        return None if summary is None else self._policy.before_call(self.snapshot())
+        return self._policy.before_call(self.snapshot()) if compacted else None
 
-    def _read_clock(self) -> None:
+    async def _complete(self, request: ModelRequest) -> ModelResponse:
+        """The model's response to `request`, the clock read after it and its usage counted."""
+        response = await self._model.complete(request)
+        self._read_clock()
+        self._account(response)
+        return response
+
+    def _read_clock(self) -> float:
         """Read the clock after an await; until the next await every event and snapshot
         uses this reading (nothing between two awaits can take time worth measuring)."""
         self._last_reading = self._run.now()
+        return self._last_reading
 
     async def run_tool_calls(
         self, calls: Sequence[ToolCall], snapshot: SessionStateSnapshot
@@ -422,74 +341,15 @@ class Session:
         the budget's halt if it refused a call, and the `done` tool's summary if the agent
         claimed done with it.
         """
-        run = self._run
-        admitted: list[ToolCall] = []
-        halt: HaltReason | None = None
-        for call in calls:
-            halt = self._policy.before_tool_call(snapshot, pending=len(admitted))
-            if halt is not None:
-                break
-            admitted.append(call)
+        admitted, halt = admit(calls, snapshot, self._policy)
         self.tool_calls += len(admitted)
-        run.tool_calls += len(admitted)
+        self._run.tool_calls += len(admitted)
+        results = []
         if admitted:
-            ran = await self._call_tools(admitted)
+            results = await self._tools.call(admitted)
             self._read_clock()
-            failures = self._failures
-            results = [failures.note(c, r) for c, r in zip(admitted, ran, strict=True)]
-            failures.remember(admitted, ran)
-        else:
-            results = []
-        at = self._last_reading - run.started_at
-        done_summary: str | None = None
-        for call, result in zip(admitted, results, strict=True):
-            self._record(call, result, at)
-            if call.name == DONE_TOOL and run.done_tool and not result.is_error:
-                summary = call.arguments.get("summary", "")
-                done_summary = summary if isinstance(summary, str) else ""
-        for call in calls[len(admitted) :]:
-            self._record(call, NOT_RUN, at)
-        return halt, done_summary
-
-    async def _call_tools(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
-        if len(calls) == 1:  # the usual turn: no task group needed
-            return [await self._call_tool(calls[0])]
-        results = [NOT_RUN] * len(calls)
-
-        async def call_into(index: int, call: ToolCall) -> None:
-            results[index] = await self._call_tool(call)
-
-        try:
-            async with anyio.create_task_group() as group:
-                for index, call in enumerate(calls):
-                    group.start_soon(call_into, index, call)
-        except* FixtureError as group:
-            # A replayed tool (an MCP server's recording) that diverged stops the run as a
-            # diverging model does: with the fixture's own error, not a group of them.
-            raise group.exceptions[0] from None
-        return results
-
-    async def _call_tool(self, call: ToolCall) -> ToolResult:
-        tool = self._tools.get(call.name)
-        if tool is None:
-            available = ", ".join(sorted(self._tools)) or "none"
-            return ToolResult(f"error: unknown tool {call.name!r} (available: {available})", True)
-        refused = refusal(call.arguments)
-        if refused is not None:  # JSON text no parser could read: the model hears why
-            return ToolResult(refused, is_error=True)
-        run = self._run
-        context = ToolContext(
-            self._workspace, run.store, run.config.clock, call, self.agent, run.protected
-        )
-        time_limit = tool.timeout if tool.timeout is not None else self._tool_timeout
-        return await tool.call(call.arguments, context, time_limit=time_limit)
-
-    def _record(self, call: ToolCall, result: ToolResult, at: float) -> None:
-        message = Message.tool_result(call, result.content, is_error=result.is_error)
-        self._messages.append(message)
-        outcome = ToolCalled(at, self.agent, self.turns, call, message.content, result.is_error)
-        self._outcomes.append(outcome)
-        self._run.emit(outcome)
+        at = self._last_reading - self._run.started_at
+        return halt, self._tools.record(calls, results, turn=self.turns, at=at)
 
     def _account(self, response: ModelResponse) -> None:
         """Add the call's usage to the session's and the run's. A cost that is not a finite
@@ -514,17 +374,7 @@ class Session:
     def _apply(self, decision: Decision) -> None:
         """Emit what the policy saw and inject its feedback into the next request."""
         run = self._run
-        for reading in decision.readings:
-            run.emit(
-                SensorRead(
-                    run.elapsed(),
-                    self.agent,
-                    self.turns,
-                    reading.sensor,
-                    reading.status,
-                    reading.message,
-                )
-            )
+        emit_readings(run, decision.readings, agent=self.agent, turn=self.turns)
         if decision.checked:
             run.record_check(
                 self.agent, self.turns, decision.rejection, decision.error, decision.flaky
@@ -534,84 +384,10 @@ class Session:
         if decision.rejection is not None and decision.halt is None:
             self._append_feedback(rejection_feedback(decision.rejection))
         if self._ladder is not None and decision.halt is None:
-            warnings = tuple(
-                f"{r.sensor}: {r.message}" for r in decision.readings if r.status == "warn"
-            )
-            seen = JudgedTurn(
-                self.agent,
-                self.turns,
-                decision.checked,
-                decision.rejection,
-                decision.progress,
-                warnings,
-            )
-            self._observe(self._ladder, seen)
-
-    def _observe(self, ladder: Escalates, judged: JudgedTurn) -> None:
-        """Tell the model ladder what a judged turn showed; record its climb, if any."""
-        climb = ladder.observe(judged)
-        if climb is not None:
-            run = self._run
-            run.emit(
-                ModelEscalated(
-                    run.elapsed(),
-                    judged.agent,
-                    judged.turn,
-                    climb.from_rung,
-                    climb.to_rung,
-                    climb.from_model,
-                    climb.to_model,
-                    climb.trigger,
-                    climb.detail,
-                )
-            )
+            observe(run, self._ladder, judged_turn(self.agent, self.turns, decision))
 
     def _append_feedback(self, message: Message) -> None:
-        """Deliver feedback with the next request.
-
-        After a turn with tool calls it is appended to the last tool result (the call that
-        triggered it), so providers that want tool results to follow the assistant message
-        directly see no extra message; otherwise it is a message of its own.
-        """
-        messages = self._messages
-        if messages and messages[-1].role == "tool":
-            last = messages[-1]
-            messages[-1] = evolve(
-                last,
-                content=f"{last.content}\n\n{message.content}",
-                feedback_source=message.feedback_source,
-            )
-        else:
-            messages.append(message)
-        self._run.emit(
-            FeedbackInjected(
-                self._run.elapsed(),
-                self.agent,
-                self.turns,
-                message.feedback_source or "harness",
-                message.content,
-            )
-        )
-
-
-def rejection_feedback(reason: str) -> Message:
-    """The message that carries a completion check's reason into the next turn."""
-    return Message.feedback(
-        "completion_check",
-        "You claimed the task is done, but the completion check did not pass:\n"
-        f"{reason}\n"
-        "Keep working on what is missing, then claim done again.",
-    )
-
-
-def not_executed_feedback(output: str) -> str:
-    """What the agent is told after a turn that did no work."""
-    said = output.strip()
-    shown = f" It printed only:\n{said[-1000:]}" if said else " It printed nothing."
-    return (
-        f"Your last turn did no work, so it was not counted as a claim of done.{shown}\n"
-        "Carry on with the task."
-    )
+        deliver(self._run, self._messages, message, agent=self.agent, turn=self.turns)
 
 
 def _earlier(a: float | None, b: float | None) -> float | None:

@@ -185,7 +185,8 @@ def _contained(argv: list[str]) -> list[str]:
     """`argv` under the supervisor that no descendant escapes, where there is one (Linux)."""
     # A frozen application's executable is not a Python interpreter that could run the script.
     if sys.platform.startswith("linux") and sys.executable and not getattr(sys, "frozen", False):
-        return [sys.executable, "-I", "-S", str(REAPER), f"{KILL_GRACE:g}", *argv]
+        parent = str(os.getpid())  # passed in: this process may die before the reaper asks
+        return [sys.executable, "-I", "-S", str(REAPER), f"{KILL_GRACE:g}", parent, *argv]
     return argv
 
 

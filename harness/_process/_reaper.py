@@ -1,6 +1,6 @@
 """A small supervisor that no process started by its command can escape (Linux).
 
-``python -I -S _reaper.py GRACE COMMAND...`` makes itself a child subreaper
+``python -I -S _reaper.py GRACE PARENT COMMAND...`` makes itself a child subreaper
 (``prctl(PR_SET_CHILD_SUBREAPER)``), runs COMMAND as its child and waits for it. A descendant
 that leaves the command's process group, by ``setsid`` or a daemon's double fork, is orphaned
 to the nearest subreaper above it, which is this process, not init: every process the command
@@ -10,6 +10,10 @@ starts stays in this process's tree, however it detaches. So:
   with COMMAND's status (by the same signal if a signal ended it);
 - on SIGTERM, SIGINT or SIGHUP (the harness's timeout or cancellation), or when the process
   that started it goes away, the whole tree gets SIGTERM, GRACE seconds to exit, then SIGKILL.
+
+PARENT is the pid of the process that started it, passed in rather than read here: a harness
+killed (SIGKILL) while this interpreter was still starting would otherwise leave `getppid()`
+already pointing at init, and the check that the harness is gone would never fire.
 
 It exits only when its tree is empty, so `harness.extend.run_process`, which starts it in a process
 group of its own and waits for it, returns with nothing of the command left running. It runs
@@ -39,15 +43,15 @@ PARENT_POLL = 1.0  # seconds between checks that the harness is still there
 
 
 def main(argv: Sequence[str]) -> int:
-    if len(argv) < 3:
-        os.write(2, b"usage: _reaper.py GRACE COMMAND...\n")
+    if len(argv) < 4:
+        os.write(2, b"usage: _reaper.py GRACE PARENT COMMAND...\n")
         return 127
     grace = float(argv[1])
-    command = list(argv[2:])
+    parent = int(argv[2])
+    command = list(argv[3:])
     _become_subreaper()
     watched = {signal.SIGCHLD, *STOP_SIGNALS}
     original_mask = signal.pthread_sigmask(signal.SIG_BLOCK, watched)
-    parent = os.getppid()
     child = os.fork()
     if child == 0:
         _exec(command, original_mask)
@@ -110,16 +114,16 @@ class _Tree:
                 self.status = status
 
     def wait(self, parent: int, watched: set[signal.Signals]) -> bool:
-        """Until the command exits (False) or a stop is asked for (True)."""
+        """Until the command exits (False) or a stop is asked for (True), which includes
+        `parent` being gone (checked at once, and at least every `PARENT_POLL` seconds)."""
         while True:
             self.reap()
             if self.status is not None:
                 return False
+            if os.getppid() != parent:  # the harness is gone: nobody else will stop it
+                return True
             info = signal.sigtimedwait(watched, PARENT_POLL)
-            if info is None:
-                if os.getppid() != parent:  # the harness is gone: nobody else will stop it
-                    return True
-            elif info.si_signo in STOP_SIGNALS:
+            if info is not None and info.si_signo in STOP_SIGNALS:
                 return True
 
     def wait_empty(self, deadline: float) -> None:

@@ -14,6 +14,7 @@ import os
 import re
 import stat
 
+from .._fs._not_work import NOT_WORK
 from .._fs._workspace import open_in_workspace
 from ._base import Tool, ToolContext, tool
 from ._builtin import refuse_protected
@@ -24,22 +25,7 @@ MAX_SEARCH_READ = 1_000_000  # bytes of each file search_files reads at most
 MAX_MATCHES = 200  # lines search_files returns at most
 MAX_LINE = 300  # characters of a matching line shown
 MAX_SEARCH_OUTPUT = 40_000  # characters search_files returns at most
-IGNORED_DIRS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        ".venv",
-        "venv",
-        "node_modules",
-        "__pycache__",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        ".tox",
-        ".nox",
-    }
-)
+IGNORED_DIRS = NOT_WORK  # search_files does not search the folders that are not work
 _BINARY_PROBE = 8192  # a NUL byte in a file's first bytes marks it binary
 _NONBLOCK: int = getattr(os, "O_NONBLOCK", 0)
 _NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)

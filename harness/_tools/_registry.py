@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from .._errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from .._process._sandbox import CommandSandbox
     from ._base import Tool
-    from ._shell import CommandSandbox
 
 BUILTIN_TOOL_NAMES = (
     "read_file",

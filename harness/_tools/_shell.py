@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Protocol, runtime_checkable
 
 from .._errors import ConfigurationError
 from .._fs._workspace import resolve_in_workspace
+from .._process._bytecode import bytecode_env
 from .._process._child import ProcessResult, run_process
+from .._process._sandbox import CommandSandbox
 from .._secrets import is_secret_name
 from .._validate import check_positive
 from ._base import Tool, ToolContext
@@ -32,33 +32,6 @@ MAX_TIMEOUT = 600.0
 MAX_OUTPUT = 16_000  # characters of output the model sees at most, head and tail together
 # The tool's own deadline lets the process deadline fire first and the tree be stopped cleanly.
 _STOP_MARGIN = 10.0
-
-# The agent edits and reruns within seconds: Python's bytecode cache, keyed by a source's mtime
-# in whole seconds and its size, could run stale code, so commands neither read nor write it
-# (as the checks' commands do) unless `env` says otherwise.
-FRESH_BYTECODE = {
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "PYTHONPYCACHEPREFIX": "/nonexistent/harness-command-pycache",
-}
-
-
-@runtime_checkable
-class CommandSandbox(Protocol):
-    """Runs one command to completion or its timeout, leaving nothing of it running.
-
-    `workspace` is the folder the command may write (`cwd` lies inside it); a sandbox without
-    isolation may ignore it. `checks.LocalSandbox` and `checks.BubblewrapSandbox` are ones.
-    """
-
-    async def run(
-        self,
-        command: str | Sequence[str],
-        *,
-        cwd: Path,
-        timeout: float | None,  # noqa: ASYNC109 - the deadline is a cancel scope on the clock
-        env: Mapping[str, str] | None = None,
-        workspace: Path | None = None,
-    ) -> ProcessResult: ...
 
 
 def _check_env(env: Mapping[str, str], pass_env: Sequence[str]) -> None:
@@ -89,10 +62,11 @@ def run_command_tool(
     `timeout` is a call's deadline unless the model asks for another (default: 60 seconds, or
     `max_timeout` if that is less), at most `max_timeout` seconds. The model sees at most
     `max_output` characters of output, half from its start and half from its end. `env` adds
-    variables to the minimal environment (which also turns off Python's bytecode cache, see
-    `FRESH_BYTECODE`) and `pass_env` copies the named ones from this process's at call time;
-    a name that looks like a credential (`is_secret_name`) is a `ConfigurationError` in
-    either.
+    variables to the minimal environment (which points Python's bytecode at a cache outside
+    the workspace with no image of it, or, under a sandbox that is not the local one, turns
+    the cache off: `harness.extend.bytecode_env`) and `pass_env` copies the named ones from
+    this process's at call time; a name that looks like a credential (`is_secret_name`) is a
+    `ConfigurationError` in either.
     """
     check_positive("timeout", timeout, allow_none=True, owner="run_command")
     check_positive("max_timeout", max_timeout, owner="run_command")
@@ -111,6 +85,9 @@ def run_command_tool(
     names = tuple(pass_env)
     _check_env(extra, names)
     default_timeout, limit = timeout, max_timeout
+    # A command on this machine's paths keeps its bytecode in the user's cache, as a check's
+    # does (`bytecode_env`): a test run of the agent's then skips compiling pytest again.
+    local = sandbox is None or getattr(sandbox, "name", None) == "local"
 
     async def run_command(
         command: str,
@@ -135,16 +112,17 @@ def run_command_tool(
         if ctx.workspace is None:
             raise RuntimeError("this run has no workspace")
         folder = resolve_in_workspace(ctx.workspace, cwd)
-        variables = {**FRESH_BYTECODE, **{n: os.environ[n] for n in names if n in os.environ}}
-        variables.update(extra)
-        if sandbox is None:
-            result = await run_process(
-                command, cwd=folder, env=variables, timeout=seconds, clock=ctx.clock
-            )
-        else:
-            result = await sandbox.run(
-                command, cwd=folder, timeout=seconds, env=variables, workspace=ctx.workspace
-            )
+        async with bytecode_env(ctx.workspace, local=local) as bytecode:
+            variables = {**bytecode, **{n: os.environ[n] for n in names if n in os.environ}}
+            variables.update(extra)
+            if sandbox is None:
+                result = await run_process(
+                    command, cwd=folder, env=variables, timeout=seconds, clock=ctx.clock
+                )
+            else:
+                result = await sandbox.run(
+                    command, cwd=folder, timeout=seconds, env=variables, workspace=ctx.workspace
+                )
         return render_command_result(result, seconds, max_output)
 
     return Tool.from_function(run_command, timeout=max_timeout + _STOP_MARGIN)

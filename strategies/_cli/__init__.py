@@ -1,4 +1,4 @@
-"""The `harness` command line: `run`, `check`, `view`, the agent hook bridge, and the task board.
+"""The `harness` command line: `init`, `run`, `check`, `view`, the hook bridge, and the board.
 
 This is the one place that wires all four packages together. Building the parser imports
 only each command's grammar (the ``_*_args`` modules); a command's handler, and what it
@@ -10,45 +10,44 @@ start-up.
 from __future__ import annotations
 
 import argparse
+import importlib
 import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import (
-    _board_args,
-    _check_args,
-    _checkpoints_args,
-    _reference_args,
-    _run_args,
-    _stats_args,
-    _view_args,
-)
 from ._exits import EXIT_CONFIGURATION, exit_code_for, shadowed, signal_handlers_kept
 from ._hooks import _args as _hook_args
 from ._streams import safe_std_streams
 
-SUBCOMMANDS = [
-    _run_args,
-    _check_args,
-    _view_args,
-    _hook_args,
-    _board_args,
-    _checkpoints_args,
-    _reference_args,
-    _stats_args,
-]
+# Each command's name and the module (in this package) that registers its grammar, in the
+# order of `--help`.
+SUBCOMMANDS = {
+    "init": "._init_args",
+    "run": "._run_args",
+    "check": "._check_args",
+    "view": "._view_args",
+    "hook": "._hooks._args",
+    "board": "._board_args",
+    "checkpoints": "._checkpoints_args",
+    "spec-reference": "._reference_args",
+    "stats": "._stats_args",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; with `command` (one of `SUBCOMMANDS`), only that command's
+    grammar is imported and registered: what the command parses and prints is the same, and a
+    stop hook does not build the parsers of every other command (at each stop of an agent)."""
     parser = argparse.ArgumentParser(
         prog="harness",
         description="Run LLM agents unattended; do not let them stop before the work is done.",
     )
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in SUBCOMMANDS:
-        module.register(sub)
+    chosen = [SUBCOMMANDS[command]] if command in SUBCOMMANDS else SUBCOMMANDS.values()
+    for module in chosen:
+        importlib.import_module(module, __package__).register(sub)
     return parser
 
 
@@ -85,8 +84,8 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse arguments and run the chosen subcommand; returns the exit code."""
-    parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv[0] if argv else None)
     try:
         args, unknown = parser.parse_known_args(argv)
         if unknown:  # the usage of the command that was given them, not the top level's

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 import structlog
 
-from harness import ConfigurationError, EventSink, HarnessError
+from harness import ConfigurationError, HarnessError
+from harness.events import EventSink
 
 from ..board._state import BoardView, board_state, one_line
 from ._board_status import (

@@ -28,6 +28,8 @@ def handle(args: argparse.Namespace) -> int:
     except ConfigurationError as exc:
         print(f"harness: {exc}", file=sys.stderr)
         return 2
+    for warning in spec.warnings:
+        print(f"harness: warning: {for_terminal(warning)}", file=sys.stderr)
     workspace = args.workspace if args.workspace is not None else spec.workspace
     if workspace is None and spec.workspace_template is not None:
         workspace = spec.workspace_template
@@ -36,10 +38,7 @@ def handle(args: argparse.Namespace) -> int:
         return 2
 
     try:
-        for check in spec.checks:
-            preflight = getattr(check, "preflight", None)
-            if preflight is not None:
-                preflight(workspace.resolve() if workspace is not None else None)
+        spec.preflight(workspace.resolve() if workspace is not None else None)
     except ConfigurationError as exc:
         print(f"harness: {exc}", file=sys.stderr)
         return 2
@@ -62,7 +61,10 @@ def handle(args: argparse.Namespace) -> int:
             for line in verdict.reason.splitlines():
                 print(f"      {for_terminal(line)}")
         error = verdict.error
-        if args.verbose and error is not None and error.traceback is not None:
+        if error is not None and error.traceback is not None:
+            if not args.verbose:
+                print("      (-v for the traceback)")
+                continue
             for line in error.traceback.rstrip().splitlines():
                 print(f"      {for_terminal(line)}")
     failed = sum(not v.passed for v in verdicts)

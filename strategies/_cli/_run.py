@@ -23,15 +23,14 @@ from harness import (
     BudgetExceeded,
     Cancelled,
     ConfigurationError,
-    Event,
-    EventSink,
     FixtureError,
     ModelClient,
     ModelLadder,
     RecordingModelClient,
     RunResult,
 )
-from harness.extend import SinkFailed, SystemClock, check_output_file, dump_json, remove_tree
+from harness.events import CheckFailed, Event, EventSink, SinkFailed
+from harness.extend import SystemClock, check_output_file, dump_json, remove_tree
 from harness.testing import FastForwardClock
 from termination import TerminationPolicy
 
@@ -82,7 +81,7 @@ def logging_to_stderr(verbose: bool, progress: ProgressDisplay | None = None) ->
     if progress is not None and not verbose:  # a warning among the progress lines, as one
         before, renderer = [structlog.processors.add_log_level], ProgressLine()
     structlog.configure(
-        processors=[*before, terminal_safe_values, renderer],
+        processors=[*before, traceback_elsewhere, terminal_safe_values, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(file=_Stderr(progress)),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
@@ -94,6 +93,14 @@ def logging_to_stderr(verbose: bool, progress: ProgressDisplay | None = None) ->
             structlog.configure(**saved)
         else:
             structlog.reset_defaults()
+
+
+def traceback_elsewhere(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> Any:
+    """A structlog processor: a raising check's traceback leaves its ``check.failed`` line,
+    which would show it as one escaped string; `TracebackPrinter` prints it, on its lines."""
+    if event.get("event") == CheckFailed.name and event.get("error") is not None:
+        event["error"] = "(the traceback follows)"
+    return event
 
 
 class ProgressLine:
@@ -197,12 +204,17 @@ def _run_spec(
         if args.record is not None:
             check_output_file("recording", args.record)
         transcript = args.transcript or spec.transcript
+        if transcript is None and spec.records and not args.no_transcript:
+            transcript = spec.default_transcript()  # every run leaves a record to view
         if transcript is not None:
             check_output_file("transcript", transcript)
         workspace = spec.prepare_workspace(args.workspace)
         if args.workspace is None and spec.workspace_template is not None:
             temporary.path = workspace
-        model = spec.build_model()
+        model = spec.build_model()  # a wrong [model] is said first, whatever else is wrong
+        spec.require_workspace(workspace)
+        # Named as the spec names them (checks[0]); the run's own preflight says it again.
+        spec.preflight(workspace.resolve() if workspace is not None else None)
         wrap = None
         if args.record is not None:
             record: Path = args.record
@@ -329,11 +341,8 @@ def events_dropped() -> Any:
     """A logger for the run that drops the events the progress display shows (all but a
     sink's failure, which the outcome names only at the end) and passes every other warning
     on to stderr."""
-    # The features' events are defined in modules that load on first use, perhaps later in
-    # the run; the transcript reader reads every event, so importing it defines them all.
-    import harness.extend
-
-    harness.extend.TranscriptReader  # noqa: B018
+    # Every kind is defined by now: `harness.events`, imported above, loads the modules of
+    # the features' events too (pauses, checkpoints, compaction...), not only the run's.
     names = _event_names(Event) - {SinkFailed.name}
 
     def drop(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:

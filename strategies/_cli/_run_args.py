@@ -18,7 +18,17 @@ def register(sub: Any) -> None:
         action="store_true",
         help="keep the temporary copy of the spec's workspace_template (removed by default)",
     )
-    parser.add_argument("--transcript", type=Path, help="write the JSONL transcript here")
+    parser.add_argument(
+        "--transcript",
+        type=Path,
+        help="write the JSONL transcript here (default: the spec's, else a new file in runs/ "
+        "beside the spec)",
+    )
+    parser.add_argument(
+        "--no-transcript",
+        action="store_true",
+        help="write no transcript (as transcript = false in the spec)",
+    )
     parser.add_argument("--record", type=Path, help="record every model exchange as a fixture")
     parser.add_argument(
         "--replay",

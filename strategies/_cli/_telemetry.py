@@ -9,7 +9,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harness import ConfigurationError, Event, EventSink
+from harness import ConfigurationError
+from harness.events import Event, EventSink
 
 # How long the end of a command may wait for the exporter to send the last spans: a collector
 # that is down or never answers delays the exit by this much at most.

@@ -20,31 +20,29 @@ from typing import IO
 
 from attrs import define, field
 
-from harness import (
+from harness import HaltReason, ToolCall, Usage
+from harness.events import (
+    BaselineRecorded,
     CheckFailed,
     CheckFlaky,
     CheckPassed,
+    CheckpointFailed,
+    CheckpointRestored,
+    CheckpointSaved,
     Event,
     FeedbackInjected,
-    HaltReason,
     IterationStarted,
-    RunHalted,
-    RunStarted,
-    SensorRead,
-    ToolCall,
-    ToolCalled,
-    TurnFinished,
-    TurnStarted,
-    Usage,
-    VerdictReached,
-)
-from harness.checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
-from harness.extend import (
-    BaselineRecorded,
     ModelEscalated,
     ProtectedPathsChanged,
+    RunHalted,
+    RunStarted,
     RunTally,
+    SensorRead,
+    ToolCalled,
     TranscriptReader,
+    TurnFinished,
+    TurnStarted,
+    VerdictReached,
 )
 
 from ._records import (

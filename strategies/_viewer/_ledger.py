@@ -35,8 +35,8 @@ from typing import Any, cast
 
 from attrs import field, frozen
 
-from harness import Event, FixtureError, HarnessError
-from harness.extend import TranscriptReader
+from harness import FixtureError, HarnessError
+from harness.events import Event, TranscriptReader
 
 UNFINISHED = "unfinished"
 """The halt cause of a run whose transcript ends without ``run.halted`` (a crashed run)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.extend import TranscriptReader
+from harness.events import TranscriptReader
 
 
 def read_for_view(path: str | Path) -> TranscriptReader:

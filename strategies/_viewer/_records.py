@@ -12,7 +12,7 @@ from typing import IO, Any, Literal
 from attrs import field, frozen
 
 from harness import Usage
-from harness.extend import RunTally
+from harness.events import RunTally
 
 Tone = Literal["good", "bad", "warn", "info"]
 

@@ -23,6 +23,7 @@ _STYLE = """
 .status { font-weight: 600; white-space: nowrap; }
 .status.pass { color: var(--good); } .status.blocked { color: var(--bad); }
 .status.would-block, .status.capped { color: var(--warn); }
+.status.killed, .status.error { color: var(--bad); }
 .why { color: var(--muted); white-space: pre-wrap; }
 """
 
@@ -36,10 +37,11 @@ def render_verdicts(folder: str, verdicts: Sequence[Mapping[str, Any]]) -> str:
     )
     observed = sum(1 for v in verdicts if v["mode"] == "observe")
     would = sum(1 for v in verdicts if v["would_block"])
+    unchecked = sum(1 for v in verdicts if v.get("outcome") in ("error", "killed"))
     summary = (
         f"{len(verdicts)} checked stops ({observed} observed): the checks failed at {would}, "
         f"{sum(1 for v in verdicts if v['blocked'])} were blocked"
-    )
+    ) + (f"; {unchecked} could not be checked (error or killed)" if unchecked else "")
     rows = [_row(v) for v in verdicts]
     head = tag(
         "tr", None, [tag("th", None, h) for h in ("when", "agent", "session", "mode", "verdict")]
@@ -64,7 +66,16 @@ def render_verdicts(folder: str, verdicts: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _row(verdict: Mapping[str, Any]) -> Html:
-    if not verdict["would_block"]:
+    outcome = verdict.get("outcome", "checked")
+    if outcome == "killed":
+        status, kind = "killed, unchecked", "killed"
+    elif outcome == "running":
+        status, kind = "running", "running"
+    elif outcome == "error":
+        blocked = verdict["blocked"]
+        status = f"error, blocked ({verdict['blocks']})" if blocked else "error, let through"
+        kind = "error"
+    elif not verdict["would_block"]:
         status, kind = "pass", "pass"
     elif verdict["blocked"]:
         status, kind = f"blocked ({verdict['blocks']})", "blocked"
@@ -76,6 +87,11 @@ def _row(verdict: Mapping[str, Any]) -> Html:
         tag("div", {"class": "why"}, f"{f['check']}\n{f['reason']}".strip())
         for f in verdict["failed"]
     ]
+    if verdict.get("error"):
+        failed.append(tag("div", {"class": "why"}, str(verdict["error"])))
+    if verdict.get("cwd"):
+        where = f"checked {verdict.get('root')}; the agent was in {verdict['cwd']}"
+        failed.append(tag("div", {"class": "why"}, where))
     session = str(verdict["session_id"]) + (
         f" / {verdict['subagent']}" if verdict.get("subagent") else ""
     )

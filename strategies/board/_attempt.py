@@ -31,8 +31,6 @@ from attrs import evolve, field, frozen
 from checks import AllOf, CommandCheck, CompletionCheck, TestSuiteCheck
 from harness import (
     ConfigurationError,
-    Event,
-    EventSink,
     FixtureError,
     HaltReason,
     Harness,
@@ -40,7 +38,7 @@ from harness import (
     RunResult,
     model_from_config,
 )
-from harness.checkpoints import CheckpointSaved
+from harness.events import CheckpointSaved, Event, EventSink
 from harness.extend import LibraryLogger, Run, Strategy
 from termination import Budget, TerminationPolicy
 

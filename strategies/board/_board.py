@@ -36,16 +36,20 @@ import anyio
 import anyio.to_thread
 from attrs import define, evolve, field, frozen
 
-from harness import (
+from harness import ConfigurationError
+from harness.events import (
     CheckFailed,
-    ConfigurationError,
     Event,
     EventSink,
+    EventStream,
     IterationStarted,
     JsonlTranscript,
+    RunPaused,
+    RunResumed,
     VerdictReached,
+    stream_events,
 )
-from harness.extend import EventStream, LibraryLogger, RunPaused, RunResumed, stream_events
+from harness.extend import LibraryLogger
 
 from ._attempt import AttemptOutcome, AttemptSpec, AttemptWatcher
 from ._board_config import (

@@ -20,17 +20,20 @@ from typing import Any
 
 from attrs import asdict, frozen
 
-from harness import (
+from harness import FixtureError
+from harness.checkpoints import improves_on
+from harness.events import (
     CheckFailed,
     CheckPassed,
+    CheckpointSaved,
     Event,
-    FixtureError,
     IterationStarted,
     RunHalted,
+    RunResumed,
+    RunTally,
+    TranscriptReader,
     TurnFinished,
 )
-from harness.checkpoints import CheckpointSaved, improves_on
-from harness.extend import RunResumed, RunTally, TranscriptReader
 
 
 @frozen

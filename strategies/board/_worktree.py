@@ -23,6 +23,8 @@ import anyio
 import anyio.to_thread
 from attrs import evolve, frozen
 
+from harness.extend import private_folder
+
 from .._git import GitError, add_worktree, git, remove_worktree, worktrees_under
 from ._attempt import AttemptOutcome
 from ._errors import BoardConfigError
@@ -80,6 +82,9 @@ class Worktrees:
             await git(repo, "worktree", "prune")
         if await anyio.Path(self.folder).is_dir():
             await anyio.to_thread.run_sync(shutil.rmtree, self.folder, True)
+        # Made private, never through a link: a link here would have the attempts' worktrees
+        # (the repository's files) written wherever it points.
+        await anyio.to_thread.run_sync(private_folder, self.folder)
 
     async def open(self, workspace: Path, task: str, attempt: int) -> Worktree:
         """A fresh worktree for this attempt, on a new branch from the repository's HEAD."""

@@ -10,7 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import anyio
@@ -398,3 +398,88 @@ def commit_all(root: Path) -> None:
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-qm", "c"], check=True)
+
+
+async def test_a_watchman_that_exits_at_once_leaves_the_key_to_the_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `watchman` on PATH that exits before reading its question (a stub, or a watchman
+    that cannot start): the baseline is taken, the key computed from the content, and the
+    next check on the same content reuses it, with no error from the broken pipe."""
+    stub = tmp_path / "bin" / "watchman"
+    stub.parent.mkdir()
+    stub.write_text("#!/bin/sh\nexec 0<&-\nexit 0\n")
+    stub.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{stub.parent}{os.pathsep}{os.environ['PATH']}")
+    sandbox = Counting()
+    root = workspace(tmp_path / "a")
+    check = await prepared(root, sandbox)
+    await prepared(root, sandbox)
+    assert sandbox.runs == 1
+    assert check.baseline_for("run-1") is not None
+
+
+def _plant_fifo(entry: Path) -> None:
+    os.mkfifo(entry)
+
+
+def _plant_link_to_dev_zero(entry: Path) -> None:
+    entry.symlink_to("/dev/zero")
+
+
+def _plant_not_utf8(entry: Path) -> None:
+    entry.write_bytes(b'{"format": 1, "key": "\xff"}')
+
+
+def _plant_deep_json(entry: Path) -> None:
+    entry.write_text("[" * 200_000 + "]" * 200_000)
+
+
+@pytest.mark.parametrize(
+    ("plant", "why"),
+    [
+        (_plant_fifo, "it is not a regular file"),
+        (_plant_link_to_dev_zero, "it is a symbolic link"),
+        (_plant_not_utf8, "it is not UTF-8 (byte 0xff at offset 22)"),
+        (_plant_deep_json, "it is not JSON"),
+    ],
+    ids=["fifo", "link-to-dev-zero", "not-utf8", "deep-json"],
+)
+async def test_an_entry_planted_as_a_special_file_is_ignored_and_the_suite_runs(
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    plant: Callable[[Path], None],
+    why: str,
+) -> None:
+    """In place of the entry, a FIFO (which would wait for a writer for ever), a link to
+    /dev/zero (which never ends), bytes that are not UTF-8 or JSON nested past the parser:
+    a `baseline_cache.ignored` warning naming it, and the baseline is taken again."""
+    sandbox = Counting()
+    root = workspace(tmp_path / "a")
+    await prepared(root, sandbox)
+    (entry,) = entries()
+    entry.unlink()
+    plant(entry)
+    with caplog.at_level(logging.WARNING, logger="checks.baseline_cache"):
+        with anyio.fail_after(10):
+            check = await prepared(root, sandbox)
+    assert sandbox.runs == 2
+    assert check.baseline_for("run-1") is not None
+    assert "baseline_cache.ignored" in caplog.text
+    assert str(entry) in caplog.text
+    assert why in caplog.text
+
+
+@pytest.mark.parametrize("plant", [_plant_fifo, _plant_link_to_dev_zero], ids=["fifo", "link"])
+def test_a_stat_index_planted_as_a_special_file_is_ignored(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, plant: Callable[[Path], None]
+) -> None:
+    """The stat index beside the entries, as a FIFO or a link to /dev/zero: ignored with a
+    warning, the files read, the same digest as without an index."""
+    root = workspace(tmp_path / "a")
+    index = tmp_path / "index" / "index" / f"{cache_module._folder_id(root)}.json"
+    index.parent.mkdir(parents=True)
+    plant(index)
+    with caplog.at_level(logging.WARNING, logger="checks.baseline_cache"):
+        assert files_digest(root, tmp_path / "index") == files_digest(root, None)
+    assert "the stat index is unreadable" in caplog.text

@@ -68,10 +68,35 @@ async def test_a_script_inside_the_workspace_is_the_agents_to_create(tmp_path: P
     assert isinstance(result.halt_reason, RejectionLimit)
 
 
+async def test_python_dash_m_of_a_missing_module_is_refused_before_the_first_model_call(
+    tmp_path: Path,
+) -> None:
+    """``python -m MODULE``: the interpreter is asked whether it finds MODULE, and a missing
+    one is a ConfigurationError naming it, before the (empty) script is asked anything."""
+    harness = Harness(
+        model=ScriptedModelClient.from_responses([]),
+        policy=TerminationPolicy(
+            completion_check=TestSuiteCheck([sys.executable, "-m", "no_such_runner_of_the_tests"])
+        ),
+        workspace=tmp_path,
+    )
+    with pytest.raises(ConfigurationError, match="finds no module 'no_such_runner_of_the_tests'"):
+        await harness.run("work")
+
+
+def _unnamed_python(tmp_path: Path) -> str:
+    """This interpreter under a name the preflight does not take for Python's (it asks only
+    a ``python*`` whether it finds a module), so the claim meets the missing module."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "interp").symlink_to(sys.executable)
+    return str(folder / "interp")
+
+
 @pytest.mark.parametrize(
     ("command", "said"),
     [
-        ([sys.executable, "-m", "no_such_runner_of_the_tests"], "is not installed"),
+        (["PYTHON", "-m", "no_such_runner_of_the_tests"], "is not installed"),
         (["sh", "-c", "exit 127"], "exited with code 127"),
     ],
 )
@@ -80,6 +105,7 @@ async def test_a_command_that_cannot_start_halts_after_three_claims(
 ) -> None:
     """The runner's own module missing, or exit 127: three claims in a row (the documented
     default), then `CheckBroken`, not the rejection cap after ten."""
+    command = [_unnamed_python(tmp_path) if w == "PYTHON" else w for w in command]
     sink = ListSink()
     harness = Harness(
         model=ScriptedModelClient.from_responses(CLAIMS[:3]),
@@ -160,7 +186,9 @@ async def test_ralph_stops_spending_iterations_on_a_check_that_cannot_run(
     harness = Harness(
         model=ScriptedModelClient.from_responses(CLAIMS[:3]),
         policy=TerminationPolicy(
-            completion_check=TestSuiteCheck([sys.executable, "-m", "no_such_runner_of_the_tests"])
+            completion_check=TestSuiteCheck(
+                [_unnamed_python(tmp_path), "-m", "no_such_runner_of_the_tests"]
+            )
         ),
         strategy=Ralph(max_iterations=10),
         workspace=tmp_path,

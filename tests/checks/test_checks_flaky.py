@@ -143,7 +143,7 @@ async def test_a_run_with_a_flaky_test_is_verified_and_says_so_in_events_that_re
     not blocked, a ``check.flaky`` event names the test before ``check.passed``, the
     transcript reads it back typed, a replay makes the same events, and the viewer shows it."""
     from harness import CheckFlaky, CheckPassed, Harness, ScriptedModelClient
-    from harness.extend import TranscriptReader
+    from harness.events import TranscriptReader
     from harness.testing import FakeClock, ListSink, fixture_from_transcript
     from strategies._cli import main
     from termination import TerminationPolicy

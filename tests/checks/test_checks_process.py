@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import cast
 
@@ -19,6 +22,8 @@ from checks import CommandCheck, LocalSandbox
 from harness import ConfigurationError
 from harness.extend import Clock, ProcessResult, run_process
 from harness.testing import FakeClock
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _clock(fake: object) -> Clock:
@@ -319,3 +324,63 @@ async def test_a_check_commands_escaped_descendants_do_not_outlive_the_check(
             assert await gone(pid), f"process {pid} outlived the check"
     finally:
         _kill_leftovers(pids)
+
+
+# A caller of `run_process` that is SIGKILLed `DELAY` seconds after the supervisor was spawned,
+# while that interpreter may still be starting: the supervisor must learn it is gone.
+KILLED_CALLER = """
+import os, signal, sys, time
+from pathlib import Path
+
+import anyio
+
+from harness.extend import SystemClock, run_process
+
+folder, delay = Path(sys.argv[1]), float(sys.argv[2])
+spawn = anyio.open_process
+
+
+async def spawn_then_die(*args, **kwargs):
+    process = await spawn(*args, **kwargs)
+    (folder / "supervisor.pid").write_text(str(process.pid))
+    time.sleep(delay)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+anyio.open_process = spawn_then_die
+command = f"echo $$ > {folder}/tool.tmp && mv {folder}/tool.tmp {folder}/tool.pid; exec sleep 1000"
+anyio.run(lambda: run_process(command, cwd=folder, env=None, timeout=None, clock=SystemClock()))
+"""
+
+
+@pytest.mark.parametrize(
+    "delay", [0.0, 0.001, 0.002, 0.005, 0.01, 0.02], ids=lambda d: f"{d * 1000:g}ms"
+)
+def test_a_caller_killed_as_the_supervisor_starts_leaves_nothing_running(
+    tmp_path: Path, delay: float
+) -> None:
+    """SIGKILL of the process running a command, at once or a few ms after the supervisor was
+    spawned (before or while its interpreter starts): the supervisor still notices that its
+    parent is gone and stops the command's tree within about a second, whichever died first."""
+    script = tmp_path / "caller.py"
+    script.write_text(KILLED_CALLER)
+    caller = subprocess.run(
+        [sys.executable, str(script), str(tmp_path), str(delay)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert caller.returncode == -signal.SIGKILL, caller.stderr
+    supervisor = int((tmp_path / "supervisor.pid").read_text())
+    tool_pid = tmp_path / "tool.pid"
+    try:
+        deadline = time.monotonic() + 10
+        while running(supervisor) and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling for the supervisor's cleanup, bounded
+        assert not running(supervisor), "the supervisor outlived its killed parent"
+        if tool_pid.exists():  # the command may be stopped before it wrote its pid
+            assert not running(int(tool_pid.read_text())), "the tool outlived the supervisor"
+    finally:
+        leftovers = [supervisor, *([int(tool_pid.read_text())] if tool_pid.exists() else [])]
+        _kill_leftovers(leftovers)

@@ -19,14 +19,8 @@ from harness import (
     ScriptedModelClient,
     workspace_tools,
 )
-from harness.extend import (
-    ContextCompacted,
-    ModelClient,
-    ModelRequest,
-    ModelResponse,
-    RunTally,
-    TranscriptReader,
-)
+from harness.events import ContextCompacted, RunTally, TranscriptReader
+from harness.extend import ModelClient, ModelRequest, ModelResponse
 from harness.testing import FakeClock, FixtureAssertionError, ListSink
 from termination import Budget, TerminationPolicy
 

@@ -312,7 +312,8 @@ def test_every_event_a_notifier_accepts_is_one_something_emits() -> None:
     """The names in NOTIFY_EVENTS are the run's and the board's own, so `on` never names an
     event that cannot come."""
     from harness import RunHalted
-    from harness.extend import NOTIFY_EVENTS, RunPaused, RunResumed
+    from harness.events import RunPaused, RunResumed
+    from harness.extend import NOTIFY_EVENTS
     from strategies.board._events import KINDS
 
     emitted = {RunHalted.name, RunPaused.name, RunResumed.name, *KINDS}

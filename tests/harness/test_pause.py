@@ -31,7 +31,8 @@ from harness import (
     UsageLimitReached,
     read_transcript,
 )
-from harness.extend import Clock, RunPaused, RunResumed, RunTally, TranscriptReader
+from harness.events import RunPaused, RunResumed, RunTally, TranscriptReader
+from harness.extend import Clock
 from harness.testing import FakeClock, ListSink, fixture_from_transcript
 from strategies import Ralph, SpecError, load_spec
 from termination import Budget, TerminationPolicy

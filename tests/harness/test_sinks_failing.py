@@ -22,7 +22,8 @@ from harness import (
     list_files,
     write_file,
 )
-from harness.extend import ModelRequest, ModelResponse, SinkFailed
+from harness.events import SinkFailed
+from harness.extend import ModelRequest, ModelResponse
 from harness.testing import FakeClock, ListSink, fixture_from_transcript, write_fixture
 from strategies._viewer import write_view
 from termination import TerminationPolicy

@@ -27,7 +27,8 @@ from harness import (
     read_transcript,
 )
 from harness._fs._jsonl import MAX_DEPTH
-from harness.extend import RunTally, TranscriptReader, UnknownEvent, UnknownHalt
+from harness.events import RunTally, TranscriptReader, UnknownEvent
+from harness.extend import UnknownHalt
 from harness.testing import ListSink, fixture_from_transcript
 from strategies._cli import main
 from strategies._viewer import build_view, read_for_view, render_page
@@ -286,3 +287,31 @@ def test_a_halt_with_its_reason_reads_as_its_class() -> None:
     event = Event.from_dict(halted())
     assert isinstance(event, RunHalted)
     assert event.reason == Completed(early=False)
+
+
+def test_the_decoder_loads_every_module_that_defines_an_event_kind() -> None:
+    """`_KIND_MODULES` (what the decoder imports before it calls a name unknown) lists exactly
+    the modules of harness/_events/ that define an event kind: a kind in a module left off it
+    would be read back as an `UnknownEvent` by a process that never imported that module."""
+    import importlib
+    import inspect
+
+    import harness._events as events_package
+    from harness._events._base import _KIND_MODULES
+
+    folder = Path(events_package.__file__).parent
+    defining = set()
+    for path in sorted(folder.glob("_*.py")):
+        name = f"harness._events.{path.stem}"
+        if name == "harness._events._base" or path.name == "__init__.py":
+            continue  # the decoder's own module (Event, UnknownEvent)
+        module = importlib.import_module(name)
+        kinds = [
+            cls
+            for _, cls in inspect.getmembers(module, inspect.isclass)
+            if cls.__module__ == name and issubclass(cls, Event) and cls is not Event
+        ]
+        if kinds:
+            defining.add(name)
+    assert defining, "no event kind found: the search is broken"
+    assert sorted(_KIND_MODULES) == sorted(defining)

@@ -24,7 +24,8 @@ from _agent_servers import (
 )
 
 from harness import CliAgentClient, GeminiCliClient, Harness, PauseSettings, UsageLimitReached
-from harness.extend import Clock, RunPaused
+from harness.events import RunPaused
+from harness.extend import Clock
 from harness.testing import FakeClock, ListSink
 from termination import Budget, TerminationPolicy
 

@@ -27,15 +27,8 @@ from harness import (
     SessionStateSnapshot,
     workspace_tools,
 )
-from harness.checkpoints import (
-    REF_PREFIX,
-    CheckpointFailed,
-    Checkpointing,
-    CheckpointRestored,
-    CheckpointSaved,
-    open_checkpoints,
-)
-from harness.extend import TranscriptReader
+from harness.checkpoints import REF_PREFIX, Checkpointing, open_checkpoints
+from harness.events import CheckpointFailed, CheckpointRestored, CheckpointSaved, TranscriptReader
 from harness.testing import FakeClock, ListSink, fixture_from_transcript
 from strategies import Ralph, SelfVerifying
 from strategies._rollback import UNMEASURED_START

@@ -23,13 +23,8 @@ from harness import (
     tool,
     workspace_tools,
 )
-from harness.extend import (
-    BaselineRecorded,
-    ProtectedPathsChanged,
-    ProtectedPathsRecorded,
-    Strategy,
-    Tampering,
-)
+from harness.events import BaselineRecorded, ProtectedPathsChanged, ProtectedPathsRecorded
+from harness.extend import Strategy, Tampering
 from harness.testing import FakeClock, ListSink
 from strategies import Ralph, SelfVerifying
 from termination import TamperingSensor, TerminationPolicy

@@ -141,12 +141,8 @@ def test_the_verification_events_read_back_from_a_transcript_as_themselves() -> 
     """`baseline.recorded`, `protected.recorded` and `protected.changed` survive a transcript
     line, typed; a change of an unknown kind is an error naming the field."""
     from harness import Event, FixtureError
-    from harness.extend import (
-        Baseline,
-        BaselineRecorded,
-        ProtectedPathsChanged,
-        ProtectedPathsRecorded,
-    )
+    from harness.events import BaselineRecorded, ProtectedPathsChanged, ProtectedPathsRecorded
+    from harness.extend import Baseline
 
     events = [
         BaselineRecorded(0.5, Baseline("`pytest -rA`", "pytest", 3, ("t.py::a",), 1)),

@@ -1,6 +1,6 @@
 """One adapter per agent with a stop hook: its documented payload in, its documented answer out.
 
-Every adapter feeds the same `verify_stop` (`_stop_core`); only the payload's field names,
+Every adapter feeds the same `verify_stop` (`_core`); only the payload's field names,
 the re-entry flag and the answer's shape differ. An adapter never reads a field its agent does
 not document, and a payload that lacks a required one is a `HookPayloadError` (exit 1: a
 non-blocking error to every one of these agents).
@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from attrs import frozen
 
+from ._claude_transcript import TranscriptError, last_answer
 from ._core import HookPayloadError, StopDecision, StopRequest
 
 
@@ -55,15 +56,14 @@ class ClaudeStop:
             )
         field = "transcript_path" if event == "Stop" else "agent_transcript_path"
         transcript = _path(payload, field)
+        last = _optional_text(payload, "last_assistant_message")
         return StopRequest(
             agent=self.agent,
             session_id=_string(payload, "session_id"),
             subagent=None if event == "Stop" else _subagent(payload, transcript),
             cwd=_path(payload, "cwd"),
             reentry=_flag(payload, "stop_hook_active"),
-            last_message=_optional_text(payload, "last_assistant_message"),
-            transcript_path=transcript,
-            transcript_field=field,
+            last_message=last if last is not None else _final_text(transcript, field),
         )
 
     def answer(self, decision: StopDecision) -> dict[str, object] | None:
@@ -239,6 +239,17 @@ ADAPTERS: dict[str, StopAdapter] = {
         CopilotStop(),
     )
 }
+
+
+def _final_text(transcript: Path | None, field: str) -> str | None:
+    """Claude Code's last answer in its transcript (when the payload carries none); a
+    transcript named but unreadable is a `HookPayloadError`, never an empty answer."""
+    if transcript is None:
+        return None
+    try:
+        return last_answer(transcript)
+    except TranscriptError as exc:
+        raise HookPayloadError(f"{field}: {exc}") from None
 
 
 def _subagent(payload: dict[str, Any], transcript: Path | None) -> str:

@@ -83,6 +83,23 @@ def register(sub: Any) -> None:
             "harness's own absolute entry point, which needs no PATH)"
         ),
     )
+    install.add_argument(
+        "--committed",
+        action="store_true",
+        help=(
+            "write a hook that is safe to commit: the spec relative to the project root and "
+            "harness started from the project, each named the agent's way at run time (implied "
+            "by an --executable holding a $VARIABLE)"
+        ),
+    )
+    install.add_argument(
+        "--walk-up",
+        action="store_true",
+        help=(
+            "with --scope user: a hook that finds the project's spec (named relative to its "
+            "root) from any subfolder, for agents that read only the working folder's settings"
+        ),
+    )
     install.add_argument("--max-blocks", type=int, default=DEFAULT_MAX_BLOCKS)
     install.add_argument("--timeout", type=float, default=DEFAULT_TIME_LIMIT)
     install.add_argument(
@@ -95,7 +112,7 @@ def register(sub: Any) -> None:
         action="store_true",
         help=(
             "also record your trust where the agent keeps it (Codex: the hook's trusted_hash "
-            "and the project; Gemini CLI: the trusted folder)"
+            "and the project; Gemini CLI and Copilot CLI: the trusted folder)"
         ),
     )
     install.add_argument(
@@ -129,7 +146,12 @@ def register(sub: Any) -> None:
 
 def _stop_options(stop: argparse.ArgumentParser) -> None:
     stop.add_argument(
-        "--spec", type=Path, required=True, metavar="SPEC.toml", help="the spec whose checks to run"
+        "--spec",
+        type=Path,
+        required=True,
+        metavar="SPEC.toml",
+        help="the spec whose checks to run (a relative path: in the project root, found from "
+        "any folder of the project)",
     )
     stop.add_argument(
         "--workspace", type=Path, metavar="DIR", help="check this folder (default: payload's)"
@@ -163,6 +185,14 @@ def _stop_options(stop: argparse.ArgumentParser) -> None:
         help="run the checks and record the verdict, but never block the stop",
     )
     stop.add_argument("--state-dir", type=Path, metavar="DIR", help="where block counts are kept")
+    stop.add_argument(
+        "--walk-up",
+        action="store_true",
+        help=(
+            "a user-scope hook: a folder with no spec above it is not a gated project (the stop "
+            "goes), and one whose own settings run the hook is left to that hook"
+        ),
+    )
 
 
 def _start(kinds: Any) -> None:

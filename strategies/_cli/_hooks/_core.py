@@ -12,10 +12,14 @@ count per session so that no chain of blocks is endless.
   ``reentry="check"`` (the cap bounds the chain), or always allowed with ``"allow"``.
 - The checks together get `time_limit` seconds on the clock; a check cut off, and any not yet
   started, count as not done.
-- Every checked stop is recorded, one JSON line in `VERDICTS` in the state folder (`Verdict`):
-  what the checks said and what the hook did. With ``observe=True`` the checks run and the
-  verdict is recorded, but the stop is never blocked (a team sees what the gate would do
-  before it enforces it).
+- Every stop is recorded in `VERDICTS` in the state folder (`_ledger`): started before the
+  checks, completed after with what the checks said and what the hook did (`Verdict`). With
+  ``observe=True`` the checks run and the verdict is recorded, but the stop is never blocked (a
+  team sees what the gate would do before it enforces it).
+- The decision itself is `judge`, a pure function of the failed checks and the count; the rest
+  of `verify_stop` applies it.
+- A stop whose checks cannot run at all (the spec is missing or does not load) is blocked with
+  the reason, within the same cap, and recorded as an error (`refuse_unchecked`).
 - The block reason holds check output (a test runner's report): its escape sequences are
   removed and other control characters shown as escapes (`_terminal.without_escapes`).
 """
@@ -38,13 +42,34 @@ from harness import ConfigurationError
 from harness.extend import Clock, check_positive
 
 from ..._spec import Spec
-from .._checking import run_checks
+from .._checking import Checked, run_checks
 from .._terminal import without_escapes
 from ._args import DEFAULT_MAX_BLOCKS, DEFAULT_TIME_LIMIT
-from ._claude_transcript import TranscriptError, last_answer
+from ._files import read_json
+from ._ledger import VERDICTS, Started, Verdict, read_verdicts
+from ._ledger import start as start_record
 from ._record import SessionRecord
 
 Reentry = Literal["check", "allow"]
+# The start of the reason a stop is blocked with when its checks cannot run at all.
+CANNOT_RUN = "The completion checks could not run"
+
+__all__ = [
+    "CANNOT_RUN",
+    "VERDICTS",
+    "BlockCount",
+    "HookPayloadError",
+    "StopDecision",
+    "StopOptions",
+    "StopRequest",
+    "Verdict",
+    "default_state_dir",
+    "judge",
+    "read_verdicts",
+    "refuse_unchecked",
+    "session_record",
+    "verify_stop",
+]
 
 
 class HookPayloadError(ValueError):
@@ -57,10 +82,9 @@ class StopRequest:
 
     `agent`, `session_id` and `subagent` (one of the session's subagents, None for the main
     session) key the block count. `reentry` is true when the agent is going
-    on because a stop hook sent it back. The final answer is `last_message`, else the last
-    answer in the Claude Code transcript `transcript_path` (named `transcript_field` in
-    errors). `allow` is set when the stop must not be checked at all (Cursor's aborted or
-    failed loop), with the note saying why.
+    on because a stop hook sent it back. The final answer is `last_message` (each adapter
+    finds it its own way: Claude Code's in its transcript). `allow` is set when the stop must
+    not be checked at all (Cursor's aborted or failed loop), with the note saying why.
     """
 
     agent: str
@@ -69,8 +93,6 @@ class StopRequest:
     cwd: Path | None = None
     reentry: bool = False
     last_message: str | None = None
-    transcript_path: Path | None = None
-    transcript_field: str = "transcript_path"
     allow: str | None = None
 
 
@@ -94,101 +116,227 @@ class StopDecision:
         return {"decision": "block", "reason": self.reason}
 
 
+@frozen
+class StopOptions:
+    """How every stop of a hook is decided: the options each agent's stop command shares.
+
+    `state_dir` keeps the block counts and the record; after `max_blocks` blocks in a row a
+    stop is allowed; `reentry` says whether a re-entered stop is checked again; the checks run
+    on `workspace` (else the project root, else the payload's folder, else the spec's own) and
+    together get `time_limit` seconds on `clock`; with `observe` no stop is blocked.
+    """
+
+    state_dir: Path
+    max_blocks: int = DEFAULT_MAX_BLOCKS
+    reentry: Reentry = "check"
+    workspace: Path | None = None
+    time_limit: float = DEFAULT_TIME_LIMIT
+    clock: Clock | None = None
+    observe: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        check_positive("max_blocks", self.max_blocks, integer=True)
+        check_positive("time_limit", self.time_limit)
+        if self.reentry not in ("check", "allow"):
+            raise ConfigurationError(f"'reentry' must be 'check' or 'allow' (got {self.reentry!r})")
+
+    @property
+    def mode(self) -> str:
+        return "observe" if self.observe else "enforce"
+
+
+Action = Literal["pass", "observe", "capped", "block"]
+
+
+def judge(failed: int, *, blocks: int, max_blocks: int, observe: bool) -> tuple[Action, int]:
+    """The decision alone, from how many checks failed and the blocks in a row so far: what to
+    do, and the count of blocks in a row after it. No file, no clock, no output."""
+    if not failed:
+        return "pass", 0
+    if observe:
+        return "observe", 0
+    if blocks >= max_blocks:
+        return "capped", 0
+    return "block", blocks + 1
+
+
 async def verify_stop(
     stop: StopRequest,
     spec: Spec,
+    options: StopOptions,
     *,
-    state_dir: Path,
-    max_blocks: int = DEFAULT_MAX_BLOCKS,
-    reentry: Reentry = "check",
-    workspace: Path | None = None,
-    time_limit: float = DEFAULT_TIME_LIMIT,
-    clock: Clock | None = None,
-    observe: bool = False,
+    root: Path | None = None,
+    started: Started | None = None,
 ) -> StopDecision:
-    """Decide one stop: run the spec's checks on the workspace and block or allow.
+    """Decide one stop: run the spec's checks on the project root and block or allow.
 
-    The workspace is `workspace`, else the payload's folder, else the spec's own. With
-    `observe`, the verdict is recorded and the stop always allowed.
+    The record of the stop is started before the checks (unless `started` was, by the
+    caller) and completed after them with the verdict.
     """
-    check_positive("max_blocks", max_blocks, integer=True)
-    check_positive("time_limit", time_limit)
-    if reentry not in ("check", "allow"):
-        raise ConfigurationError(f"'reentry' must be 'check' or 'allow' (got {reentry!r})")
-    state = BlockCount(state_dir, stop.agent, stop.session_id, stop.subagent)
+    state = BlockCount(options.state_dir, stop.agent, stop.session_id, stop.subagent)
     if stop.allow is not None:
         state.save(0)
         return StopDecision(False, note=stop.allow)
-    if stop.reentry and reentry == "allow":
+    if stop.reentry and options.reentry == "allow":
         state.save(0)
         return StopDecision(False, note="re-entered stop allowed (--reentry allow)")
-    folder = workspace or stop.cwd or spec.workspace
+    folder = options.workspace or root or stop.cwd or spec.workspace
+    unrecorded = None
+    if started is None:
+        started, unrecorded = start_record(
+            options.state_dir,
+            agent=stop.agent,
+            session_id=stop.session_id,
+            subagent=stop.subagent,
+            mode=options.mode,
+            root=folder,
+            cwd=stop.cwd,
+        )
     if folder is None or not folder.is_dir():
         raise ConfigurationError(f"the workspace {str(folder)!r} is not an existing folder")
     checked = await run_checks(
         spec,
         folder,
-        final_text=_final_text(stop),
-        time_limit=time_limit,
-        clock=clock,
+        final_text=stop.last_message,
+        time_limit=options.time_limit,
+        clock=options.clock,
         record=state.record(),
     )
     failed = [v for v in checked.verdicts if not v.passed]
+    action, blocks = judge(
+        len(failed), blocks=state.load(), max_blocks=options.max_blocks, observe=options.observe
+    )
+    return await _apply(action, blocks, stop, spec, options, folder, checked, started, unrecorded)
+
+
+async def _apply(
+    action: Action,
+    blocks: int,
+    stop: StopRequest,
+    spec: Spec,
+    options: StopOptions,
+    folder: Path,
+    checked: Checked,
+    started: Started,
+    unrecorded: str | None,
+) -> StopDecision:
+    """Do what `judge` decided: keep the count, complete the record, checkpoint a blocked
+    stop, and word the answer."""
+    failed = [v for v in checked.verdicts if not v.passed]
+    held = BlockCount(options.state_dir, stop.agent, stop.session_id, stop.subagent)
+    before = held.load()
+    if action != "observe":  # observe mode never counts a block
+        held.save(blocks)
+    listed = tuple(
+        (without_escapes(v.description), without_escapes(v.reason or "")) for v in failed
+    )
+    unrecorded = (
+        started.verdict(
+            listed,
+            len(checked.verdicts),
+            blocked=action == "block",
+            blocks=blocks if action == "block" else (before if action == "capped" else 0),
+        )
+        or unrecorded
+    )
     late = (
-        f"the checks were cut off by the hook's {time_limit:g}s deadline (--timeout): raise it "
-        "together with the hook's \"timeout\" in the agent's settings"
+        f"the checks were cut off by the hook's {options.time_limit:g}s deadline (--timeout): "
+        "raise it together with the hook's \"timeout\" in the agent's settings"
         if checked.timed_out
         else None
     )
-    mode = "observe" if observe else "enforce"
-    if not failed:
-        state.save(0)
-        unrecorded = _record(state_dir, stop, mode, checked.verdicts, False, 0)
+    where = _where(folder, stop.cwd)
+    if action == "pass":
         return StopDecision(
-            False, note=_notes("the completion checks pass", *checked.notes, unrecorded)
+            False, note=_notes("the completion checks pass", where, *checked.notes, unrecorded)
         )
-    if observe:
-        unrecorded = _record(state_dir, stop, mode, checked.verdicts, False, 0)
+    if action == "observe":
         return StopDecision(
             False,
             note=_notes(
                 f"observe mode: {len(failed)} check(s) fail, so the stop would have been "
-                f"blocked; it was allowed and the verdict recorded in {state_dir / VERDICTS}",
+                f"blocked; it was allowed and the verdict recorded in "
+                f"{options.state_dir / VERDICTS}",
+                where,
                 late,
                 *checked.notes,
                 unrecorded,
             ),
         )
-    blocks = state.load()
-    if blocks >= max_blocks:
-        state.save(0)
-        unrecorded = _record(state_dir, stop, mode, checked.verdicts, False, blocks)
+    if action == "capped":
         return StopDecision(
             False,
             note=_notes(
                 f"stop allowed although {len(failed)} check(s) fail: this session was already "
-                f"blocked {blocks} time(s) in a row (--max-blocks {max_blocks})",
+                f"blocked {before} time(s) in a row (--max-blocks {options.max_blocks})",
+                where,
                 late,
                 *checked.notes,
                 unrecorded,
             ),
-            blocks=blocks,
+            blocks=before,
         )
-    blocks += 1
-    state.save(blocks)
-    unrecorded = _record(state_dir, stop, mode, checked.verdicts, True, blocks)
     saved = await _checkpoint(spec, folder, stop, blocks, checked.verdicts)
-    late = _notes(late, *checked.notes, saved, unrecorded)
     lines = [
         f"The completion checks do not pass yet (stop blocked {blocks} of at most "
-        f"{max_blocks} times in a row):"
+        f"{options.max_blocks} times in a row):"
     ]
     for verdict in failed:
         lines.append(f"- {without_escapes(verdict.description)}")
         reason = without_escapes(verdict.reason or "")
         lines.extend(f"  {line}" for line in reason.splitlines())
+    if where is not None:
+        lines.append(f"({where}.)")
     lines.append("Keep working on what is missing, then stop again.")
-    return StopDecision(True, reason="\n".join(lines), note=late, blocks=blocks)
+    return StopDecision(
+        True,
+        reason="\n".join(lines),
+        note=_notes(late, *checked.notes, saved, unrecorded),
+        blocks=blocks,
+    )
+
+
+def refuse_unchecked(
+    stop: StopRequest, why: str, options: StopOptions, started: Started
+) -> StopDecision:
+    """A stop whose checks cannot run at all (a spec that is missing or does not load): blocked
+    with the reason, within the block cap, so the agent tells the person; allowed in observe
+    mode or past the cap. Recorded as an error either way. The reason says the spec is the
+    person's to fix: the agent is never invited to edit the gate to pass it."""
+    state = BlockCount(options.state_dir, stop.agent, stop.session_id, stop.subagent)
+    before = state.load()
+    action, blocks = judge(1, blocks=before, max_blocks=options.max_blocks, observe=options.observe)
+    if action != "observe":
+        state.save(blocks)
+    clean = without_escapes(why)
+    if action != "block":
+        unrecorded = started.error(clean, blocks=before if action == "capped" else 0)
+        what = (
+            "observe mode"
+            if action == "observe"
+            else (f"already blocked {before} time(s) in a row (--max-blocks {options.max_blocks})")
+        )
+        return StopDecision(
+            False,
+            note=_notes(f"the checks could not run ({clean}); stop allowed: {what}", unrecorded),
+            blocks=before if action == "capped" else 0,
+        )
+    unrecorded = started.error(clean, blocked=True, blocks=blocks)
+    reason = (
+        f"{CANNOT_RUN} (stop blocked {blocks} of at most "
+        f"{options.max_blocks} times in a row): {clean}\n"
+        "The gate's spec is the person's to fix, not yours: do not create or edit it to pass. "
+        "Say in your final answer that the completion checks could not run, and why; then stop "
+        "again."
+    )
+    return StopDecision(True, reason=reason, note=unrecorded, blocks=blocks)
+
+
+def _where(folder: Path, cwd: Path | None) -> str | None:
+    """Which folder was judged, when the agent said it was in another."""
+    if cwd is None or cwd.absolute() == folder.absolute():
+        return None
+    return f"the checks ran on the project root {folder}, not on the agent's folder {cwd}"
 
 
 async def _checkpoint(
@@ -224,138 +372,6 @@ def _notes(*notes: str | None) -> str | None:
     return "; ".join(note for note in notes if note) or None
 
 
-# The verdict of every checked stop, one JSON object a line, in the hook's state folder.
-VERDICTS = "verdicts.jsonl"
-
-
-@frozen
-class Verdict:
-    """One checked stop as recorded: when, whose, in which mode, what failed, what was done.
-
-    `would_block` is what the gate's checks said (any check failed); `blocked` is what the
-    hook did (never, in observe mode or past the block cap).
-    """
-
-    at: float
-    agent: str
-    session_id: str
-    mode: str
-    would_block: bool
-    blocked: bool
-    blocks: int
-    failed: tuple[tuple[str, str], ...]
-    checks: int
-    subagent: str | None = None
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "at": self.at,
-            "agent": self.agent,
-            "session_id": self.session_id,
-            "subagent": self.subagent,
-            "mode": self.mode,
-            "would_block": self.would_block,
-            "blocked": self.blocked,
-            "blocks": self.blocks,
-            "checks": self.checks,
-            "failed": [{"check": name, "reason": why} for name, why in self.failed],
-        }
-
-    @classmethod
-    def from_json(cls, data: object) -> Verdict:
-        """A recorded line read back; `ValueError` naming the field that is not right."""
-        if not isinstance(data, dict):
-            raise ValueError("a verdict must be a JSON object")
-        try:
-            failed = tuple((str(f["check"]), str(f["reason"])) for f in data["failed"])
-            subagent = data.get("subagent")
-            return cls(
-                at=float(data["at"]),
-                agent=str(data["agent"]),
-                session_id=str(data["session_id"]),
-                mode=str(data["mode"]),
-                would_block=bool(data["would_block"]),
-                blocked=bool(data["blocked"]),
-                blocks=int(data["blocks"]),
-                failed=failed,
-                checks=int(data["checks"]),
-                subagent=None if subagent is None else str(subagent),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"a verdict lacks or mangles {exc}") from None
-
-
-def _record(
-    state_dir: Path,
-    stop: StopRequest,
-    mode: str,
-    verdicts: Sequence[CheckVerdict],
-    blocked: bool,
-    blocks: int,
-) -> str | None:
-    """Append the stop's verdict to `VERDICTS` (one write, so lines of concurrent hooks never
-    interleave). A record that cannot be written never changes the decision: a note says so."""
-    failed = tuple(
-        (without_escapes(v.description), without_escapes(v.reason or ""))
-        for v in verdicts
-        if not v.passed
-    )
-    verdict = Verdict(
-        at=time.time(),
-        agent=stop.agent,
-        session_id=stop.session_id,
-        subagent=stop.subagent,
-        mode=mode,
-        would_block=bool(failed),
-        blocked=blocked,
-        blocks=blocks,
-        failed=failed,
-        checks=len(verdicts),
-    )
-    line = (json.dumps(verdict.to_json(), ensure_ascii=False) + "\n").encode("utf-8")
-    try:
-        state_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(state_dir / VERDICTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        return f"the verdict could not be recorded in {state_dir / VERDICTS}: {exc}"
-    return None
-
-
-def read_verdicts(state_dir: Path) -> list[Verdict]:
-    """Every recorded verdict in `state_dir`, oldest first; a line that cannot be read is an
-    error naming the file and the line."""
-    path = state_dir / VERDICTS
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    verdicts = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            verdicts.append(Verdict.from_json(json.loads(line)))
-        except ValueError as exc:
-            raise ConfigurationError(f"{path}:{number}: not a recorded verdict: {exc}") from None
-    return verdicts
-
-
-def _final_text(stop: StopRequest) -> str | None:
-    """The agent's last answer: from the payload, else the last one in its transcript."""
-    if stop.last_message is not None:
-        return stop.last_message
-    if stop.transcript_path is None:
-        return None
-    try:
-        return last_answer(stop.transcript_path)
-    except TranscriptError as exc:
-        raise HookPayloadError(f"{stop.transcript_field}: {exc}") from None
-
-
 class BlockCount:
     """The per-session count of blocks in a row, in a small JSON file.
 
@@ -379,8 +395,8 @@ class BlockCount:
 
     def load(self) -> int:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = read_json(self.path, own=True)
+        except ValueError:  # not a count the hook wrote: counted again from zero
             return 0
         blocks = data.get("blocks") if isinstance(data, dict) else None
         return blocks if isinstance(blocks, int) and blocks >= 0 else 0

@@ -21,9 +21,11 @@ would be checked, and if not, what to change:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -33,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 from attrs import frozen
 
 from harness import ConfigurationError
@@ -40,6 +43,8 @@ from harness import ConfigurationError
 from .._terminal import for_terminal
 from . import _trust as trust
 from ._args import AGENTS, DEFAULT_TIME_LIMIT
+from ._core import CANNOT_RUN, default_state_dir, read_verdicts
+from ._files import UnreadableRecord, read_json
 from ._install import (
     MILLISECONDS,
     Scope,
@@ -48,6 +53,7 @@ from ._install import (
     find_hooks,
     hook_timeout,
 )
+from ._root import ROOT_VARIABLES, repository_root
 
 EXIT_OK = 0
 EXIT_UNCHECKED = 1  # some installed hook would not check a stop (or none is installed)
@@ -77,6 +83,7 @@ class Finding:
     summary: str
     fix: str | None = None
     detail: str | None = None
+    warnings: tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
         mark = "ok" if self.checked else "NOT CHECKED"
@@ -84,6 +91,7 @@ class Finding:
             f"{self.agent:<8} {mark}: {for_terminal(self.summary)}",
             f"         in {for_terminal(self.path)}",
         ]
+        out.extend(f"         warning: {for_terminal(w)}" for w in self.warnings)
         if self.fix:
             out.append(f"         fix: {for_terminal(self.fix)}")
         if self.detail:
@@ -109,7 +117,14 @@ def diagnose(agents: Sequence[str], project: Path) -> list[Finding]:
                 continue
             for group, index, entry in find_hooks(agent, config):
                 seen = True
-                findings.append(_diagnose(agent, scope, path, project, group, index, entry))
+                found = _diagnose(agent, scope, path, project, group, index, entry)
+                if scope == "project":
+                    warnings = (
+                        *_outside(agent, entry_command(agent, entry) or "", project),
+                        *_subfolder_gap(agent, project),
+                    )
+                    found = attrs.evolve(found, warnings=found.warnings + warnings)
+                findings.append(found)
         if not seen and len(agents) == 1:
             findings.append(
                 Finding(
@@ -148,6 +163,46 @@ def _diagnose(
     if untrusted is not None:
         return Finding(agent, path, False, untrusted[0], fix=untrusted[1])
     return _run(agent, path, project, command, timeout or DEFAULT_TIMEOUTS.get(agent, 60))
+
+
+def _outside(agent: str, command: str, project: Path) -> tuple[str, ...]:
+    """A warning for each path the entry names outside the repository: a clone of the
+    project elsewhere (a team mate's, CI's) has no such path, and its stops go unchecked."""
+    root = repository_root(project)
+    outside = []
+    for word in _words(command):
+        for variable in (*ROOT_VARIABLES.get(agent, ()), "CLAUDE_PROJECT_DIR"):
+            for form in (f"${{{variable}}}", f"${variable}"):
+                word = word.replace(form, str(project))
+        if word.startswith("/") and not Path(word).is_relative_to(root):
+            outside.append(word)
+    if not outside:
+        return ()
+    return (
+        f"the entry names {', '.join(outside)}, outside the repository {root}: committed, it "
+        "works only on this machine (a clone elsewhere stops unchecked); fix: harness hook "
+        f"install --agent {agent} --committed --spec SPEC.toml (paths a clone finds)",
+    )
+
+
+def _subfolder_gap(agent: str, project: Path) -> tuple[str, ...]:
+    """Claude Code and Gemini CLI read a project's settings only in the folder they start
+    in: started in a subfolder, they run none of its hooks. Said unless a user-scope
+    ``--walk-up`` hook covers the subfolders."""
+    if agent not in ("claude", "gemini"):
+        return ()
+    user = _read_json(config_path(agent, "user", project)) or {}
+    if any(
+        "--walk-up" in _words(entry_command(agent, e) or "") for *_, e in find_hooks(agent, user)
+    ):
+        return ()
+    name = "Claude Code" if agent == "claude" else "Gemini CLI"
+    return (
+        f"{name} reads .{agent}/settings.json only in the folder it starts in: started in a "
+        f"subfolder of {project}, it runs no stop hook and stops unchecked; fix: harness hook "
+        f"install --agent {agent} --scope user --walk-up --spec SPEC.toml (the spec named "
+        "relative to the project root: a user hook that finds it from any subfolder)",
+    )
 
 
 def _ms_example() -> str:
@@ -197,6 +252,16 @@ def _trust(
                 "harness hook install --agent codex --trust (with the same options), or trust "
                 "it in codex's /hooks",
             )
+    if agent == "copilot":
+        where = trust.copilot_config_path()
+        if not trust.copilot_folder_trusted(project, trust.read_copilot_config(where)):
+            return (
+                f"GitHub Copilot CLI loads a repository's hooks only in a trusted folder, and "
+                f"{project} is not trusted in {where} (copilot -p skips the hook without a word; "
+                "--trust-folder trusts one session only)",
+                "harness hook install --agent copilot --trust, or answer copilot's folder-trust "
+                "prompt with 'this and future sessions'",
+            )
     if agent == "gemini" and scope == "project":
         where = trust.gemini_trusted_folders_path()
         trusted = trust.gemini_folder_trust(project, trust.read_gemini_trust(where))
@@ -226,16 +291,7 @@ def _run(agent: str, path: Path, project: Path, command: str, timeout: float) ->
         }
         started = time.monotonic()
         try:
-            ran = subprocess.run(
-                [*shell, command],
-                input=json.dumps(_payload(agent, project)),
-                capture_output=True,
-                text=True,
-                cwd=project,
-                env=env,
-                timeout=timeout,
-                check=False,
-            )
+            ran = _run_in_group([*shell, command], _payload(agent, project), project, env, timeout)
         except subprocess.TimeoutExpired:
             return Finding(
                 agent,
@@ -248,6 +304,20 @@ def _run(agent: str, path: Path, project: Path, command: str, timeout: float) ->
             return Finding(agent, path, False, f"the agent's shell cannot start: {exc}")
     took = time.monotonic() - started
     observe = "--observe" in _words(command)
+    missing = _missing_entry_point(agent, command, project)
+    if missing is not None and ran.returncode != 0:
+        return Finding(
+            agent,
+            path,
+            False,
+            f"the hook's entry point {missing} no longer exists (a venv removed or moved?): "
+            f"the agent cannot start it (exit {ran.returncode}) and stops unchecked",
+            fix=(
+                f"install harness there again, or run harness hook install --agent {agent} "
+                "again from the harness you use now (it writes that one's entry point)"
+            ),
+            detail=ran.stderr,
+        )
     if ran.returncode == 127 or ("not found" in ran.stderr and ran.returncode != 0):
         return Finding(
             agent,
@@ -280,10 +350,68 @@ def _run(agent: str, path: Path, project: Path, command: str, timeout: float) ->
             "the hook prints something the agent cannot read as its answer",
             detail=ran.stdout,
         )
+    if answer and CANNOT_RUN in ran.stdout:
+        return Finding(
+            agent,
+            path,
+            False,
+            "the hook cannot run the checks: each stop is blocked with the error (the agent "
+            "is told so), up to the block cap, then let through",
+            fix="read the error below (a spec missing in this checkout, or one that does not load)",
+            detail=ran.stderr,
+        )
     verdict = "the checks fail now: a stop would be blocked" if answer else "the checks pass now"
     if observe:
         verdict = "observe mode: the checks run and are recorded, but a stop is never blocked"
     return Finding(agent, path, True, f"a stop is checked ({verdict}; {took:.1f} s)")
+
+
+def _run_in_group(
+    argv: list[str], payload: dict[str, Any], cwd: Path, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """Run the hook in a process group of its own; at the timeout, the whole group is killed
+    (the shell and the checks it started), as the agent would, and none is left running."""
+    with subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+    ) as process:
+        try:
+            out, err = process.communicate(json.dumps(payload), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            process.communicate()
+            raise
+        except BaseException:
+            _kill_group(process)
+            raise
+    return subprocess.CompletedProcess(argv, process.returncode, out, err)
+
+
+def _kill_group(process: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def _missing_entry_point(agent: str, command: str, project: Path) -> str | None:
+    """The command's first word, when it names a file (absolute, or under the agent's project
+    variable) that does not exist."""
+    words = _words(command)
+    if not words:
+        return None
+    first = words[0]
+    for variable in (*ROOT_VARIABLES.get(agent, ()), "CLAUDE_PROJECT_DIR"):
+        first = first.replace(f"${{{variable}}}", str(project)).replace(
+            f"${variable}", str(project)
+        )
+    if "$" in first or not first.startswith("/"):
+        return None
+    return None if Path(first).exists() else first
 
 
 def _payload(agent: str, project: Path) -> dict[str, Any]:
@@ -357,13 +485,35 @@ def _words(command: str) -> list[str]:
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
+    """An agent's settings file through the bounded reader: None when it does not exist; one
+    that is a FIFO, a device, a folder, not UTF-8 or JSON too deep is an error naming it."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        raise ConfigurationError(f"{path}: cannot be read as JSON ({exc})") from None
+        data = read_json(path)
+    except UnreadableRecord as exc:
+        raise ConfigurationError(f"{exc} (cannot be read as the agent's settings)") from None
     return data if isinstance(data, dict) else None
+
+
+def recorded_unchecked(state_dir: Path, last: int = 50) -> list[str]:
+    """Lines on the stops among the `last` recorded that went unchecked (an error, or a hook
+    killed before it completed its record); none when there are none."""
+    try:
+        verdicts = read_verdicts(state_dir)[-last:]
+    except ConfigurationError as exc:
+        return [f"the record cannot be read: {for_terminal(exc)}"]
+    unchecked = [v for v in verdicts if v.outcome in ("error", "killed")]
+    if not unchecked:
+        return []
+    killed = sum(1 for v in unchecked if v.outcome == "killed")
+    newest = unchecked[-1]
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(newest.at))
+    return [
+        f"recorded: {len(unchecked)} of the last {len(verdicts)} stops were not checked "
+        f"({killed} killed, {len(unchecked) - killed} errors) in {for_terminal(state_dir)}",
+        f"         the newest: {when} {newest.agent} {newest.describe()}: "
+        f"{for_terminal(newest.error or '')}",
+        "         (harness hook verdicts lists them)",
+    ]
 
 
 def handle_doctor(args: argparse.Namespace) -> int:
@@ -374,6 +524,8 @@ def handle_doctor(args: argparse.Namespace) -> int:
     except ConfigurationError as exc:
         print(f"harness hook doctor: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    for line in recorded_unchecked(default_state_dir()):
+        print(line)
     if not findings:
         print(
             "harness hook doctor: no harness stop hook is installed here or for the user; "

@@ -49,6 +49,7 @@ from harness import ConfigurationError
 
 from . import _trust as trust
 from ._args import AGENTS, DEFAULT_MAX_BLOCKS, DEFAULT_TIME_LIMIT
+from ._files import UnreadableRecord, parse_json, read_text
 
 Scope = Literal["project", "user"]
 # The hook's "timeout" written out: the hook's own --timeout plus a margin for starting and
@@ -101,28 +102,77 @@ def hook_command(
     max_blocks: int = DEFAULT_MAX_BLOCKS,
     time_limit: float = DEFAULT_TIME_LIMIT,
     observe: bool = False,
+    committed: bool = False,
+    walk_up: bool = False,
 ) -> str:
     """The shell command the agent runs: the stop hook for `agent` on the spec `spec`.
 
     `executable` is written as given (shell words: a ``$VAR`` in it is expanded by the agent's
-    shell); by default `default_executable`.
+    shell); by default `default_executable`. With `committed`, `spec` is written as given (a
+    path relative to the project root, which the hook finds from any folder of a clone).
     """
     _check_agent(agent)
+    written = spec.as_posix() if committed else str(spec.expanduser().resolve())
     argv = [
         "hook",
         f"{agent}-stop",
         "--spec",
-        str(spec.expanduser().resolve()),
+        written,
         "--max-blocks",
         str(max_blocks),
         "--timeout",
         f"{time_limit:g}",
         *(["--observe"] if observe else []),
+        *(["--walk-up"] if walk_up else []),
     ]
     start = default_executable() if executable is None else executable.strip()
     if not start:
         raise ConfigurationError("'executable' must not be empty")
     return f"{start} {shlex.join(argv)}"
+
+
+# How a committed hook names the project root at run time, per agent: the agent's own variable
+# where it sets one to the folder whose settings it read (Claude Code, Gemini CLI), else the
+# repository's root as git reports it from the folder the agent runs the hook in.
+ROOT_EXPRESSIONS = {
+    "claude": '"$CLAUDE_PROJECT_DIR"',
+    "gemini": '"$GEMINI_PROJECT_DIR"',
+    "codex": '"$(git rev-parse --show-toplevel)"',
+    "qwen": '"$(git rev-parse --show-toplevel)"',
+    "cursor": '"$(git rev-parse --show-toplevel)"',
+    "copilot": '"$(git rev-parse --show-toplevel)"',
+}
+
+
+def committed_spec(spec: Path, project: Path) -> Path:
+    """`spec` relative to the project root (a relative `spec` is read from the project root,
+    else from the current folder); an error when it is outside the project."""
+    named = spec.expanduser()
+    if not named.is_absolute():
+        named = project / named if (project / named).exists() else named.absolute()
+    try:
+        return named.resolve().relative_to(project)
+    except ValueError:
+        raise ConfigurationError(
+            f"the spec {str(named)!r} is outside the project {str(project)!r}: a committed "
+            "hook can only name a spec the repository holds"
+        ) from None
+
+
+def committed_executable(agent: str, project: Path) -> str:
+    """This harness's entry point written for a committed file: relative to the project root
+    named the agent's way at run time (`ROOT_EXPRESSIONS`)."""
+    entry = Path(shlex.split(default_executable())[0])
+    try:
+        inside = entry.relative_to(project)
+    except ValueError:
+        raise ConfigurationError(
+            f"a committed hook starts harness from the project, and this harness ({entry}) is "
+            f"not inside {project}: install it in the project (say .venv), or pass --executable"
+        ) from None
+    if entry.name != "harness":  # no console script: the interpreter runs the package
+        return f"{ROOT_EXPRESSIONS[agent]}/{shlex.quote(inside.as_posix())} -m strategies"
+    return f"{ROOT_EXPRESSIONS[agent]}/{shlex.quote(inside.as_posix())}"
 
 
 def config_path(agent: str, scope: Scope, project: Path) -> Path:
@@ -270,6 +320,8 @@ def install_hook(
     observe: bool = False,
     record_trust: bool = False,
     dry_run: bool = False,
+    committed: bool = False,
+    walk_up: bool = False,
 ) -> Installed:
     """Merge the stop hook for `agent` into its configuration file (unless `dry_run`); with
     `record_trust`, also record the user's trust where Codex or Gemini CLI keeps it."""
@@ -279,13 +331,28 @@ def install_hook(
     folder = folder.resolve()
     path = config_path(agent, scope, folder)
     existing = _read(path)
+    committed = committed or (executable is not None and "$" in executable)
+    if walk_up:
+        if spec.is_absolute():
+            raise ConfigurationError(
+                "--walk-up names the spec relative to each project's root (say checks.toml)"
+            )
+        written = spec
+    elif committed:
+        written = committed_spec(spec, folder)
+        if executable is None:
+            executable = committed_executable(agent, folder)
+    else:
+        written = spec if spec.expanduser().is_absolute() else _from_project(spec, folder)
     command = hook_command(
         agent,
-        spec,
+        written,
         executable=executable,
         max_blocks=max_blocks,
         time_limit=time_limit,
         observe=observe,
+        committed=committed or walk_up,
+        walk_up=walk_up,
     )
     merged, changed = merge_hook(
         agent,
@@ -307,11 +374,7 @@ def install_hook(
     elif agent == "gemini" and scope == "project":
         notes = _gemini_trust(folder, record_trust, dry_run)
     elif agent == "copilot":
-        notes = (
-            "GitHub Copilot CLI loads a repository's hooks only in a folder you trusted: "
-            "accept its folder-trust prompt once (it keeps the list in its own store, which "
-            "this command does not write), or run prompt mode with --trust-folder.",
-        )
+        notes = _copilot_trust(folder, record_trust, dry_run)
     elif record_trust:
         notes = (f"--trust: {agent} keeps no trust for hooks; nothing else was recorded",)
     return Installed(path, merged, changed, notes)
@@ -381,21 +444,44 @@ def _gemini_trust(folder: Path, record: bool, dry_run: bool) -> tuple[str, ...]:
     )
 
 
+def _copilot_trust(folder: Path, record: bool, dry_run: bool) -> tuple[str, ...]:
+    """Copilot CLI's folder trust for the project: recorded (asked), or what to run."""
+    where = trust.copilot_config_path()
+    if trust.copilot_folder_trusted(folder, trust.read_copilot_config(where)):
+        return (f"GitHub Copilot CLI trusts the folder {folder} ({where})",)
+    if record:
+        if dry_run:
+            return (f"would trust the folder {folder} in {where}",)
+        trust.record_copilot_trust(folder)
+        return (f"recorded GitHub Copilot CLI's trust in the folder {folder} in {where} (--trust)",)
+    return (
+        f"GitHub Copilot CLI will NOT run it yet: it loads a repository's hooks only in a "
+        f"folder you trusted, and {folder} is not in trustedFolders ({where}; copilot -p skips "
+        "the hook without a word, and --trust-folder trusts one session only). Run this "
+        "install again with --trust, or answer copilot's folder-trust prompt with 'this and "
+        "future sessions'.",
+    )
+
+
+def _from_project(spec: Path, project: Path) -> Path:
+    """A relative spec: the project root's when it holds it, else the current folder's."""
+    return project / spec if (project / spec).exists() else spec.absolute()
+
+
 def _read(path: Path) -> dict[str, Any]:
     """The file's JSON object; an empty object if the file does not exist."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(f"cannot read {str(path)!r}: {exc}") from None
+        text = read_text(path)
+    except UnreadableRecord as exc:
+        raise ConfigurationError(f"cannot read {exc}; it was left as it is") from None
+    text = (text or "").removeprefix("\ufeff")
     if not text.strip():
         return {}
     try:
-        data = json.loads(text)
-    except ValueError as exc:
+        data = parse_json(text, path)
+    except UnreadableRecord as exc:
         raise ConfigurationError(
-            f"{path}: not valid JSON ({exc}); fix or move it, it was left as it is"
+            f"{path}: not valid JSON ({exc.reason}); fix or move it, it was left as it is"
         ) from None
     if not isinstance(data, dict):
         raise ConfigurationError(

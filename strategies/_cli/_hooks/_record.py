@@ -30,6 +30,7 @@ from harness import ConfigurationError, SessionStateSnapshot
 from harness.extend import PathGuard, get_logger
 
 from ..._spec import Spec
+from ._files import UnreadableRecord, read_json
 
 _log = get_logger("strategies.hook")
 
@@ -68,18 +69,19 @@ class SessionRecord:
 
             path = self.folder / f"baseline-{index}.json"
             try:
-                stored = SuiteBaseline.from_json(json.loads(path.read_text(encoding="utf-8")))
-                check.restore_baseline(self.run_id, stored)
-            except FileNotFoundError:
-                await check.prepare(snapshot)
-                taken = check.baseline_for(self.run_id)
-                if taken is not None:
-                    _write(path, json.dumps(taken.to_json()))
+                data = read_json(path, own=True)
+                if data is not None:
+                    check.restore_baseline(self.run_id, SuiteBaseline.from_json(data))
             except (ValueError, OSError) as exc:
                 raise ConfigurationError(
                     f"the hook's baseline in {path} cannot be used: {exc} (delete it to take "
                     "the baseline again)"
                 ) from None
+            if data is None:
+                await check.prepare(snapshot)
+                taken = check.baseline_for(self.run_id)
+                if taken is not None:
+                    _write(path, json.dumps(taken.to_json()))
 
     def restore_last_verdicts(self, spec: Spec) -> tuple[str, ...]:
         """Hand each fast-rejecting suite check what its last whole run found at an earlier
@@ -95,14 +97,18 @@ class SessionRecord:
 
             path = self.folder / f"last-verdict-{index}.json"
             try:
-                stored = LastVerdict.from_json(json.loads(path.read_text(encoding="utf-8")))
+                data = read_json(path, own=True)
+                if data is None:
+                    continue
+                stored = LastVerdict.from_json(data)
                 check.restore_last_verdict(self.run_id, stored)
             except FileNotFoundError:
                 continue
             except (ValueError, OSError) as exc:
-                _log.warning("hook.last_verdict_ignored", path=str(path), why=str(exc))
+                why = exc.reason if isinstance(exc, UnreadableRecord) else str(exc)
+                _log.warning("hook.last_verdict_ignored", path=str(path), why=why)
                 notes.append(
-                    f"the last verdict in {path} is not used ({exc}): the whole suite runs"
+                    f"the last verdict in {path} is not used ({why}): the whole suite runs"
                 )
         return tuple(notes)
 

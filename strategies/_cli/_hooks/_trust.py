@@ -1,5 +1,5 @@
-"""Where Codex and Gemini CLI keep the user's trust, read and (only when the user asks) recorded
-exactly as the agents record it themselves.
+"""Where Codex, Gemini CLI and Copilot CLI keep the user's trust, read and (only when the user
+asks) recorded exactly as the agents record it themselves.
 
 Codex (0.171.0) runs a hook from a ``hooks.json`` or ``config.toml`` only when it is trusted:
 its user config (``$CODEX_HOME/config.toml``, else ``~/.codex/config.toml``) holds, under
@@ -19,6 +19,13 @@ Gemini CLI (0.61.0) runs a project's hooks only in a trusted folder: ``trustedFo
 folder), ``TRUST_PARENT`` (its parent) or ``DO_NOT_TRUST``; the longest matching rule wins.
 Untrusted, headless gemini exits 55, and ``--skip-trust`` runs without the project's hooks.
 
+Copilot CLI (1.0.102) loads a repository's hooks only in a folder it trusts: its config file
+(``$COPILOT_HOME/config.json``, else ``~/.copilot/config.json``: JSON after two ``//`` comment
+lines) lists them under ``trustedFolders`` (older files: ``trusted_folders``, which it renames),
+a folder trusting those below it. Untrusted, ``copilot -p`` runs without the hook and says
+nothing; ``--trust-folder`` trusts for that session only and records nothing.
+`tests/real/test_agents_real_hooks.py` holds this against the real binary.
+
 The TOML is edited as text (no TOML writer is a dependency): a table is added at the end, or a
 line in the one table that is ours is replaced; the result is read back with `tomllib` and
 written only when it holds exactly what was meant. A file we cannot edit that way is an error
@@ -37,6 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from harness import ConfigurationError
+
+from ._files import UnreadableRecord, parse_json, read_text
 
 GEMINI_TRUSTED = ("TRUST_FOLDER", "TRUST_PARENT")
 CODEX_DEFAULT_TIMEOUT = 600
@@ -83,12 +92,7 @@ def codex_hook_key(hooks_file: Path, group: int, handler: int) -> str:
 
 def read_toml(path: Path) -> dict[str, Any]:
     """`path` as TOML; empty when it does not exist; an error naming the file otherwise."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(f"cannot read {str(path)!r}: {exc}") from None
+    text = _text(path)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -171,16 +175,11 @@ def gemini_folder_trust(folder: Path, rules: Mapping[str, Any]) -> bool | None:
 
 def read_gemini_trust(path: Path) -> dict[str, Any]:
     """Gemini CLI's trusted folders; empty when the file does not exist."""
+    text = _text(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(f"cannot read {str(path)!r}: {exc}") from None
-    try:
-        data = json.loads(text) if text.strip() else {}
-    except ValueError as exc:
-        raise ConfigurationError(f"{path}: not valid JSON ({exc}); it was left as it is") from None
+        data = parse_json(text, path) if text.strip() else {}
+    except UnreadableRecord as exc:
+        raise ConfigurationError(f"{exc}; it was left as it is") from None
     if not isinstance(data, dict):
         raise ConfigurationError(f"{path}: must hold a JSON object; it was left as it is")
     return data
@@ -199,13 +198,80 @@ def record_gemini_trust(folder: Path) -> tuple[Path, bool]:
     return path, True
 
 
-def _text(path: Path) -> str:
+def copilot_config_path() -> Path:
+    """GitHub Copilot CLI's own config file: ``$COPILOT_HOME/config.json``, else
+    ``~/.copilot/config.json``."""
+    home = os.environ.get("COPILOT_HOME")
+    return (Path(home).expanduser() if home else Path.home() / ".copilot") / "config.json"
+
+
+def read_copilot_config(path: Path) -> dict[str, Any]:
+    """Copilot CLI's config (JSON after ``//`` comment lines); empty when it does not exist;
+    an error naming the file otherwise (it is then left as it is)."""
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(f"cannot read {str(path)!r}: {exc}") from None
+        text = read_text(path)
+    except UnreadableRecord as exc:
+        raise ConfigurationError(f"cannot read {exc}; it was left as it is") from None
+    body = "\n".join(line for line in (text or "").splitlines() if not _comment(line))
+    if not body.strip():
+        return {}
+    try:
+        data = parse_json(body, path)
+    except UnreadableRecord as exc:
+        raise ConfigurationError(f"{exc}; it was left as it is") from None
+    if not isinstance(data, dict):
+        raise ConfigurationError(f"{path}: must hold a JSON object; it was left as it is")
+    return data
+
+
+def copilot_folder_trusted(folder: Path, config: Mapping[str, Any]) -> bool:
+    """Whether Copilot CLI trusts `folder`: it or a folder above it is in ``trustedFolders``
+    (``trusted_folders`` in older files, which Copilot renames when it writes)."""
+    listed = [
+        *_strings(config.get("trustedFolders")),
+        *_strings(config.get("trusted_folders")),
+    ]
+    folder = folder.resolve()
+    return any(folder == Path(entry) or folder.is_relative_to(Path(entry)) for entry in listed)
+
+
+def record_copilot_trust(folder: Path) -> tuple[Path, bool]:
+    """Trust `folder` in Copilot CLI, as its folder-trust prompt's "this and future sessions"
+    does (``trustedFolders`` in its config.json, its other keys kept); the file and whether it
+    changed."""
+    path = copilot_config_path()
+    config = read_copilot_config(path)
+    if copilot_folder_trusted(folder, config):
+        return path, False
+    listed = [
+        *_strings(config.pop("trusted_folders", None)),
+        *_strings(config.get("trustedFolders")),
+    ]
+    config["trustedFolders"] = [*dict.fromkeys([*listed, str(folder.resolve())])]
+    _write(path, COPILOT_HEADER + json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+    return path, True
+
+
+# The lines Copilot CLI writes at the top of its config.json.
+COPILOT_HEADER = (
+    "// User settings belong in settings.json.\n// This file is managed automatically.\n"
+)
+
+
+def _comment(line: str) -> bool:
+    return line.lstrip().startswith("//")
+
+
+def _strings(value: object) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _text(path: Path) -> str:
+    """The file's text through the bounded reader; empty when it does not exist."""
+    try:
+        return read_text(path) or ""
+    except UnreadableRecord as exc:
+        raise ConfigurationError(f"cannot read {exc}; it was left as it is") from None
 
 
 def _parsed(text: str, path: Path) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""`harness hook verdicts`: the verdicts the stop hooks recorded (`_core.VERDICTS`), newest
-last: one line each (or its JSON), observed stops marked "would block"."""
+"""`harness hook verdicts`: the stops the hooks recorded (`_ledger.VERDICTS`), newest last: one
+line each (or its JSON), observed stops marked "would block", a stop whose checks could not run
+marked ERROR, and one whose hook was killed before it completed its record KILLED."""
 
 from __future__ import annotations
 
@@ -30,15 +31,16 @@ def handle_verdicts(args: argparse.Namespace) -> int:
             print(json.dumps(verdict.to_json(), ensure_ascii=False))
             continue
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(verdict.at))
-        if not verdict.would_block:
-            what = "pass"
-        elif verdict.blocked:
-            what = f"BLOCKED ({verdict.blocks})"
-        else:
-            what = "would block" if verdict.mode == "observe" else "allowed at the cap"
+        what = verdict.describe()
         failed = ", ".join(name for name, _ in verdict.failed)
-        line = f"{when} {verdict.agent:<8} {verdict.mode:<8} {what:<16} {verdict.session_id}"
-        print(for_terminal(line + (f"  failed: {failed}" if failed else "")))
+        line = f"{when} {verdict.agent:<8} {verdict.mode:<8} {what:<18} {verdict.session_id}"
+        if failed:
+            line += f"  failed: {failed}"
+        if verdict.error:
+            line += f"  error: {verdict.error}"
+        if verdict.cwd:
+            line += f"  (checked {verdict.root}, agent in {verdict.cwd})"
+        print(for_terminal(line))
     if not args.json and not shown:
         print(f"harness hook verdicts: none recorded in {state}")
     return EXIT_OK

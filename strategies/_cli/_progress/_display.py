@@ -29,23 +29,6 @@ from typing import Literal, Protocol, TextIO
 
 from attrs import define, field
 
-from harness import (
-    CheckFailed,
-    CheckFlaky,
-    CheckPassed,
-    Event,
-    EventSink,
-    FeedbackInjected,
-    IterationStarted,
-    RunHalted,
-    RunStarted,
-    RunWarning,
-    SensorRead,
-    ToolCalled,
-    TurnFinished,
-    VerdictReached,
-)
-from harness.checkpoints import CheckpointFailed, CheckpointRestored, CheckpointSaved
 from harness.events import (
     AttemptApplied,
     AttemptEvent,
@@ -54,14 +37,29 @@ from harness.events import (
     AttemptsRanked,
     AttemptStarted,
     AttemptWon,
-    WaveStarted,
-)
-from harness.extend import (
-    Baseline,
     BaselineRecorded,
+    CheckFailed,
+    CheckFlaky,
+    CheckPassed,
+    CheckpointFailed,
+    CheckpointRestored,
+    CheckpointSaved,
+    Event,
+    EventSink,
+    FeedbackInjected,
+    IterationStarted,
     ModelEscalated,
     ProtectedPathsChanged,
+    RunHalted,
+    RunStarted,
+    RunWarning,
+    SensorRead,
+    ToolCalled,
+    TurnFinished,
+    VerdictReached,
+    WaveStarted,
 )
+from harness.extend import Baseline
 from termination import Budget
 
 from .._terminal import for_terminal
@@ -144,7 +142,8 @@ def _describe(event: Event) -> tuple[str, Tone] | None:
         case CheckPassed():
             return "check passed", "good"
         case CheckFailed():
-            return f"check failed: {short(event.reason)}", "bad"
+            hint = " (-v for the traceback)" if event.error is not None else ""
+            return f"check failed: {short(event.reason)}{hint}", "bad"
         case FeedbackInjected():
             return f"feedback from {event.source} goes into the next turn", "warn"
         case VerdictReached():
@@ -159,7 +158,9 @@ def _describe(event: Event) -> tuple[str, Tone] | None:
         case CheckpointFailed():
             return f"checkpoint {event.label} failed: {short(event.error)}", "bad"
         case RunHalted():
-            return f"halted: {event.reason.describe()}", "good" if event.verified else "strong"
+            # One line: the outcome below prints the whole reason, its lines as lines.
+            halt = event.reason.describe().partition("\n")[0]
+            return f"halted: {halt}", "good" if event.verified else "strong"
         case BaselineRecorded():
             return f"baseline: {_baseline(event.baseline)}", "plain"
         case RunWarning():

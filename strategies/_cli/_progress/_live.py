@@ -16,7 +16,7 @@ import threading
 from types import TracebackType
 from typing import TextIO
 
-from harness import Event, EventSink, RunHalted, ToolCalled, TurnFinished
+from harness.events import Event, EventSink, RunHalted, ToolCalled, TurnFinished
 from termination import Budget
 
 from .._terminal import for_terminal

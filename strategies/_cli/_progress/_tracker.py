@@ -7,16 +7,16 @@ from typing import Protocol
 
 from attrs import evolve, frozen
 
-from harness import (
+from harness.events import (
     Event,
     IterationStarted,
     RunHalted,
     RunStarted,
+    RunTally,
     ToolCalled,
     TurnFinished,
     TurnStarted,
 )
-from harness.extend import RunTally
 from termination import Budget
 
 

@@ -23,7 +23,8 @@ from harness import (
     TurnFinished,
     UsageLimitReached,
 )
-from harness.extend import NOT_EXECUTED, Clock, RunPaused
+from harness.events import RunPaused
+from harness.extend import NOT_EXECUTED, Clock
 from harness.testing import FakeClock, ListSink
 from termination import Budget, TerminationPolicy
 

@@ -23,7 +23,8 @@ from harness import (
     workspace_tools,
 )
 from harness.checkpoints import WorkProgress
-from harness.extend import JudgedTurn, ModelEscalated, ModelRequest, ModelResponse, TranscriptReader
+from harness.events import ModelEscalated, TranscriptReader
+from harness.extend import JudgedTurn, ModelRequest, ModelResponse
 from harness.testing import FakeClock, ListSink
 from strategies import Ralph
 from termination import RepeatedToolCallSensor, TerminationPolicy

@@ -12,7 +12,8 @@ from _provider_server import openai_client as make_openai
 
 from harness import Harness, ModelError, PauseSettings, RetryPolicy, write_file
 from harness._providers._retry import call_with_retry, wait_seconds
-from harness.extend import RunPaused, UsageLimitError
+from harness.events import RunPaused
+from harness.extend import UsageLimitError
 from harness.testing import FakeClock, ListSink
 from termination import TerminationPolicy
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any, cast
 
@@ -30,6 +31,7 @@ from harness.extend import (
     ProcessResult,
     SessionStore,
     SystemClock,
+    bytecode_prefix,
     is_secret_name,
 )
 from harness.testing import FakeClock
@@ -221,6 +223,41 @@ async def test_under_bubblewrap_no_process_environment_shows_a_key(
     result = await _call(tool, tmp_path, clock, command=command)
     assert "scanned" in result.content
     assert "sk-ant-secret-3" not in result.content
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("local", [None, LocalSandbox()], ids=["no sandbox", "local sandbox"])
+async def test_python_keeps_bytecode_outside_the_workspace_as_a_checks_does(
+    tmp_path: Path, local: LocalSandbox | None
+) -> None:
+    """The agent's Python commands cache bytecode in the checks' prefix (the user's cache),
+    not in the workspace, and no image of the workspace is left there: an edit within the
+    second is never run stale, and the next test run does not compile its imports again."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    clock = SystemClock()
+    command = (
+        f"{sys.executable} -c 'import calc, calendar, sys; "
+        "print(sys.pycache_prefix, sys.dont_write_bytecode)'"
+    )
+    result = await _call(run_command_tool(local), workspace, clock, command=command)
+    assert f"{bytecode_prefix()} False" in result.content, result.content
+    assert not (workspace / "__pycache__").exists()
+    image = bytecode_prefix().joinpath(*workspace.resolve().parts[1:])
+    assert not image.exists()
+    assert list(bytecode_prefix().rglob("calendar.*.pyc"))
+
+
+@pytest.mark.anyio
+@needs_bwrap
+async def test_under_bubblewrap_python_neither_reads_nor_writes_bytecode(tmp_path: Path) -> None:
+    """Another sandbox sees other paths: its commands get no bytecode cache at all."""
+    clock = SystemClock()
+    tool = run_command_tool(BubblewrapSandbox(clock=clock))
+    command = "python3 -c 'import sys; print(sys.dont_write_bytecode)'"
+    result = await _call(tool, tmp_path, clock, command=command)
+    assert "True" in result.content, result.content
 
 
 def test_names_that_look_like_credentials_are_secrets() -> None:

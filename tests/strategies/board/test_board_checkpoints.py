@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from _board_support import make_board, task_toml
 
-from harness.checkpoints import CheckpointSaved, WorkProgress
+from harness.checkpoints import WorkProgress
+from harness.events import CheckpointSaved
 from strategies.board import Board, open_store
 from strategies.board._recovery import read_attempt
 from strategies.board._schema import connect

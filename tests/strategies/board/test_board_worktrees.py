@@ -13,7 +13,7 @@ import anyio
 import pytest
 from _board_support import task_toml, writes
 
-from harness.extend import ModelRequest, ModelResponse
+from harness.extend import FolderRefused, ModelRequest, ModelResponse
 from harness.testing import ScriptedModelClient
 from strategies.board import (
     Agent,
@@ -243,6 +243,22 @@ async def test_a_failed_attempt_leaves_nothing_behind(tmp_path: Path) -> None:
     assert _git(repo, "status", "--porcelain") == ""
     assert _leftovers(repo) == ([], [])
     assert list((tmp_path / "state" / "worktrees").iterdir()) == []
+
+
+async def test_a_link_where_the_worktrees_folder_belongs_is_refused(tmp_path: Path) -> None:
+    """``<state>/worktrees`` is a link to a folder elsewhere: the board refuses it in one line
+    before any worktree (a checkout of the repository's files) is written through it."""
+    repo = _repo(tmp_path)
+    outside = tmp_path / "outside"
+    (outside / "keep").mkdir(parents=True)
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "worktrees").symlink_to(outside)
+    board = _board(tmp_path, repo, {"a": task_toml("a")}, _agent({"a": writes("a.txt")}), size=1)
+    with pytest.raises(FolderRefused, match="worktrees: is a symbolic link") as refused:
+        await board.run()
+    assert "\n" not in str(refused.value)
+    assert [p.name for p in outside.iterdir()] == ["keep"]
+    assert _leftovers(repo) == ([], [])
 
 
 async def test_a_stopped_board_cleans_its_worktree_and_the_task_starts_again(

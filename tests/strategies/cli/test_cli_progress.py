@@ -259,7 +259,8 @@ def test_plain_progress_labels_each_runs_lines() -> None:
 
 def test_baselines_and_tampering_have_progress_lines() -> None:
     """`harness run` prints what the baseline found and each change to a protected path."""
-    from harness.extend import Baseline, BaselineRecorded, ProtectedPathsChanged, Tampering
+    from harness.events import BaselineRecorded, ProtectedPathsChanged
+    from harness.extend import Baseline, Tampering
     from strategies._cli._progress._display import describe
 
     found = Baseline("`pytest -rA`", "pytest", 3, ("t.py::test_old",), 1)

@@ -239,14 +239,23 @@ def test_a_broken_payload_is_a_non_blocking_error(
     assert message in err
 
 
-def test_an_unreadable_spec_is_a_non_blocking_error(
+def test_a_spec_that_does_not_load_blocks_with_the_reason_within_the_cap(
     setup: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A spec that does not load lets the agent stop and says why."""
+    """A spec that does not load never lets a stop through silently: the stop is blocked with
+    the reason (the spec is the person's to fix), and the cap still ends the chain."""
     (setup / "spec.toml").write_text("prompt = \n")
-    code, answer, err = hook(setup, payload(setup), capsys, monkeypatch)
-    assert (code, answer) == (1, None)
+    code, answer, err = hook(setup, payload(setup), capsys, monkeypatch, "--max-blocks", "1")
+    assert code == 0
+    assert answer is not None
+    assert answer["decision"] == "block"
+    assert "The completion checks could not run (stop blocked 1 of at most 1" in answer["reason"]
+    assert "spec.toml" in answer["reason"]
+    assert "do not create or edit it" in answer["reason"]
     assert "spec.toml" in err
+    code, answer, err = hook(setup, payload(setup), capsys, monkeypatch, "--max-blocks", "1")
+    assert (code, answer) == (0, None)
+    assert "stop allowed" in err
 
 
 class Exploding:

@@ -4,6 +4,8 @@ check a stop (the installed command is really run, as the agent would run it).""
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -140,14 +142,14 @@ def test_the_doctors_trial_stop_leaves_no_state_behind(
 def test_a_hook_that_fails_or_is_killed_is_found(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A spec gone since the install: exit 1, the agent lets the stop go. A timeout shorter
-    than the hook's start: the agent kills it."""
+    """A spec gone since the install: each stop is blocked with the error, up to the cap. A
+    timeout shorter than the hook's start: the agent kills it."""
     spec = project.parent / "checks.toml"
     install_hook("claude", spec, project=project)
     spec.rename(project.parent / "moved.toml")
     code, out = doctor(project, "claude", capsys)
     assert code == 1
-    assert "NOT CHECKED: the hook fails (exit 1), which the agent treats as 'let it stop'" in out
+    assert "NOT CHECKED: the hook cannot run the checks: each stop is blocked with the error" in out
     assert "checks.toml" in out  # the hook's own error, shown
     (project.parent / "moved.toml").rename(spec)
     path = project / ".claude" / "settings.json"
@@ -155,3 +157,47 @@ def test_a_hook_that_fails_or_is_killed_is_found(
     code, out = doctor(project, "claude", capsys)
     assert code == 1
     assert "the agent kills the hook after its timeout (0.01 s) before it answers" in out
+
+
+def test_a_removed_entry_point_is_named_not_blamed_on_path(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The absolute entry point the install wrote is gone (a venv removed): the doctor names
+    it, instead of asking for the shell's PATH."""
+    gone = tmp_path / "venv" / "bin" / "harness"
+    install_hook("claude", project.parent / "checks.toml", project=project, executable=str(gone))
+    code, out = doctor(project, "claude", capsys)
+    assert code == 1
+    assert f"the hook's entry point {gone} no longer exists" in out
+    assert "PATH" not in out
+
+
+def test_a_timed_out_hook_leaves_no_process_running(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The doctor kills a timed-out hook's whole process group, as the agent would: nothing
+    it started is left running."""
+    marker = tmp_path / "pid"
+    script = tmp_path / "slow-harness"
+    script.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > {marker}\nwait\n")
+    script.chmod(0o755)
+    install_hook("claude", project.parent / "checks.toml", project=project, executable=str(script))
+    path = project / ".claude" / "settings.json"
+    path.write_text(path.read_text().replace('"timeout": 60', '"timeout": 1'))
+    code, out = doctor(project, "claude", capsys)
+    assert code == 1
+    assert "the agent kills the hook after its timeout (1 s)" in out
+    pid = int(marker.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat")
+    return not (status.exists() and status.read_text().split()[2] == "Z")

@@ -180,12 +180,19 @@ def test_the_installed_command_starts_without_the_users_path(project: Path) -> N
 
 
 def test_an_executable_is_written_as_given_for_a_committed_file(project: Path) -> None:
-    """'"$CLAUDE_PROJECT_DIR"/.venv/bin/harness' stays a shell word the agent's shell expands."""
+    """'"$CLAUDE_PROJECT_DIR"/.venv/bin/harness' stays a shell word the agent's shell expands,
+    and the spec is written relative to the project root (issue 37: the absolute spec broke
+    every clone); a spec outside the project cannot be committed and is refused."""
     start = '"$CLAUDE_PROJECT_DIR"/.venv/bin/harness'
-    done = install_hook("claude", project.parent / "checks.toml", project=project, executable=start)
+    (project / "checks.toml").write_text((project.parent / "checks.toml").read_text())
+    done = install_hook("claude", project / "checks.toml", project=project, executable=start)
     [group] = done.content["hooks"]["Stop"]
     assert group["hooks"][0]["command"].startswith(start + " hook claude-stop ")
-    assert shlex.split(group["hooks"][0]["command"])[0] == "$CLAUDE_PROJECT_DIR/.venv/bin/harness"
+    words = shlex.split(group["hooks"][0]["command"])
+    assert words[0] == "$CLAUDE_PROJECT_DIR/.venv/bin/harness"
+    assert words[words.index("--spec") + 1] == "checks.toml"
+    with pytest.raises(ConfigurationError, match="outside the project"):
+        install_hook("claude", project.parent / "checks.toml", project=project, executable=start)
 
 
 def test_a_user_hook_is_trusted_in_codex_home(

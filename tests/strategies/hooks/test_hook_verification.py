@@ -258,7 +258,7 @@ def test_a_stop_after_a_failing_stop_runs_the_tests_that_failed_first(
 @pytest.mark.parametrize(
     ("stored", "why"),
     [
-        ("{not json", "Expecting property name"),
+        ("{not json", "not valid JSON: Expecting property name"),
         ('{"command": "x", "failing": "test_sub", "names": []}', "'failing' must be a list"),
         (
             '{"command": "make test", "failing": ["t"], "names": []}',
