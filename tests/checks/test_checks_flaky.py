@@ -225,7 +225,7 @@ def test_harness_runs_progress_says_flaky_tests_and_a_baselines_flaky_failures()
         f"flaky (failed and passed on the same code): {FLIP}",
         "warn",
     )
-    baseline = Baseline("`pytest`", "pytest", 2, (FLIP, "t.py::old"), 1, None, (FLIP,))
+    baseline = Baseline("`pytest`", "pytest", 2, (FLIP, "t.py::old"), 1, flaky=(FLIP,))
     line = describe(BaselineRecorded(0.0, baseline))
     assert line is not None
     assert line[0].startswith("baseline: 2 passing, 2 failing (1 of them flaky) before")
