@@ -121,13 +121,13 @@ class TestSuiteCheck(Combinable):
 
     With `baseline_cache` (the default), a baseline is kept in the user's cache folder under
     a key of the command, its settings, the sandbox and the workspace's content, so that
-    every run on the same content takes it once (`checks._baseline_cache`). Before a cached
+    every run on the same content takes it once. Before a cached
     baseline's failures excuse anything, those tests are run on their own; when one passes
     now (or they cannot be run by name) the baseline is taken again.
 
     With `reruns` (default 1; 0 turns it off), a rejected claim's failing tests, and the
     baseline's, run again alone on the same tree up to that many times; a test that fails and
-    then passes is flaky (`checks._test_history`): reported apart (`Assessment.flaky`, a line
+    then passes is flaky: reported apart (`Assessment.flaky`, a line
     in the reason), it neither blocks a claim nor counts as fixed, a flaky `must_pass` test
     leaves the task unverified, and it stays flaky for the rest of the run.
 
