@@ -74,6 +74,7 @@ async def test_calls_priced_at_zero_cost_a_real_zero(provider: FakeProvider) -> 
 
 SPEC = """
 prompt = "say hi"
+workspace = "ws"
 [model]
 type = "openai"
 model = "local"
@@ -107,6 +108,7 @@ def test_the_command_line_shows_unknown_when_no_call_succeeded(
 ) -> None:
     """`harness run` prints cost=unknown for a run with no answered call, $0 for a free one."""
     provider.script(reply)
+    (tmp_path / "ws").mkdir()
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC.format(url=provider.url))
     code = main(["run", str(spec), "-q", "--backend", backend])

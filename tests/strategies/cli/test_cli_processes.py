@@ -225,8 +225,9 @@ def test_a_signal_stops_the_hooks_checks_and_their_process_tree(
     tmp_path: Path, signum: signal.Signals
 ) -> None:
     """SIGTERM or SIGINT to `harness hook claude-stop` while a check runs: the check's tree is
-    killed, nothing is decided (no block, the count untouched) and the hook exits 128 + the
-    signal, a non-blocking error to the agent, with a one-line note and no traceback."""
+    killed, nothing is decided (no block, the count untouched), the hook's record says the stop
+    went through unchecked, and the hook exits 128 + the signal, a non-blocking error to the
+    agent, with a one-line note and no traceback."""
     pids_dir = _setup(tmp_path)
     spec = tmp_path / "checks.toml"
     spec.write_text(
@@ -243,7 +244,19 @@ def test_a_signal_stops_the_hooks_checks_and_their_process_tree(
         f"harness hook: cancelled by {signum.name}: the checks were stopped and nothing "
         "was decided\n"
     )
-    assert not state.exists()
+    # Nothing decided: no block and no count, only the record that the stop went unchecked.
+    assert sorted(p.name for p in state.rglob("*") if p.is_file()) == ["verdicts.jsonl"]
+    started, ended = (
+        json.loads(line) for line in (state / "verdicts.jsonl").read_text().split("\n")[:2]
+    )
+    assert started["event"] == "started"
+    assert (ended["id"], ended["outcome"], ended["blocked"], ended["blocks"]) == (
+        started["id"],
+        "killed",
+        False,
+        0,
+    )
+    assert f"stopped by {signum.name}" in ended["error"]
     assert not any(running(pid) for pid in stopped.pids)
 
 
