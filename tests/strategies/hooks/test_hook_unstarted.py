@@ -1,0 +1,236 @@
+"""A hook that cannot start leaves a trace (issue 37, point 4): the installed command, run by the
+agent's shell exactly as written, records a stop whose entry point is gone (a removed venv, a
+moved checkout, a venv whose interpreter is gone) in the verdicts file, says so on stderr and
+exits 1 (a non-blocking error: the stop goes through); `harness hook verdicts` lists it and
+`harness hook doctor` names the fix. Nothing of the payload reaches the shell or the record."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from strategies._cli import main
+from strategies._cli._hooks import _install
+from strategies._cli._hooks._core import read_verdicts
+from strategies._cli._hooks._install import install_hook
+
+SPEC = '[[checks]]\ntype = "files"\npaths = ["report.md"]\n'
+SLOW = '[[checks]]\ntype = "command"\ncommand = ["sleep", "60"]\n'
+# How each agent runs a hook command: through a shell, the command as one string (the doctor's
+# `SHELLS`; Codex runs `$SHELL -lc`, here a POSIX sh).
+SHELLS = {
+    "claude": ["/bin/sh", "-c"],
+    "codex": ["/bin/sh", "-lc"],
+    "gemini": ["bash", "-c"],
+    "cursor": ["/bin/sh", "-c"],
+    "qwen": ["bash", "-c"],
+    "copilot": ["bash", "-c"],
+}
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "home"
+    folder.mkdir()
+    monkeypatch.setenv("HOME", str(folder))
+    monkeypatch.setenv("SHELL", "/bin/sh")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    for name in ("CODEX_HOME", "GEMINI_CLI_TRUSTED_FOLDERS_PATH", "COPILOT_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    return folder
+
+
+def make_project(folder: Path, spec: str = SPEC) -> Path:
+    """A git repository with the spec and harness in its own venv: a console script and the
+    interpreter beside it, as a venv has them."""
+    folder.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    (folder / "checks.toml").write_text(spec)
+    script = folder / ".venv" / "bin" / "harness"
+    script.parent.mkdir(parents=True)
+    script.write_text(f'#!/bin/sh\nexec {sys.executable} -m strategies "$@"\n')
+    script.chmod(0o755)
+    (script.parent / Path(sys.executable).name).symlink_to(sys.executable)
+    return folder
+
+
+def committed_command(agent: str, project: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setattr(
+        _install, "default_executable", lambda: shlex.quote(str(project / ".venv/bin/harness"))
+    )
+    done = install_hook(agent, Path("checks.toml"), project=project, committed=True)
+    [(_, _, entry)] = _install.find_hooks(agent, done.content)
+    command = _install.entry_command(agent, entry)
+    assert command is not None
+    return command
+
+
+def payload(agent: str, cwd: Path, session: str = "s1") -> str:
+    if agent == "cursor":
+        data: dict[str, object] = {"conversation_id": session, "hook_event_name": "stop"}
+        data |= {"status": "completed", "loop_count": 0, "workspace_roots": [str(cwd)]}
+    elif agent == "gemini":
+        data = {"session_id": session, "cwd": str(cwd), "hook_event_name": "AfterAgent"}
+    elif agent == "copilot":
+        data = {"sessionId": session, "cwd": str(cwd), "stop_hook_active": False}
+    else:
+        data = {"session_id": session, "cwd": str(cwd), "hook_event_name": "Stop"}
+    return json.dumps(data | {"last_assistant_message": "done"})
+
+
+def run_as_agent(
+    agent: str, command: str, cwd: Path, state: Path, stdin: str
+) -> subprocess.CompletedProcess[str]:
+    """The command run the way `agent` runs it: its shell, a PATH holding no venv, the
+    agent's project variables set to `cwd`."""
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": os.environ["HOME"],
+        "XDG_STATE_HOME": str(state),
+        "CLAUDE_PROJECT_DIR": str(cwd),
+        "GEMINI_PROJECT_DIR": str(cwd),
+        "QWEN_PROJECT_DIR": str(cwd),
+    }
+    return subprocess.run(
+        [*SHELLS[agent], command],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("agent", list(SHELLS))
+def test_a_clone_whose_venv_was_removed_records_the_unchecked_stop(
+    agent: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    project = make_project(tmp_path / "project")
+    command = committed_command(agent, project, monkeypatch)
+    state = tmp_path / "state"
+    checked = run_as_agent(agent, command, project, state, payload(agent, project))
+    assert checked.returncode == 0, checked.stderr  # the venv is there: the checks run
+    assert [v.outcome for v in read_verdicts(state / "harness" / "stop-hook")] == ["checked"]
+    shutil.rmtree(project / ".venv")
+    ran = run_as_agent(agent, command, project, state, payload(agent, project))
+    assert ran.returncode == 1  # a non-blocking error to every agent: the stop goes through
+    assert ran.stdout == ""
+    entry = project / ".venv" / "bin" / "harness"
+    assert f"harness hook: the hook could not start: {entry} cannot be run" in ran.stderr
+    verdicts = read_verdicts(state / "harness" / "stop-hook")
+    assert [v.outcome for v in verdicts] == ["checked", "error"]
+    unstarted = verdicts[-1]
+    assert (unstarted.agent, unstarted.blocked, unstarted.mode) == (agent, False, "enforce")
+    assert unstarted.error is not None
+    assert unstarted.error.startswith(f"the hook could not start: {entry} cannot be run")
+    assert abs(unstarted.at - time.time()) < 60
+    capsys.readouterr()
+    code = main(["hook", "verdicts", "--state-dir", str(state / "harness" / "stop-hook")])
+    listed = capsys.readouterr().out
+    assert code == 0
+    assert "ERROR, let through" in listed
+    assert "the hook could not start" in listed
+
+
+def test_a_venv_whose_interpreter_is_gone_records_the_unchecked_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The console script is still there, but the interpreter its first line names is not
+    (the Python the venv was made from was removed): the shell sees it before it starts it."""
+    project = make_project(tmp_path / "project")
+    command = committed_command("claude", project, monkeypatch)
+    (project / ".venv" / "bin" / Path(sys.executable).name).unlink()
+    state = tmp_path / "state"
+    ran = run_as_agent("claude", command, project, state, payload("claude", project))
+    assert ran.returncode == 1
+    assert "the hook could not start" in ran.stderr
+    [verdict] = read_verdicts(state / "harness" / "stop-hook")
+    assert verdict.outcome == "error"
+
+
+def test_the_record_stays_one_json_line_whatever_the_path_and_the_payload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkout under a folder whose name holds a quote, a backslash and shell syntax, and
+    a payload made to be run: the record is one readable line, and nothing is executed."""
+    project = make_project(tmp_path / 'we"ird\\ $(touch NAMED) dir' / "project")
+    command = committed_command("claude", project, monkeypatch)
+    shutil.rmtree(project / ".venv")
+    state = tmp_path / "state"
+    hostile = json.dumps(
+        {"session_id": "$(touch PWNED)", "cwd": "`touch PWNED`", "hook_event_name": "Stop"}
+    )
+    ran = run_as_agent("claude", command, project, state, hostile)
+    assert ran.returncode == 1
+    [verdict] = read_verdicts(state / "harness" / "stop-hook")
+    assert verdict.session_id == "unknown"  # the payload is never read by the shell
+    assert verdict.error is not None
+    assert "ird $(touch NAMED) dir/project/.venv/bin/harness" in verdict.error
+    assert not list(tmp_path.rglob("PWNED"))
+    assert not list(tmp_path.rglob("NAMED"))
+
+
+def test_doctor_names_the_fix_for_a_recorded_hook_that_could_not_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = make_project(tmp_path / "project")
+    command = committed_command("claude", project, monkeypatch)
+    shutil.rmtree(project / ".venv")
+    run_as_agent("claude", command, project, tmp_path / "state", payload("claude", project))
+    capsys.readouterr()
+    main(["hook", "doctor", "--agent", "claude", "--project", str(project)])
+    out = capsys.readouterr().out
+    assert "recorded: 1 of the last 1 stops were not checked" in out
+    assert "the hook could not start for claude" in out
+    assert "recreate the venv" in out
+    assert "no longer exists" in out  # and the installed entry's own finding
+
+
+def test_the_hook_replaces_its_shell_so_the_agents_signal_reaches_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guard ends in ``exec``: the process the agent started is the hook itself, so the
+    agent's SIGTERM at its timeout reaches the hook, which records the kill."""
+    project = make_project(tmp_path / "project", SLOW)
+    command = committed_command("claude", project, monkeypatch)
+    state = tmp_path / "state"
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": os.environ["HOME"],
+        "XDG_STATE_HOME": str(state),
+        "CLAUDE_PROJECT_DIR": str(project),
+    }
+    with subprocess.Popen(
+        ["/bin/sh", "-c", command],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=project,
+        env=env,
+        text=True,
+    ) as process:
+        assert process.stdin is not None
+        process.stdin.write(payload("claude", project))
+        process.stdin.close()
+        record = state / "harness" / "stop-hook" / "verdicts.jsonl"
+        deadline = time.monotonic() + 60
+        while not record.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+    [verdict] = read_verdicts(state / "harness" / "stop-hook")
+    assert verdict.outcome == "killed"
