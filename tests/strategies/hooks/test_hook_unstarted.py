@@ -144,6 +144,11 @@ def test_a_clone_whose_venv_was_removed_records_the_unchecked_stop(
     assert code == 0
     assert "ERROR, let through" in listed
     assert "the hook could not start" in listed
+    page = tmp_path / "verdicts.html"
+    assert main(["view", str(state / "harness" / "stop-hook"), "--output", str(page)]) == 0
+    html = page.read_text()
+    assert "error, let through" in html
+    assert "the hook could not start" in html
 
 
 def test_a_venv_whose_interpreter_is_gone_records_the_unchecked_stop(
