@@ -239,3 +239,21 @@ def test_the_hook_replaces_its_shell_so_the_agents_signal_reaches_it(
         process.wait(timeout=60)
     [verdict] = read_verdicts(state / "harness" / "stop-hook")
     assert verdict.outcome == "killed"
+
+
+def test_a_reinstall_guards_an_entry_written_before_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file committed with the unguarded command of an older release: installing again
+    replaces that entry with the guarded one, never adding a second."""
+    project = make_project(tmp_path / "project")
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    old = '"$CLAUDE_PROJECT_DIR"/.venv/bin/harness hook claude-stop --spec checks.toml'
+    old += " --max-blocks 5 --timeout 50"
+    entry = {"type": "command", "command": old, "timeout": 60}
+    settings.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [entry]}]}}))
+    command = committed_command("claude", project, monkeypatch)
+    [group] = json.loads(settings.read_text())["hooks"]["Stop"]
+    assert [e["command"] for e in group["hooks"]] == [command]
+    assert command.startswith('h="$CLAUDE_PROJECT_DIR"/')
