@@ -319,6 +319,19 @@ def _run(agent: str, path: Path, project: Path, command: str, timeout: float) ->
             ),
             detail=ran.stderr,
         )
+    if ran.returncode == 1 and f"harness hook: {NOT_STARTED}:" in ran.stderr:
+        return Finding(
+            agent,
+            path,
+            False,
+            "the hook's entry point cannot be run here (a venv removed or never made, a "
+            "checkout moved): each stop goes through unchecked, recorded as an error",
+            fix=(
+                "recreate the venv the command names (python -m venv .venv, then install "
+                f"harness there), or run harness hook install --agent {agent} again"
+            ),
+            detail=ran.stderr,
+        )
     if ran.returncode == 127 or ("not found" in ran.stderr and ran.returncode != 0):
         return Finding(
             agent,

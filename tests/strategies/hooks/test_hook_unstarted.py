@@ -63,11 +63,15 @@ def make_project(folder: Path, spec: str = SPEC) -> Path:
     return folder
 
 
-def committed_command(agent: str, project: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+def committed_command(
+    agent: str, project: Path, monkeypatch: pytest.MonkeyPatch, *, trust: bool = False
+) -> str:
     monkeypatch.setattr(
         _install, "default_executable", lambda: shlex.quote(str(project / ".venv/bin/harness"))
     )
-    done = install_hook(agent, Path("checks.toml"), project=project, committed=True)
+    done = install_hook(
+        agent, Path("checks.toml"), project=project, committed=True, record_trust=trust
+    )
     [(_, _, entry)] = _install.find_hooks(agent, done.content)
     command = _install.entry_command(agent, entry)
     assert command is not None
@@ -257,3 +261,22 @@ def test_a_reinstall_guards_an_entry_written_before_in_place(
     [group] = json.loads(settings.read_text())["hooks"]["Stop"]
     assert [e["command"] for e in group["hooks"]] == [command]
     assert command.startswith('h="$CLAUDE_PROJECT_DIR"/')
+
+
+@pytest.mark.parametrize("agent", ["codex", "qwen", "copilot"])
+def test_doctor_names_the_fix_when_git_names_the_root_and_the_venv_is_gone(
+    agent: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The root named by git at run time: the doctor cannot tell the path in advance, so it
+    reads the guard's own sentence and names the fix."""
+    project = make_project(tmp_path / "project")
+    committed_command(agent, project, monkeypatch, trust=True)
+    shutil.rmtree(project / ".venv")
+    capsys.readouterr()
+    main(["hook", "doctor", "--agent", agent, "--project", str(project)])
+    out = capsys.readouterr().out
+    assert "entry point cannot be run here" in out
+    assert "recreate the venv" in out
