@@ -247,6 +247,8 @@ def test_a_clone_whose_venv_was_removed_leaves_a_record(
     ran = team.run(repo)
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert len(team.server.turns) == 1  # the stop went through: nothing could check it
+    if team.agent == "claude":  # its SessionStart self-test told the model at once
+        assert "the harness stop hook cannot start here" in texts(team.server)[0]
     [verdict] = read_verdicts(team.state)
     assert (verdict.agent, verdict.outcome, verdict.blocked) == (team.agent, "error", False)
     entry = repo / ".venv" / "bin" / "harness"

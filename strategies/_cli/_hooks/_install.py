@@ -24,6 +24,10 @@ console script beside the running interpreter, else the interpreter with ``-m st
 ``--executable`` is written as given, so a committed file can say
 ``"$CLAUDE_PROJECT_DIR"/.venv/bin/harness``.
 
+The command guards its entry point (`guarded`): when it cannot start, the agent's shell records
+the unchecked stop itself. With Claude Code's stop hook the install also writes a
+``SessionStart`` self-test (`session_check_command`) that warns the model at once.
+
 Trust (`_trust`): Codex runs a hook only once the user trusted it, and a project's hooks
 only in a trusted project; Gemini CLI runs a project's hooks only in a trusted folder. The
 install records that trust only with ``trust=True`` (the user's consent), the way the agent
@@ -272,6 +276,50 @@ def committed_executable(agent: str, project: Path) -> str:
     return f"{ROOT_EXPRESSIONS[agent]}/{shlex.quote(inside.as_posix())}"
 
 
+# What Claude Code's SessionStart self-test prints when the stop hook cannot start: its
+# stdout is given to the model as context (and shown in the stream), so the agent is told at
+# once, before it works a whole session believing a gate checks it.
+SESSION_WARNING = (
+    "WARNING from the project's completion gate: the harness stop hook cannot start here "
+    "(%s cannot be run: a removed venv or a moved checkout?), so no stop in this session will "
+    "be checked. Tell the user at once, and in your final answer: recreate the venv, or run "
+    "harness hook install --agent claude again."
+)
+
+
+def session_check_command(entry: EntryPoint) -> str:
+    """The SessionStart self-test: the stop hook's own guard (`guarded`), which prints
+    `SESSION_WARNING` when it fails and nothing when the hook can start; always exit 0."""
+    test = '[ -x "$h" ]'
+    if entry.interpreter is not None:
+        test += f' && [ -x "${{h%/*}}"/{shlex.quote(entry.interpreter)} ]'
+    warning = shlex.quote(SESSION_WARNING + "\\n")
+    return f'h={entry.word}; {test} || printf {warning} "$h"; exit 0'
+
+
+def with_session_check(
+    config: dict[str, Any], executable: str | None, *, where: str
+) -> dict[str, Any]:
+    """`config` with Claude Code's SessionStart self-test for the stop hook's entry point,
+    added once or updated in place (none for an entry point the guard cannot check)."""
+    start = default_executable() if executable is None else executable.strip()
+    entry = entry_point(start)
+    if entry is None:
+        return config
+    merged = copy.deepcopy(config)
+    ours = {"type": "command", "command": session_check_command(entry), "timeout": 10}
+    groups = _list(_table(merged, "hooks", where), "SessionStart", f"{where}: hooks")
+    for group in groups:
+        entries = group.get("hooks") if isinstance(group, dict) else None
+        for existing in entries if isinstance(entries, list) else []:
+            command = existing.get("command") if isinstance(existing, dict) else None
+            if isinstance(command, str) and "completion gate: the harness stop hook" in command:
+                existing.update(ours)
+                return merged
+    groups.append({"hooks": [ours]})
+    return merged
+
+
 def config_path(agent: str, scope: Scope, project: Path) -> Path:
     """Where `agent` reads its hooks: in `project`, or in the user's home folder."""
     _check_agent(agent)
@@ -459,6 +507,9 @@ def install_hook(
         max_blocks=max_blocks,
         time_limit=time_limit,
     )
+    if agent == "claude" and not walk_up:
+        merged = with_session_check(merged, executable, where=str(path))
+        changed = merged != existing
     result = Installed(path, merged, changed)
     if changed and not dry_run:
         path.parent.mkdir(parents=True, exist_ok=True)

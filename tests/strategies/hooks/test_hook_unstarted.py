@@ -280,3 +280,27 @@ def test_doctor_names_the_fix_when_git_names_the_root_and_the_venv_is_gone(
     out = capsys.readouterr().out
     assert "entry point cannot be run here" in out
     assert "recreate the venv" in out
+
+
+def test_claudes_session_start_self_test_warns_only_when_the_hook_cannot_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Installed with the stop hook, once: at session start it prints nothing while the hook
+    can start, and a warning naming the entry point (to the model, as context) when not."""
+    project = make_project(tmp_path / "project")
+    committed_command("claude", project, monkeypatch)
+    again = install_hook("claude", Path("checks.toml"), project=project, committed=True)
+    assert not again.changed
+    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    [group] = settings["hooks"]["SessionStart"]
+    [entry] = group["hooks"]
+    assert entry["timeout"] == 10
+    state = tmp_path / "state"
+    quiet = run_as_agent("claude", entry["command"], project, state, "{}")
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
+    shutil.rmtree(project / ".venv")
+    warned = run_as_agent("claude", entry["command"], project, state, "{}")
+    assert warned.returncode == 0
+    harness = project / ".venv" / "bin" / "harness"
+    assert f"the harness stop hook cannot start here ({harness} cannot be run" in warned.stdout
+    assert not state.exists()  # a warning, not a stop: nothing recorded
