@@ -1,7 +1,8 @@
 """The gate wherever a team runs it (issue 37), against the real coding agents: a hook installed
 with ``--committed``, the repository copied to another path (a clone) and the first removed,
 still blocks a false stop; an agent started in a subfolder is checked on the project root; a
-broken spec and a hook the agent kills at its timeout each leave a record.
+broken spec, a hook the agent kills at its timeout and a hook that cannot start (the clone's
+venv removed) each leave a record.
 
 As in test_agents_real_hooks.py: the pinned binaries, a temporary HOME, a scripted provider on
 loopback that claims to be done at every turn, and harness started from the project's own venv
@@ -24,6 +25,7 @@ from _agent_servers import AgentServer, agent_argv, agent_binary, agent_home, ag
 from _agent_servers import strings as _strings
 from attrs import frozen
 
+from strategies._cli import main
 from strategies._cli._hooks import _install
 from strategies._cli._hooks._core import read_verdicts
 
@@ -106,6 +108,7 @@ def make_project(folder: Path) -> Path:
     script.parent.mkdir(parents=True)
     script.write_text(f'#!/bin/sh\nexec {sys.executable} -m strategies "$@"\n')
     script.chmod(0o755)
+    (script.parent / Path(sys.executable).name).symlink_to(sys.executable)  # as in a venv
     return folder
 
 
@@ -228,3 +231,31 @@ def test_a_hook_killed_at_the_agents_timeout_is_recorded_as_killed(team: Team) -
     assert len(team.server.turns) == 1
     [verdict] = read_verdicts(team.state)
     assert (verdict.outcome, verdict.agent) == ("killed", "claude")
+
+
+@pytest.mark.parametrize("team", HOOKED, indirect=True)
+def test_a_clone_whose_venv_was_removed_leaves_a_record(
+    team: Team, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The agent cannot start the committed hook (the clone's .venv is gone): the installed
+    command's shell records the unchecked stop, and `harness hook verdicts` shows it."""
+    team.install(team.first)
+    repo = clone(team.first, tmp_path / "elsewhere" / "repo")
+    if team.agent in ("codex", "gemini", "copilot"):  # each user trusts their own clone
+        team.install(repo, record_trust=True)
+    shutil.rmtree(repo / ".venv")
+    ran = team.run(repo)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert len(team.server.turns) == 1  # the stop went through: nothing could check it
+    if team.agent == "claude":  # its SessionStart self-test told the model at once
+        assert "the harness stop hook cannot start here" in texts(team.server)[0]
+    [verdict] = read_verdicts(team.state)
+    assert (verdict.agent, verdict.outcome, verdict.blocked) == (team.agent, "error", False)
+    entry = repo / ".venv" / "bin" / "harness"
+    assert verdict.error is not None
+    assert verdict.error.startswith(f"the hook could not start: {entry} cannot be run")
+    capsys.readouterr()
+    assert main(["hook", "verdicts", "--state-dir", str(team.state)]) == 0
+    listed = capsys.readouterr().out
+    assert "ERROR, let through" in listed
+    assert "the hook could not start" in listed

@@ -53,6 +53,7 @@ from ._install import (
     find_hooks,
     hook_timeout,
 )
+from ._ledger import NOT_STARTED
 from ._root import ROOT_VARIABLES, repository_root
 
 EXIT_OK = 0
@@ -318,6 +319,19 @@ def _run(agent: str, path: Path, project: Path, command: str, timeout: float) ->
             ),
             detail=ran.stderr,
         )
+    if ran.returncode == 1 and f"harness hook: {NOT_STARTED}:" in ran.stderr:
+        return Finding(
+            agent,
+            path,
+            False,
+            "the hook's entry point cannot be run here (a venv removed or never made, a "
+            "checkout moved): each stop goes through unchecked, recorded as an error",
+            fix=(
+                "recreate the venv the command names (python -m venv .venv, then install "
+                f"harness there), or run harness hook install --agent {agent} again"
+            ),
+            detail=ran.stderr,
+        )
     if ran.returncode == 127 or ("not found" in ran.stderr and ran.returncode != 0):
         return Finding(
             agent,
@@ -405,6 +419,8 @@ def _missing_entry_point(agent: str, command: str, project: Path) -> str | None:
     if not words:
         return None
     first = words[0]
+    if first.startswith("h=") and first.endswith(";"):  # a guarded command (`_install.guarded`)
+        first = first[2:-1]
     for variable in (*ROOT_VARIABLES.get(agent, ()), "CLAUDE_PROJECT_DIR"):
         first = first.replace(f"${{{variable}}}", str(project)).replace(
             f"${variable}", str(project)
@@ -507,13 +523,22 @@ def recorded_unchecked(state_dir: Path, last: int = 50) -> list[str]:
     killed = sum(1 for v in unchecked if v.outcome == "killed")
     newest = unchecked[-1]
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(newest.at))
-    return [
+    lines = [
         f"recorded: {len(unchecked)} of the last {len(verdicts)} stops were not checked "
         f"({killed} killed, {len(unchecked) - killed} errors) in {for_terminal(state_dir)}",
         f"         the newest: {when} {newest.agent} {newest.describe()}: "
         f"{for_terminal(newest.error or '')}",
         "         (harness hook verdicts lists them)",
     ]
+    unstarted = sorted({v.agent for v in unchecked if (v.error or "").startswith(NOT_STARTED)})
+    if unstarted:  # written by the installed command's shell (`_install.guarded`)
+        lines.append(
+            f"         {NOT_STARTED} for {', '.join(unstarted)}: its entry point is gone; fix: "
+            "recreate the venv the hook names (say python -m venv .venv and install harness "
+            "there again), or run harness hook install --agent AGENT again from the harness "
+            "you use now"
+        )
+    return lines
 
 
 def handle_doctor(args: argparse.Namespace) -> int:

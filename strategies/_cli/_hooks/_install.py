@@ -24,6 +24,10 @@ console script beside the running interpreter, else the interpreter with ``-m st
 ``--executable`` is written as given, so a committed file can say
 ``"$CLAUDE_PROJECT_DIR"/.venv/bin/harness``.
 
+The command guards its entry point (`guarded`): when it cannot start, the agent's shell records
+the unchecked stop itself. With Claude Code's stop hook the install also writes a
+``SessionStart`` self-test (`session_check_command`) that warns the model at once.
+
 Trust (`_trust`): Codex runs a hook only once the user trusted it, and a project's hooks
 only in a trusted project; Gemini CLI runs a project's hooks only in a trusted folder. The
 install records that trust only with ``trust=True`` (the user's consent), the way the agent
@@ -50,6 +54,7 @@ from harness import ConfigurationError
 from . import _trust as trust
 from ._args import AGENTS, DEFAULT_MAX_BLOCKS, DEFAULT_TIME_LIMIT
 from ._files import UnreadableRecord, parse_json, read_text
+from ._ledger import NOT_STARTED
 
 Scope = Literal["project", "user"]
 # The hook's "timeout" written out: the hook's own --timeout plus a margin for starting and
@@ -110,6 +115,10 @@ def hook_command(
     `executable` is written as given (shell words: a ``$VAR`` in it is expanded by the agent's
     shell); by default `default_executable`. With `committed`, `spec` is written as given (a
     path relative to the project root, which the hook finds from any folder of a clone).
+
+    An entry point that is one shell word (every one the install writes, and an `executable`
+    of one word) is guarded (`guarded`): when it cannot start, the shell itself records the
+    unchecked stop and says so on stderr.
     """
     _check_agent(agent)
     written = spec.as_posix() if committed else str(spec.expanduser().resolve())
@@ -128,7 +137,99 @@ def hook_command(
     start = default_executable() if executable is None else executable.strip()
     if not start:
         raise ConfigurationError("'executable' must not be empty")
-    return f"{start} {shlex.join(argv)}"
+    entry = entry_point(start)
+    if entry is None:  # several shell words of the user's: written as given, unguarded
+        return f"{start} {shlex.join(argv)}"
+    return guarded(agent, entry, shlex.join(argv), mode="observe" if observe else "enforce")
+
+
+@frozen
+class EntryPoint:
+    """The program a hook command starts: `word`, one shell word (it may hold ``$VAR`` or
+    ``$(...)``, expanded by the agent's shell), then `arguments` (``-m strategies``);
+    `interpreter` is the interpreter's name beside a console script, when the install knows
+    it (a venv's ``python``: a venv whose interpreter is gone cannot start its scripts)."""
+
+    word: str
+    arguments: str = ""
+    interpreter: str | None = None
+
+
+def entry_point(start: str) -> EntryPoint | None:
+    """The entry point of the shell words `start`: the one the install writes (`start` is
+    `default_executable`'s, or `committed_executable`'s), or one word given as --executable;
+    None for several words of the user's (``uv run harness``), which are not guarded."""
+    try:
+        words = shlex.split(start)
+    except ValueError:
+        return None
+    installed = default_executable()
+    if not words or "/" not in words[0]:  # a name found on PATH: the agent's shell says 127
+        return None
+    if start == installed or (len(words) in (1, 3) and words[1:] in ([], ["-m", "strategies"])):
+        word = start.removesuffix(" -m strategies") if len(words) == 3 else start
+        if len(words) == 3:
+            return EntryPoint(word, "-m strategies")
+        interpreter = _interpreter_beside(words[0], installed)
+        return EntryPoint(word, interpreter=interpreter)
+    return None
+
+
+def _interpreter_beside(script: str, installed: str) -> str | None:
+    """The name of this harness's interpreter when `script` is this harness's console script
+    (written absolute, or from the project root, the same path inside it): a venv's scripts
+    start only while its interpreter is there. None for any other script (a ``~/.local/bin``
+    link has no interpreter beside it)."""
+    ours = shlex.split(installed)
+    if len(ours) != 1:
+        return None
+    tail = script.partition("/")[2]  # a committed one: $ROOT/.venv/bin/harness
+    if script == ours[0] or (script.startswith("$") and tail and ours[0].endswith("/" + tail)):
+        return Path(sys.executable).name
+    return None
+
+
+def guarded(agent: str, entry: EntryPoint, arguments: str, *, mode: str) -> str:
+    """``h=ENTRY; [ -x "$h" ] || { record; tell; exit 1; }; exec "$h" ARGS``: the hook started
+    by the agent's shell, which first checks that the entry point (and the interpreter beside
+    a console script) can run. When not (a removed venv, a moved checkout), the shell appends
+    an unchecked stop to the verdicts file (``$XDG_STATE_HOME/harness/stop-hook``), says so on
+    stderr and exits 1, a non-blocking error to every agent: the stop goes through, as for a
+    payload that cannot be read, since a shell keeps no block count to bound a block with.
+    Nothing of the payload is read: no text of the agent's reaches the record or the shell."""
+    test = '[ -x "$h" ]'
+    if entry.interpreter is not None:
+        test += f' && [ -x "${{h%/*}}"/{shlex.quote(entry.interpreter)} ]'
+    why = (
+        f"{NOT_STARTED}: %s cannot be run (a removed venv or a moved checkout?): the stop went "
+        f"through unchecked; recreate the venv, or run harness hook install --agent {agent} again"
+    )
+    record = {
+        "agent": agent,
+        "session_id": "unknown",
+        "mode": mode,
+        "outcome": "error",
+        "would_block": True,
+        "blocked": False,
+        "blocks": 0,
+        "checks": 0,
+        "failed": [],
+        "error": why,
+    }
+    # The line is '{"at":' NOW ',"agent":...,"error":"...ENTRY..."}': the entry point as the
+    # shell expanded it, with any quote, backslash or control character dropped.
+    line = json.dumps(record, separators=(",", ":"))
+    before, after = line.split("%s")
+    fallback = (
+        'd="${XDG_STATE_HOME:-$HOME/.local/state}/harness/stop-hook"; '
+        'p=$(printf %s "$h" | tr -d \'"\\\\\\000-\\037\'); '
+        'mkdir -p "$d" && printf \'%s%s,%s%s%s\\n\' \'{"at":\' "$(date +%s)" '
+        f'{shlex.quote(before[1:])} "$p" {shlex.quote(after)} >>"$d"/verdicts.jsonl; '
+        f"printf {shlex.quote('harness hook: ' + why + chr(92) + 'n')} "
+        '"$p" >&2; exit 1'
+    )
+    arguments = f"{entry.arguments} {arguments}".strip()
+    return f'h={entry.word}; {test} || {{ {fallback}; }}; exec "$h" {arguments}'
 
 
 # How a committed hook names the project root at run time, per agent: the agent's own variable
@@ -173,6 +274,50 @@ def committed_executable(agent: str, project: Path) -> str:
     if entry.name != "harness":  # no console script: the interpreter runs the package
         return f"{ROOT_EXPRESSIONS[agent]}/{shlex.quote(inside.as_posix())} -m strategies"
     return f"{ROOT_EXPRESSIONS[agent]}/{shlex.quote(inside.as_posix())}"
+
+
+# What Claude Code's SessionStart self-test prints when the stop hook cannot start: its
+# stdout is given to the model as context (and shown in the stream), so the agent is told at
+# once, before it works a whole session believing a gate checks it.
+SESSION_WARNING = (
+    "WARNING from the project's completion gate: the harness stop hook cannot start here "
+    "(%s cannot be run: a removed venv or a moved checkout?), so no stop in this session will "
+    "be checked. Tell the user at once, and in your final answer: recreate the venv, or run "
+    "harness hook install --agent claude again."
+)
+
+
+def session_check_command(entry: EntryPoint) -> str:
+    """The SessionStart self-test: the stop hook's own guard (`guarded`), which prints
+    `SESSION_WARNING` when it fails and nothing when the hook can start; always exit 0."""
+    test = '[ -x "$h" ]'
+    if entry.interpreter is not None:
+        test += f' && [ -x "${{h%/*}}"/{shlex.quote(entry.interpreter)} ]'
+    warning = shlex.quote(SESSION_WARNING + "\\n")
+    return f'h={entry.word}; {test} || printf {warning} "$h"; exit 0'
+
+
+def with_session_check(
+    config: dict[str, Any], executable: str | None, *, where: str
+) -> dict[str, Any]:
+    """`config` with Claude Code's SessionStart self-test for the stop hook's entry point,
+    added once or updated in place (none for an entry point the guard cannot check)."""
+    start = default_executable() if executable is None else executable.strip()
+    entry = entry_point(start)
+    if entry is None:
+        return config
+    merged = copy.deepcopy(config)
+    ours = {"type": "command", "command": session_check_command(entry), "timeout": 10}
+    groups = _list(_table(merged, "hooks", where), "SessionStart", f"{where}: hooks")
+    for group in groups:
+        entries = group.get("hooks") if isinstance(group, dict) else None
+        for existing in entries if isinstance(entries, list) else []:
+            command = existing.get("command") if isinstance(existing, dict) else None
+            if isinstance(command, str) and "completion gate: the harness stop hook" in command:
+                existing.update(ours)
+                return merged
+    groups.append({"hooks": [ours]})
+    return merged
 
 
 def config_path(agent: str, scope: Scope, project: Path) -> Path:
@@ -362,6 +507,9 @@ def install_hook(
         max_blocks=max_blocks,
         time_limit=time_limit,
     )
+    if agent == "claude" and not walk_up:
+        merged = with_session_check(merged, executable, where=str(path))
+        changed = merged != existing
     result = Installed(path, merged, changed)
     if changed and not dry_run:
         path.parent.mkdir(parents=True, exist_ok=True)

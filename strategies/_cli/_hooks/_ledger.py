@@ -32,6 +32,10 @@ VERDICTS = "verdicts.jsonl"
 # What ended an invocation: its checks ran ("checked"), an error ended it ("error"), or it
 # never completed its record ("killed", or "running" while its process still lives).
 OUTCOMES = ("checked", "error", "killed", "running")
+# How the error of a hook whose entry point could not start begins: the installed command's
+# shell appends that line itself (`_install.guarded`), in the shape of a `Verdict` that ended
+# in an error, let through.
+NOT_STARTED = "the hook could not start"
 
 
 @frozen

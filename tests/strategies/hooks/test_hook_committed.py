@@ -42,6 +42,7 @@ def make_project(folder: Path) -> Path:
     script.parent.mkdir(parents=True)
     script.write_text(f'#!/bin/sh\nexec {sys.executable} -m strategies "$@"\n')
     script.chmod(0o755)
+    (script.parent / Path(sys.executable).name).symlink_to(sys.executable)  # as in a venv
     return folder
 
 

@@ -70,8 +70,12 @@ def test_install_writes_the_agents_documented_shape_once(agent: str, project: Pa
     [entry] = the_hooks(agent, json.loads(path.read_text()))
     assert entry["command"] == hook_command(agent, spec)
     words = shlex.split(entry["command"])
-    assert Path(words[0]).is_absolute()  # no PATH needed to start it
-    assert words[1:3] == ["hook", f"{agent}-stop"]
+    assert words[0].startswith("h=/")  # no PATH needed to start it
+    assert words[words.index("exec") + 1 : words.index("exec") + 4] == [
+        "$h",
+        "hook",
+        f"{agent}-stop",
+    ]
     assert str(spec.resolve()) in shlex.split(entry["command"])
     if agent == "cursor":
         assert entry == {"command": entry["command"], "loop_limit": 5, "timeout": 60}

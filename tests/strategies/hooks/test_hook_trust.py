@@ -187,9 +187,10 @@ def test_an_executable_is_written_as_given_for_a_committed_file(project: Path) -
     (project / "checks.toml").write_text((project.parent / "checks.toml").read_text())
     done = install_hook("claude", project / "checks.toml", project=project, executable=start)
     [group] = done.content["hooks"]["Stop"]
-    assert group["hooks"][0]["command"].startswith(start + " hook claude-stop ")
+    assert group["hooks"][0]["command"].startswith(f"h={start}; ")
+    assert 'exec "$h" hook claude-stop ' in group["hooks"][0]["command"]
     words = shlex.split(group["hooks"][0]["command"])
-    assert words[0] == "$CLAUDE_PROJECT_DIR/.venv/bin/harness"
+    assert words[0] == "h=$CLAUDE_PROJECT_DIR/.venv/bin/harness;"
     assert words[words.index("--spec") + 1] == "checks.toml"
     with pytest.raises(ConfigurationError, match="outside the project"):
         install_hook("claude", project.parent / "checks.toml", project=project, executable=start)
