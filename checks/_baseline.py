@@ -32,6 +32,9 @@ class SuiteBaseline:
     exit_code: int | None
     results: TestResults | None
     unreadable: str | None = None
+    flaky: tuple[str, ...] = ()
+    """Failing tests that passed when run again, alone, on the same code: flaky, neither a
+    pass nor a fail."""
 
     @property
     def failing(self) -> tuple[str, ...]:
@@ -43,6 +46,7 @@ class SuiteBaseline:
             "exit_code": self.exit_code,
             "results": self.results.to_json() if self.results is not None else None,
             "unreadable": self.unreadable,
+            **({"flaky": list(self.flaky)} if self.flaky else {}),
         }
 
     @classmethod
@@ -59,8 +63,11 @@ class SuiteBaseline:
             raise ValueError(f"'unreadable' must be a string (got {unreadable!r})")
         if results is not None and not isinstance(results, dict):
             raise ValueError(f"'results' must be an object (got {results!r})")
+        flaky = data.get("flaky", [])
+        if not isinstance(flaky, list) or not all(isinstance(n, str) for n in flaky):
+            raise ValueError(f"'flaky' must be a list of test names (got {flaky!r})")
         listing = TestResults.from_json(results) if results is not None else None
-        return cls(data["command"], exit_code, listing, unreadable)
+        return cls(data["command"], exit_code, listing, unreadable, tuple(flaky))
 
 
 @frozen
@@ -72,6 +79,9 @@ class Comparison:
     predating: tuple[str, ...]
     unmet: tuple[str, ...]
     """`must_pass` entries not met, each with why in parentheses."""
+    flaky: tuple[str, ...] = ()
+    """Tests of this run known to fail and pass on the same code: they block nothing and fix
+    nothing (a `must_pass` one is `unmet`)."""
 
     @property
     def complete(self) -> bool:
@@ -84,25 +94,42 @@ def matches(entry: str, name: str) -> bool:
 
 
 def compare(
-    baseline: TestResults | None, now: TestResults, must_pass: Sequence[str] = ()
+    baseline: TestResults | None,
+    now: TestResults,
+    must_pass: Sequence[str] = (),
+    flaky: frozenset[str] = frozenset(),
 ) -> Comparison:
-    """`now` judged against `baseline` (None: no baseline, so every failure is new)."""
+    """`now` judged against `baseline` (None: no baseline, so every failure is new); the
+    `flaky` tests (failed and passed on the same code) are neither broken nor new failures,
+    and a `must_pass` entry naming one is not met."""
     outcomes = now.outcomes
     before = baseline.outcomes if baseline is not None else {}
-    broken = sorted(n for n, o in before.items() if o == "passed" and outcomes.get(n) != "passed")
+    broken = sorted(
+        n
+        for n, o in before.items()
+        if o == "passed" and outcomes.get(n) != "passed" and n not in flaky
+    )
     failing = sorted(n for n, o in outcomes.items() if o == "failed")
     required = [n for n in outcomes if any(matches(entry, n) for entry in must_pass)]
     # A must_pass test that failed before the run is the task, not an old failure.
-    predating = [n for n in failing if before.get(n) == "failed" and n not in required]
-    new = [n for n in failing if before.get(n) not in ("failed", "passed")]
+    predating = [
+        n for n in failing if before.get(n) == "failed" and n not in required and n not in flaky
+    ]
+    new = [n for n in failing if before.get(n) not in ("failed", "passed") and n not in flaky]
     unmet: list[str] = []
     for entry in must_pass:
         named = [n for n in outcomes if matches(entry, n)]
         if not named:
             unmet.append(f"{entry} (did not run)")
+        elif shaky := [n for n in named if n in flaky]:
+            unmet.append(
+                f"{entry} ({', '.join(shaky)} flaky: it failed and passed on the same code, "
+                "so it shows nothing)"
+            )
         elif not_passing := [n for n in named if outcomes[n] != "passed"]:
             unmet.append(f"{entry} ({_states(not_passing, outcomes)})")
-    return Comparison(tuple(broken), tuple(new), tuple(predating), tuple(unmet))
+    shown = tuple(sorted(n for n in outcomes if n in flaky))
+    return Comparison(tuple(broken), tuple(new), tuple(predating), tuple(unmet), shown)
 
 
 def _states(names: Iterable[str], outcomes: Mapping[str, Outcome]) -> str:

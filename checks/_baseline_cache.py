@@ -11,7 +11,9 @@ them all; the workspace's content is
 - else a content digest of every file under it (path, executable bit, SHA-256 of the bytes; a
   link by its target's text).
 
-The folders of `SKIPPED` are left out of both. So every run, board attempt and stop-hook
+The folders of `SKIPPED` are left out of both. A key cannot see everything a suite reads, so
+`TestSuiteCheck` runs an entry's failing tests on their own before they excuse anything, and
+takes the baseline again when one passes now. So every run, board attempt and stop-hook
 session on the same content reuses one baseline, and any changed file makes a new key.
 Computing the files' digest reads each file once: a stat index beside the entries (size,
 mtime, ctime, inode, per file) lets the next digest of the same folder read only the files

@@ -166,8 +166,19 @@ CHECKS = Variants(
                     "boolean",
                     "Keep the baseline in the user's cache folder, keyed by the command, its "
                     "sandbox and the workspace's content, so runs on the same content take it "
-                    "once (`COMPLETION_HARNESS_CACHE` names another folder).",
+                    "once (`COMPLETION_HARNESS_CACHE` names another folder). Its failing tests "
+                    "are run again, alone, before they excuse anything.",
                     default=True,
+                ),
+                Key(
+                    "reruns",
+                    "integer",
+                    "When the suite fails (and at the baseline), run the failing tests again, "
+                    "alone, on the same code, up to this many times; a test that fails and "
+                    "then passes is flaky: reported apart, it blocks nothing and fixes "
+                    "nothing, and a flaky `must_pass` test leaves the task unverified. 0 "
+                    "turns it off.",
+                    default=1,
                 ),
             ],
             help="`TestSuiteCheck`: the test command exits 0 (or, with `baseline`, breaks "

@@ -168,14 +168,20 @@ class AllOf(Combinable):
                 return Assessment(answer.reason, error=answer.error)
             answers.append(answer)
             if answer.reason is not None and not self.progress:
-                return Assessment(answer.reason)
+                return Assessment(answer.reason, flaky=_flaky_of(answers))
         reason = next((a.reason for a in answers if a.reason is not None), None)
-        return Assessment(reason, WorkProgress.sum_of([a.progress for a in answers]))
+        progress = WorkProgress.sum_of([a.progress for a in answers])
+        return Assessment(reason, progress, flaky=_flaky_of(answers))
 
     def description(self) -> str:
         if len(self.checks) == 1:
             return self.checks[0].description()
         return _bullets("All of these must hold:", self.checks)
+
+
+def _flaky_of(answers: list[CheckVerdict]) -> tuple[str, ...]:
+    """The flaky tests the parts report, each once."""
+    return tuple(dict.fromkeys(n for a in answers for n in a.flaky))
 
 
 def _decides(answer: CheckVerdict, progress: bool) -> bool:
@@ -211,7 +217,7 @@ class AnyOf(Combinable):
         for check in self.checks:
             answer = await ask(check, state)
             if answer.reason is None:
-                return Assessment(None, answer.progress)
+                return Assessment(None, answer.progress, flaky=answer.flaky)
             answers.append(answer)
         if all(a.error is not None for a in answers):
             return Assessment(answers[0].reason, error=answers[0].error)

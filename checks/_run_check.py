@@ -44,6 +44,8 @@ class CheckVerdict:
     error: CheckError | None = None
     """Why the check could not judge the work, when it could not: it raised (with the
     traceback) or its command could not start (`CheckCannotRun`)."""
+    flaky: tuple[str, ...] = ()
+    """Tests that failed and passed on the same code: neither a pass nor a fail."""
 
     @property
     def passed(self) -> bool:
@@ -76,7 +78,7 @@ async def run_check(
     if not snapshot.tampering:
         return verdict
     reason = tampering_reason(snapshot.tampering, verdict.reason)
-    return CheckVerdict(check, reason, verdict.progress, verdict.error)
+    return CheckVerdict(check, reason, verdict.progress, verdict.error, verdict.flaky)
 
 
 async def ask(
@@ -112,7 +114,8 @@ async def ask(
             error=CheckError(summary, trace),
         )
     if isinstance(answer, Assessment):
-        return CheckVerdict(check, _reason(answer.reason, name), answer.progress, answer.error)
+        said = _reason(answer.reason, name)
+        return CheckVerdict(check, said, answer.progress, answer.error, answer.flaky)
     return CheckVerdict(check, _reason(answer, name))
 
 

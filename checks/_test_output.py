@@ -28,6 +28,8 @@ from ._junit_xml import parse_report
 
 _PYTEST_SUMMARY = re.compile(r"^(?:FAILED|ERROR) (?P<id>[^\s(].*?)(?: - .*)?$")
 _PYTEST_VERBOSE = re.compile(r"^(?P<id>\S+::\S+(?:\[.*?\])?) (?:FAILED|ERROR)(?:\s+\[\s*\d+%\])?$")
+_PYTEST_ERROR = re.compile(r"^ERROR (?P<id>[^\s(].*?)(?: - .*)?$")
+_PYTEST_ERROR_VERBOSE = re.compile(r"^(?P<id>\S+::\S+(?:\[.*?\])?) ERROR(?:\s+\[\s*\d+%\])?$")
 _PYTEST_COUNTS = re.compile(
     r"^=*\s*(?P<counts>\d+ \w+(?:, \d+ \w+)* in \d+(?:\.\d+)?s(?: \([^)]*\))?)\s*=*$"
 )
@@ -45,6 +47,10 @@ _GO_PACKAGE_OK = re.compile(r"^ok +\t\S+\t(?P<rest>.*)$")
 _GO_PACKAGE_FAIL = re.compile(r"^FAIL\t\S+\t")
 _GO_NO_FILES = re.compile(r"^\? +\t\S+\t\[no test files\]$")
 _GO_NO_TESTS = "[no tests to run]"
+_COLLECTION = re.compile(
+    r"errors? during collection|^_+ ERROR collecting |\[(?:build|setup) failed\]$"
+    r"|^error: could not compile "
+)
 _TAP_SUBTEST = re.compile(r"^(?P<indent> *)# Subtest: (?P<name>.*)$")
 _TAP_RESULT = re.compile(
     r"^(?P<indent> *)(?P<not>not )?ok \d+(?: - (?P<name>.*?))?(?P<directive> # (?:TODO|SKIP)\b.*)?$"
@@ -103,6 +109,27 @@ def failing_tests(output: str) -> list[str]:
             *_node_spec(lines),
         ]
     )
+
+
+def errored_tests(output: str) -> frozenset[str]:
+    """The tests the output says errored rather than failed (pytest's ``ERROR`` lines, an
+    error in a fixture; unittest's ``ERROR:`` headers), by the names `failing_tests` gives."""
+    found: set[str] = set()
+    for line in (line.rstrip() for line in output.splitlines()):
+        if (match := _PYTEST_ERROR.match(line)) or (match := _PYTEST_ERROR_VERBOSE.match(line)):
+            found.add(match["id"])
+        elif line.startswith("ERROR: ") and (match := _UNITTEST.match(line)):
+            name, where = match["name"], match["where"]
+            if not where.startswith(_UNITTEST_IMPORT):
+                found.add(where if where.endswith(name) else f"{where}.{name}")
+    return frozenset(found)
+
+
+def collection_failed(output: str) -> bool:
+    """Whether the output says some tests could not even be collected: a module that does not
+    import or compile (pytest's collection errors, unittest's failed imports, a go package
+    whose build or setup failed, a crate that does not compile)."""
+    return any(_COLLECTION.search(line) or _UNITTEST_IMPORT in line for line in output.splitlines())
 
 
 def _unique(names: Iterable[str]) -> list[str]:

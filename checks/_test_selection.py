@@ -39,6 +39,7 @@ _UNITTEST_NAME = re.compile(r"^[\w.]+$")
 _GO_TEST = re.compile(r"(?:^|\.)(?P<test>(?:Test|Example|Fuzz)\w*)(?:/|$)")
 _CARGO_NAME = re.compile(r"^(?:.*?\.rs::)?(?P<name>\w+(?:::\w+)*)$")
 _WRAPPERS = frozenset({"uv", "poetry", "pipenv"})
+_STOP_FLAGS = {"pytest": "-x", "unittest": "-f", "go test": "-failfast"}
 
 
 @frozen
@@ -59,8 +60,12 @@ def runner_of(command: str | Sequence[str]) -> str | None:
     return found[0] if found is not None else None
 
 
-def select(command: str | Sequence[str], names: Sequence[str]) -> Selection | None:
-    """The command that runs only `names`, or None when the runner cannot select them."""
+def select(
+    command: str | Sequence[str], names: Sequence[str], *, stop_first: bool = True
+) -> Selection | None:
+    """The command that runs only `names`, or None when the runner cannot select them; with
+    `stop_first` False, every one of them runs even after one fails (no ``-x``,
+    ``-f``, ``-failfast``)."""
     if not names:
         return None
     words = _words(command)
@@ -84,6 +89,8 @@ def select(command: str | Sequence[str], names: Sequence[str]) -> Selection | No
         return _node(command, words, wanted)
     if extra is None:
         return None
+    if not stop_first and runner in _STOP_FLAGS:
+        extra.remove(_STOP_FLAGS[runner])
     if isinstance(command, str):
         return Selection(runner, f"{command} {shlex.join(extra)}", wanted)
     return Selection(runner, (*command, *extra), wanted)

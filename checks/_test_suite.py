@@ -32,7 +32,14 @@ from ._last_verdict import LastVerdict
 from ._progress import Assessment
 from ._sandbox import LocalSandbox, SandboxProvider
 from ._suite_tally import tally
-from ._test_output import SuiteOutput, junit_failures, read_output
+from ._test_history import TestHistory
+from ._test_output import (
+    SuiteOutput,
+    collection_failed,
+    errored_tests,
+    junit_failures,
+    read_output,
+)
 from ._test_results import TestResults, Unreadable, junit_results, names, read_results
 from ._test_selection import Selection, select
 
@@ -40,7 +47,15 @@ if TYPE_CHECKING:
     from ._baseline_cache import BaselineCache
 
 _SHOW = 8
+_FLAKY = (
+    "flaky, failing and passing on the same code (they neither block the claim nor count as fixed)"
+)
 _log = get_logger("checks.test_suite")
+
+
+def _reruns(instance: object, attribute: object, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigurationError(f"'reruns' must be an integer >= 0 (got {value!r})")
 
 
 def _must_pass(value: Sequence[str] | str) -> tuple[str, ...]:
@@ -106,7 +121,15 @@ class TestSuiteCheck(Combinable):
 
     With `baseline_cache` (the default), a baseline is kept in the user's cache folder under
     a key of the command, its settings, the sandbox and the workspace's content, so that
-    every run on the same content takes it once.
+    every run on the same content takes it once. Before a cached
+    baseline's failures excuse anything, those tests are run on their own; when one passes
+    now (or they cannot be run by name) the baseline is taken again.
+
+    With `reruns` (default 1; 0 turns it off), a rejected claim's failing tests, and the
+    baseline's, run again alone on the same tree up to that many times; a test that fails and
+    then passes is flaky: reported apart (`Assessment.flaky`, a line
+    in the reason), it neither blocks a claim nor counts as fixed, a flaky `must_pass` test
+    leaves the task unverified, and it stays flaky for the rest of the run.
 
     Args:
         command: The test command: a list of words, or a shell string.
@@ -127,6 +150,7 @@ class TestSuiteCheck(Combinable):
             tests; one still failing rejects the claim without the rest of the suite.
         baseline_cache: Keep baselines in the user's cache folder, keyed by the workspace's
             content.
+        reruns: Times a failing test runs again, alone, to tell a flaky test (0: never).
     """
 
     __test__ = False  # not a pytest test class, despite the name
@@ -142,6 +166,7 @@ class TestSuiteCheck(Combinable):
     max_runs: int = field(default=64, validator=positive(integer=True))
     fast_reject: bool = True
     baseline_cache: bool = True
+    reruns: int = field(default=1, validator=_reruns)
     _baselines: PerRun[SuiteBaseline] = field(
         init=False,
         eq=False,
@@ -149,6 +174,12 @@ class TestSuiteCheck(Combinable):
         default=Factory(lambda self: PerRun(self.max_runs), takes_self=True),
     )
     _last: PerRun[LastVerdict] = field(
+        init=False,
+        eq=False,
+        repr=False,
+        default=Factory(lambda self: PerRun(self.max_runs), takes_self=True),
+    )
+    _history: PerRun[TestHistory] = field(
         init=False,
         eq=False,
         repr=False,
@@ -185,6 +216,8 @@ class TestSuiteCheck(Combinable):
             key = await cache.key(self._cache_inputs(), state.workspace)
             async with locked(cache.folder / f"{key}.lock"):
                 recorded = cache.load(key)
+                if recorded is not None and not await self._still_failing(state, recorded):
+                    recorded = None  # stale: what it would excuse passes now
                 if recorded is None:
                     recorded, keep = await self._take_baseline(state, shown)
                     if keep:
@@ -193,6 +226,8 @@ class TestSuiteCheck(Combinable):
             recorded, _ = await self._take_baseline(state, shown)
         self._baselines.remember(state.run_id, recorded)
         results = recorded.results
+        seen = results.outcomes if results is not None else {}
+        self._history.remember(state.run_id, TestHistory().seen(seen, recorded.flaky))
         return Baseline(
             check=shown,
             runner=results.runner if results is not None else None,
@@ -200,6 +235,7 @@ class TestSuiteCheck(Combinable):
             failing=recorded.failing,
             exit_code=recorded.exit_code,
             unreadable=recorded.unreadable,
+            flaky=recorded.flaky,
             # Without must_pass, a test the task is about fails now and so never blocks.
             excused=() if self.must_pass else recorded.failing,
         )
@@ -251,11 +287,55 @@ class TestSuiteCheck(Combinable):
         elif isinstance(ran.listing, Unreadable):
             recorded = SuiteBaseline(shown, ran.result.exit_code, None, ran.listing.why)
         else:
-            recorded = SuiteBaseline(shown, ran.result.exit_code, ran.listing)
+            flaky = await self._rerun(state, sorted(ran.listing.failed))
+            recorded = SuiteBaseline(shown, ran.result.exit_code, ran.listing, flaky=flaky)
         lasting = not isinstance(ran, str) and not (
             ran.result.timed_out or ran.result.exit_code < 0
         )
         return recorded, lasting
+
+    async def _still_failing(self, state: SessionStateSnapshot, recorded: SuiteBaseline) -> bool:
+        """Whether every test a cached baseline says failed still fails, run on its own: a
+        cached failure excuses nothing before it is seen again (the key can miss what the
+        suite reads: an ignored folder, an ``assume-unchanged`` file). A baseline with no
+        failure needs no run; tests that cannot be run by name are not shown failing."""
+        failing = tuple(n for n in recorded.failing if n not in recorded.flaky)
+        if not failing:
+            return True
+        alone = await self._run_alone(state, failing)
+        if alone is not None and alone.failed >= set(failing):
+            return True
+        passing = sorted(alone.passed) if alone is not None else []
+        _log.info(
+            "baseline_cache.stale",
+            why="a cached failure passes now" if passing else "its failures could not be rerun",
+            passing=passing[:_SHOW],
+        )
+        return False
+
+    async def _run_alone(self, state: SessionStateSnapshot, wanted: Sequence[str]) -> _Alone | None:
+        """`wanted` run on their own, every one even after one fails: those the run shows
+        failing and those it shows passing; None when they cannot be selected by name (an
+        unknown command, a `junit_xml` report, whose names are not the runner's) or the run
+        did not finish."""
+        if self.junit_xml is not None:
+            return None
+        chosen = select(self.command, wanted, stop_first=False)
+        if chosen is None:
+            return None
+        ran = await self._run(state, chosen.command)
+        if isinstance(ran, str) or ran.result.timed_out or ran.result.exit_code < 0:
+            return None
+        failing = set(ran.failing)
+        failed = frozenset(n for n in chosen.names if n in failing)
+        if isinstance(ran.listing, TestResults):
+            outcomes = ran.listing.outcomes
+            passed = frozenset(n for n in chosen.names if outcomes.get(n) == "passed") - failed
+        elif ran.result.ok and ran.said.ran and not collection_failed(ran.result.output_tail):
+            passed = frozenset(chosen.names) - failed  # exit 0: every selected test passed
+        else:
+            passed = frozenset()
+        return _Alone(passed, failed)
 
     def baseline_for(self, run_id: str) -> SuiteBaseline | None:
         """The baseline `prepare` recorded for the run, if it is still kept."""
@@ -298,16 +378,69 @@ class TestSuiteCheck(Combinable):
         ran = await self._run(state)
         if isinstance(ran, str):
             return Assessment(ran)
-        if not (ran.result.timed_out or ran.result.exit_code < 0):
-            listed = ran.listing.outcomes if isinstance(ran.listing, TestResults) else {}
+        stopped = ran.result.timed_out or ran.result.exit_code < 0
+        listed = ran.listing.outcomes if isinstance(ran.listing, TestResults) else {}
+        if not stopped:
             shown = command_text(self.command)
             self._last.remember(state.run_id, LastVerdict(shown, ran.failing, tuple(listed)))
-        verdict = self._verdict(state, ran)
+        history = self._history_of(state.run_id)
+        verdict = self._verdict(state, ran, history.flaky)
+        again = self._worth_rerunning(state, ran, history.flaky) if verdict and not stopped else []
+        found = await self._rerun(state, again)
+        if not stopped:
+            seen = dict(listed) or dict.fromkeys(ran.failing, "failed")
+            history = history.seen(seen, found).seen(dict.fromkeys(found, "passed"))
+            self._history.remember(state.run_id, history)
+        if found:
+            verdict = self._verdict(state, ran, history.flaky)
         if verdict is not None and first is not None:
             headline, newline, rest = verdict.partition("\n")
-            ran_first = names(first.names, _SHOW)
-            verdict = f"{headline}\n(first ran only {ran_first}: they pass now){newline}{rest}"
-        return Assessment(verdict, _progress(ran))
+            verdict = f"{headline}\n(first ran only: {first.said}){newline}{rest}"
+        present = set(listed) | set(ran.failing)
+        flaky = tuple(sorted(n for n in history.flaky if n in present))
+        return Assessment(verdict, _progress(ran, history.flaky), flaky=flaky)
+
+    def _history_of(self, run_id: str) -> TestHistory:
+        """The run's test history; for a run this check did not prepare (a stop hook's, whose
+        baseline was restored), one that starts from its baseline's flaky tests."""
+        history = self._history.get(run_id)
+        if history is not None:
+            return history
+        recorded = self._baselines.get(run_id)
+        return TestHistory(flaky=frozenset(recorded.flaky if recorded is not None else ()))
+
+    def _worth_rerunning(
+        self, state: SessionStateSnapshot, ran: _Ran, flaky: frozenset[str]
+    ) -> list[str]:
+        """The failures of a rejected claim that a rerun could show flaky: those not known
+        flaky already, and not failing since the baseline (unless `must_pass` names them)."""
+        if not self.reruns:
+            return []
+        recorded = self._baselines.get(state.run_id) if self.baseline else None
+        base = recorded.results if recorded is not None else None
+        predating = base.failed if base is not None else frozenset()
+        return [
+            n
+            for n in ran.failing
+            if n not in flaky and (n not in predating or any(matches(e, n) for e in self.must_pass))
+        ]
+
+    async def _rerun(self, state: SessionStateSnapshot, failing: Sequence[str]) -> tuple[str, ...]:
+        """Of `failing` (failed on this tree just now), those that pass when run again, alone,
+        on the same tree, up to `reruns` times: flaky (none when they cannot be run by name)."""
+        left = list(failing)
+        found: list[str] = []
+        for _ in range(self.reruns if left else 0):
+            alone = await self._run_alone(state, left)
+            if alone is None:
+                break
+            found += [n for n in left if n in alone.passed]
+            left = [n for n in left if n not in alone.passed]
+            if not left:
+                break
+        if found:
+            _log.info("test_suite.flaky", tests=found[:_SHOW], count=len(found))
+        return tuple(found)
 
     def _candidates(self, state: SessionStateSnapshot) -> tuple[str, ...]:
         """The tests the fast half runs: those that failed at the last verdict, but not at the
@@ -323,13 +456,18 @@ class TestSuiteCheck(Combinable):
         elif base is not None:
             listed = tuple(base.outcomes)
         required = [n for n in listed if any(matches(e, n) for e in self.must_pass)]
-        failing = [n for n in (last.failing if last is not None else ()) if n not in predating]
+        flaky = self._history_of(state.run_id).flaky
+        failing = [
+            n
+            for n in (last.failing if last is not None else ())
+            if n not in predating and n not in flaky
+        ]
         return tuple(dict.fromkeys([*failing, *required]))
 
-    async def _fast_half(self, state: SessionStateSnapshot) -> Assessment | Selection | None:
-        """A rejection by the tests most likely to fail still; else the selection that ran
-        and passed, or None when there was none to run."""
-        if not self.fast_reject or self.junit_xml is not None:
+    async def _fast_half(self, state: SessionStateSnapshot) -> Assessment | _FirstRan | None:
+        """A rejection by the tests most likely to fail still; else what the selection that
+        ran found (none of its tests failing), or None when there was none to run."""
+        if not self.fast_reject or self.junit_xml is not None or state.measure_whole:
             return None
         chosen = select(self.command, self._candidates(state))
         if chosen is None:
@@ -340,17 +478,23 @@ class TestSuiteCheck(Combinable):
         failing = set(ran.failing)
         still = [n for n in chosen.names if n in failing]
         if not still:
-            return chosen
-        return Assessment(with_output(self._fast_reason(chosen, ran, still), ran.result))
+            return _FirstRan(chosen, fates(chosen.names, ran))
+        known = self._history_of(state.run_id).flaky
+        flaky = tuple(n for n in still if n in known)
+        reason = self._fast_reason(chosen, ran, still, frozenset(flaky))
+        return Assessment(with_output(reason, ran.result), flaky=flaky)
 
-    def _fast_reason(self, chosen: Selection, ran: _Ran, still: list[str]) -> str:
+    def _fast_reason(
+        self, chosen: Selection, ran: _Ran, still: list[str], flaky: frozenset[str]
+    ) -> str:
         """The fast half's rejection, in the words of the whole suite's: the `must_pass`
         tests not passing, the other tests still failing, then what ran."""
         counts = f" ({ran.said.counts})" if ran.said.counts else ""
         shown = f"`{command_text(self.command)}`"
         lines = [f"{shown} still fails {len(still)} of the tests run first{counts}"]
+        errored = errored_tests(ran.result.output_tail)
         unmet = [
-            f"{entry} ({', '.join(f'{n} failed' for n in named)})"
+            f"{entry} ({', '.join(f'{n} {_failed(n, errored)}{_shaky(n, flaky)}' for n in named)})"
             for entry in self.must_pass
             if (named := [n for n in still if matches(entry, n)])
         ]
@@ -360,12 +504,14 @@ class TestSuiteCheck(Combinable):
         if other:
             lines.append(f"tests that failed at the last verdict still fail: {names(other, _SHOW)}")
         lines.append(
-            f"(only these ran, with `{_quoted(chosen.command)}`: "
-            f"{names(chosen.names, _SHOW)}; the whole suite runs once they pass)"
+            f"(only these were selected, with `{_quoted(chosen.command)}`: "
+            f"{fates(chosen.names, ran)}; the whole suite runs once they pass)"
         )
         return "\n".join(lines)
 
-    def _verdict(self, state: SessionStateSnapshot, ran: _Ran) -> str | None:
+    def _verdict(
+        self, state: SessionStateSnapshot, ran: _Ran, flaky: frozenset[str] = frozenset()
+    ) -> str | None:
         result, said = ran.result, ran.said
         none_ran = None
         if result.timed_out or result.exit_code < 0:
@@ -375,7 +521,7 @@ class TestSuiteCheck(Combinable):
         elif ran.report_cases is None and said.ran is False:
             none_ran = f"its output says `{said.none_ran}`"
         if self.baseline or self.must_pass:
-            judged = self._against_baseline(state, ran, none_ran)
+            judged = self._against_baseline(state, ran, none_ran, flaky)
             if not isinstance(judged, _Fallback):
                 return judged
             fallback = judged.why
@@ -383,14 +529,20 @@ class TestSuiteCheck(Combinable):
             fallback = None
         if result.ok and not ran.from_report and none_ran is None:
             return None
-        reason = self._reason(result, said, ran.from_report, none_ran, ran.report_note)
+        if none_ran is None and _only_flaky(ran, flaky):
+            return None  # every failure passed when run again: nothing blocks
+        reason = self._reason(result, said, ran.from_report, none_ran, ran.report_note, flaky)
         if not fallback:
             return reason
         headline, newline, rest = reason.partition("\n")
         return f"{headline}\n({fallback}; so the exit code decides){newline}{rest}"
 
     def _against_baseline(
-        self, state: SessionStateSnapshot, ran: _Ran, none_ran: str | None
+        self,
+        state: SessionStateSnapshot,
+        ran: _Ran,
+        none_ran: str | None,
+        flaky: frozenset[str] = frozenset(),
     ) -> str | _Fallback | None:
         """The verdict by test names, or a `_Fallback` saying why names cannot decide."""
         result, listing = ran.result, ran.listing
@@ -413,10 +565,10 @@ class TestSuiteCheck(Combinable):
         else:
             why = None
         base = recorded.results if recorded is not None else None
-        comparison = compare(base, listing, self.must_pass)
+        comparison = compare(base, listing, self.must_pass, flaky)
         if why is not None or not self.baseline:
             if comparison.unmet:
-                return self._compared(shown, ran, compare(None, listing, self.must_pass))
+                return self._compared(shown, ran, compare(None, listing, self.must_pass, flaky))
             return _Fallback(f"the baseline is not applied: {why}") if why else _Fallback("")
         if none_ran is not None or not listing.outcomes:
             said = none_ran or "its listing names no test"
@@ -453,6 +605,8 @@ class TestSuiteCheck(Combinable):
                 "failing since before the run began (these do not block): "
                 f"{names(comparison.predating, _SHOW)}"
             )
+        if comparison.flaky:
+            lines.append(f"{_FLAKY}: {names(comparison.flaky, _SHOW)}")
         return with_output("\n".join(lines), result)
 
     async def _run(
@@ -503,6 +657,7 @@ class TestSuiteCheck(Combinable):
         from_report: list[str],
         none_ran: str | None,
         note: str | None,
+        flaky: frozenset[str] = frozenset(),
     ) -> str:
         shown = f"`{command_text(self.command)}`"
         if none_ran is not None:
@@ -519,17 +674,33 @@ class TestSuiteCheck(Combinable):
             headline += f" ({said.counts})"
         # A fresh report names every failure; the output may name the same ones differently
         # (pytest's node ids beside the report's dotted names), so it is read only without one.
-        failing = from_report or list(said.failing)
+        failing = [n for n in from_report or said.failing if n not in flaky]
+        shaky = [n for n in from_report or said.failing if n in flaky]
         if failing:
             names = ", ".join(failing[:_SHOW])
             more = f" and {len(failing) - _SHOW} more" if len(failing) > _SHOW else ""
             headline += f"\nfailing: {names}{more}"
+        if shaky:
+            headline += f"\n{_FLAKY}: {', '.join(shaky[:_SHOW])}"
         if note:
             headline += f"\n{note}"
         return with_output(headline, result)
 
 
-def _progress(ran: _Ran) -> WorkProgress | None:
+def _only_flaky(ran: _Ran, flaky: frozenset[str]) -> bool:
+    """Whether the run failed only by tests known to be flaky: it names its failures, each is
+    flaky, it ran tests, and nothing else went wrong (a timeout, a module not collected)."""
+    result, failing = ran.result, ran.from_report or list(ran.failing)
+    return (
+        bool(failing)
+        and all(n in flaky for n in failing)
+        and not (result.timed_out or result.exit_code < 0)
+        and ran.said.ran is not False
+        and not collection_failed(result.output_tail)
+    )
+
+
+def _progress(ran: _Ran, flaky: frozenset[str] = frozenset()) -> WorkProgress | None:
     """Tests passing of those that ran: from a fresh JUnit report, else the listing of named
     outcomes when it names passing tests, else the runner's closing counts (with the failing
     names the output gives). A run that timed out or was killed counts none as passing."""
@@ -544,6 +715,7 @@ def _progress(ran: _Ran) -> WorkProgress | None:
     elif isinstance(listing, TestResults) and listing.passed:
         failing = [name for name, outcome in listing.outcomes.items() if outcome == "failed"]
         passed, total = len(listing.passed), len(listing.passed) + len(failing)
+        passed -= len(listing.passed & flaky)  # a flaky test's pass shows nothing
     elif counted is not None:
         passed, total, failing = counted.passed, counted.total, list(ran.said.failing)
     else:
@@ -551,6 +723,66 @@ def _progress(ran: _Ran) -> WorkProgress | None:
     if result.timed_out or result.exit_code < 0:
         passed = 0
     return WorkProgress(max(0, min(passed, total)), total, "tests", failing)
+
+
+@frozen
+class _Alone:
+    """Some tests run on their own: those the run showed passing, and failing."""
+
+    passed: frozenset[str]
+    failed: frozenset[str]
+
+
+@frozen
+class _FirstRan:
+    """The fast half's selection, which ran with none of its tests failing, and what happened
+    to each of them (`fates`)."""
+
+    selection: Selection
+    said: str
+
+
+def fates(wanted: Sequence[str], ran: _Ran) -> str:
+    """What happened to each of `wanted` in `ran`, and never more than its output shows:
+    passed, failed, errored, skipped, not collected (the run could not collect tests), not
+    run (a whole listing that does not name it), or, from output that names only failures,
+    not named as failing."""
+    output = ran.result.output_tail
+    errored = errored_tests(output)
+    failing = set(ran.failing)
+    listing = ran.listing if isinstance(ran.listing, TestResults) else None
+    uncollected = collection_failed(output)
+    said = []
+    for name in wanted[:_SHOW]:
+        outcome = listing.outcomes.get(name) if listing is not None else None
+        if name in failing or outcome == "failed":
+            fate = _failed(name, errored)
+        elif outcome is not None:
+            fate = outcome
+        elif uncollected:
+            fate = "not collected"
+        elif listing is not None:
+            fate = "not run"
+        else:
+            fate = "not named as failing (the output names no passing test)"
+        said.append(f"{name} {fate}")
+    more = f" and {len(wanted) - _SHOW} more" if len(wanted) > _SHOW else ""
+    text = ", ".join(said) + more
+    if uncollected:
+        text += "; some tests could not be collected (see the output below)"
+    return text
+
+
+def _shaky(name: str, flaky: frozenset[str]) -> str:
+    return (
+        " (and flaky: it failed and passed on the same code earlier in the run)"
+        if (name in flaky)
+        else ""
+    )
+
+
+def _failed(name: str, errored: frozenset[str]) -> str:
+    return "errored" if name in errored else "failed"
 
 
 def _quoted(command: str | tuple[str, ...]) -> str:

@@ -28,6 +28,7 @@ if typing.TYPE_CHECKING:
     from ._events._base import Event
     from ._events._run import (
         CheckFailed,
+        CheckFlaky,
         CheckPassed,
         FeedbackInjected,
         IterationStarted,
@@ -102,6 +103,7 @@ if typing.TYPE_CHECKING:
 _LAZY = {
     "Event": "._events._base",
     "CheckFailed": "._events._run",
+    "CheckFlaky": "._events._run",
     "CheckPassed": "._events._run",
     "FeedbackInjected": "._events._run",
     "IterationStarted": "._events._run",
@@ -252,6 +254,7 @@ __all__ = [
     "Cancelled",
     "CheckBroken",
     "CheckFailed",
+    "CheckFlaky",
     "CheckPassed",
     "CliAgentClient",
     "Compaction",

@@ -67,6 +67,8 @@ class Decision:
     progress: WorkProgress | None = None
     error: CheckError | None = None
     """Why the check could not judge the work, when it could not (see `CheckError`)."""
+    flaky: tuple[str, ...] = ()
+    """Tests the check found flaky (failed and passed on the same code): reported apart."""
 
 
 CONTINUE = Decision()

@@ -141,6 +141,10 @@ class SessionStateSnapshot:
     """The protected paths found changed when this claim was judged (empty otherwise)."""
     tampered_claims: int = 0
     """How many claims of the run so far found protected paths changed."""
+    measure_whole: bool = False
+    """The progress measured on this snapshot is compared with a checkpoint's (a rollback on
+    regression judges by it): a check with a quicker way to reject (a test suite's fast path)
+    measures the whole of the work instead."""
 
     @classmethod
     def standalone(

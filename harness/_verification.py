@@ -28,7 +28,8 @@ class Baseline:
     `failing` the tests that failed before the agent did anything. `excused` are those of them
     the check will never hold against the agent, although the task may be about one of them:
     a check that takes a baseline and names no test that must pass excuses every failing test,
-    and the run warns before the first turn (`excused_warning`).
+    and the run warns before the first turn (`excused_warning`). `flaky` are those of the
+    failing tests that passed when run again on the same code (neither a pass nor a fail).
     """
 
     check: str
@@ -38,6 +39,7 @@ class Baseline:
     exit_code: int | None = None
     unreadable: str | None = None
     excused: tuple[str, ...] = field(default=(), converter=_names)
+    flaky: tuple[str, ...] = field(default=(), converter=_names)
 
     def excused_warning(self) -> str | None:
         """What the run says before the first turn when tests are excused, None when none is."""
@@ -61,4 +63,5 @@ class Baseline:
             "exit_code": self.exit_code,
             "unreadable": self.unreadable,
             "excused": list(self.excused),
+            **({"flaky": list(self.flaky)} if self.flaky else {}),
         }

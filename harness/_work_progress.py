@@ -139,6 +139,9 @@ class Assessment:
     error: CheckError | None = None
     """Why the check could not judge the work, when it could not (it raised, or its command
     could not start); `reason` then says it too."""
+    flaky: tuple[str, ...] = ()
+    """Tests that failed and passed on the same code (a test suite's reruns, or earlier in
+    the run): neither a pass nor a fail, reported apart."""
 
 
 def _int(data: Mapping[str, Any], name: str) -> int:

@@ -25,6 +25,7 @@ from ._events._pause import RunPaused, RunResumed
 from ._events._reader import RunTally, TranscriptReader
 from ._events._run import (
     CheckFailed,
+    CheckFlaky,
     CheckPassed,
     FeedbackInjected,
     IterationStarted,
@@ -53,6 +54,7 @@ __all__ = [
     "AttemptsRanked",
     "BaselineRecorded",
     "CheckFailed",
+    "CheckFlaky",
     "CheckPassed",
     "CheckpointFailed",
     "CheckpointRestored",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from harness import BudgetExceeded, Completed, ConfigurationError, HaltReason
 from harness.extend import Run, check_positive
@@ -88,7 +88,10 @@ class Ralph:
             reason = end.reason
             if reason is not None and not _iteration_ran_out(reason):
                 return reason
-            assessed = await session.assess(end.snapshot)
+            # With rollback, this verdict's progress is compared with the best checkpoint's:
+            # the check measures the whole work (no quicker rejection).
+            judged = end.snapshot if guard is None else evolve(end.snapshot, measure_whole=True)
+            assessed = await session.assess(judged)
             saved = await run.checkpoint(f"iteration {iteration} ended", assessed.progress)
             if assessed.reason is None:
                 return Completed()

@@ -8,6 +8,11 @@ workspace goes back to the best checkpoint, and the next iteration is told, as t
 feedback, what broke and that its predecessor's changes were rolled back (they stay in their
 own checkpoint, for a person to look at).
 
+Every checkpoint rollback compares (the start, each iteration's end) is measured whole: the
+check's snapshot says so (`measure_whole`), and a check with a quicker way to reject (a test
+suite's fast path) runs all of it. A start the check still could not measure is said once, as
+a ``run.warning``: the first iteration cannot be rolled back.
+
 An iteration whose check could not measure the work, after one that could, counts as a
 regression: nothing shows that it did not break anything. A check that never measures
 (`checks.measures_progress`: a wrapper without `measure`, an `AllOf` without
@@ -17,7 +22,7 @@ regression: nothing shows that it did not break anything. A check that never mea
 
 from __future__ import annotations
 
-from attrs import define
+from attrs import define, evolve
 
 from checks import measures_progress
 from harness.checkpoints import Checkpoint, improves_on
@@ -27,6 +32,11 @@ from harness.extend import Run
 _SHOW = 10
 ROLLBACK_SOURCE = "rollback"
 """The feedback source of the message that tells an iteration its predecessor was undone."""
+UNMEASURED_START = (
+    'rollback = "on_regression" cannot measure the start of the run: the completion check '
+    "gave no progress there, so the first iteration is never rolled back (the first measured "
+    "checkpoint is the best, whatever it broke)"
+)
 
 
 @define
@@ -50,8 +60,12 @@ class RollbackGuard:
             return cls(run)
         start = run.last_checkpoint
         if start is None:
-            assessed = await run.policy.start_session(clock=run.clock).assess(run.snapshot())
+            session = run.policy.start_session(clock=run.clock)
+            assessed = await session.assess(evolve(run.snapshot(), measure_whole=True))
             start = await run.checkpoint("run started", assessed.progress)
+        measured = check is not None and measures_progress(check)
+        if start is not None and start.progress is None and measured:
+            run.emit(RunWarning(run.elapsed(), ROLLBACK_SOURCE, UNMEASURED_START))
         return cls(run, start)
 
     async def after(self, iteration: int, saved: Checkpoint | None) -> str | None:

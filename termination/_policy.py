@@ -398,6 +398,7 @@ class _PolicySession:
                 feedback=tuple(feedback),
                 checked=True,
                 progress=assessed.progress,
+                flaky=assessed.flaky,
             )
         self._rejections += 1
         rejections = self._rejections
@@ -415,6 +416,7 @@ class _PolicySession:
             rejection=reason,
             progress=assessed.progress,
             error=assessed.error,
+            flaky=assessed.flaky,
         )
 
     def _read_verdicts(
@@ -437,7 +439,7 @@ class _PolicySession:
         verdict = await run_check(
             self._check, snapshot, time_limit=self._policy.check_timeout, clock=self._clock
         )
-        return Assessment(verdict.reason, verdict.progress, verdict.error)
+        return Assessment(verdict.reason, verdict.progress, verdict.error, verdict.flaky)
 
 
 def _read(

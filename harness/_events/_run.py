@@ -112,6 +112,21 @@ class CheckFailed(Event):
 
 
 @frozen
+class CheckFlaky(Event):
+    """Tests that failed and passed on the same code, reported apart from pass and fail with
+    the verdict that follows (`check.passed` or `check.failed`): they neither block a claim
+    nor count as fixed."""
+
+    name: ClassVar[str] = "check.flaky"
+    level: ClassVar[str] = "warning"
+    agent: str
+    turn: int
+    check: str = field(metadata=omitted(""))
+    flaky: tuple[str, ...] = ()
+    """The tests, by name (the key `harness stats` counts them by)."""
+
+
+@frozen
 class FeedbackInjected(Event):
     name: ClassVar[str] = "feedback.injected"
     agent: str

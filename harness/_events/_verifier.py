@@ -58,6 +58,7 @@ def _baseline(f: Fields) -> Baseline:
         f.integer("exit_code", None),
         f.text("unreadable", None),
         _names_of(f, "excused"),
+        _names_of(f, "flaky"),
     )
 
 

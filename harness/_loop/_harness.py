@@ -381,15 +381,18 @@ class Harness:
         await self._record_verifier(run, before)
         progress = None
         early: HaltReason | None = None
+        # The start's progress is what a rollback compares every iteration with: measured
+        # whole, never by a quicker rejection that measures nothing.
+        whole = bool(keep and measure)
         if self.policy.check_before_first_turn:
             policy = self.policy.start_session(clock=run.clock)
-            assessed = await run.assess(run.snapshot(), policy)
+            assessed = await run.assess(evolve(run.snapshot(), measure_whole=whole), policy)
             run.initial_reason, progress = assessed.reason, assessed.progress
             if run.initial_reason is None:
                 early = Completed(early=True)
-        elif keep and measure:
+        elif whole:
             policy = self.policy.start_session(clock=run.clock)
-            progress = (await policy.assess(run.snapshot())).progress
+            progress = (await policy.assess(evolve(run.snapshot(), measure_whole=True))).progress
         if keep:
             await run.checkpoint("run started", progress)
         return early

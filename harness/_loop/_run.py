@@ -121,7 +121,9 @@ class Run(RunState):
     async def assess(self, snapshot: SessionStateSnapshot, policy: PolicySession) -> Assessment:
         """As `check`, with the progress the check measured."""
         assessed = await self.judge(snapshot, policy.assess)
-        self.record_check(snapshot.agent, snapshot.turns, assessed.reason, assessed.error)
+        self.record_check(
+            snapshot.agent, snapshot.turns, assessed.reason, assessed.error, assessed.flaky
+        )
         return assessed
 
     def result(self, reason: HaltReason) -> RunResult:

@@ -16,7 +16,7 @@ from attrs import define, evolve, field, frozen
 from .._check_error import CheckError
 from .._clock import Clock, clock_reader
 from .._events._base import Event
-from .._events._run import CheckFailed, CheckPassed, SinkFailed
+from .._events._run import CheckFailed, CheckFlaky, CheckPassed, SinkFailed
 from .._events._sinks import EventSink
 from .._messages import NO_USAGE, Message, Usage
 from .._model import ModelClient
@@ -181,13 +181,21 @@ class RunState:
             self.emit(failure)  # a sink failing on this is detached in turn
 
     def record_check(
-        self, agent: str, turn: int, reason: str | None, error: CheckError | None = None
+        self,
+        agent: str,
+        turn: int,
+        reason: str | None,
+        error: CheckError | None = None,
+        flaky: tuple[str, ...] = (),
     ) -> None:
         """Keep a completion check's verdict (a reason joins `check_reasons`) and emit it.
 
         `error` says the check could not judge the work (it raised, or its command could not
         start): the same error at the policy's `max_check_errors` claims in a row sets
-        `check_broken`, which ends the run (the session and the strategies read it)."""
+        `check_broken`, which ends the run (the session and the strategies read it). `flaky`
+        tests (failed and passed on the same code) are said first, apart (`check.flaky`)."""
+        if flaky:
+            self.emit(CheckFlaky(self.elapsed(), agent, turn, self.description, flaky))
         if reason is None:
             self.emit(CheckPassed(self.elapsed(), agent, turn, self.description))
         else:

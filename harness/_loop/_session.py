@@ -150,7 +150,9 @@ class Session:
     async def assess(self, snapshot: SessionStateSnapshot) -> Assessment:
         """As `check`, with the progress the check measured (None when it does not measure)."""
         assessed = await self._run.judge(snapshot, self._policy.assess)
-        self._run.record_check(snapshot.agent, snapshot.turns, assessed.reason, assessed.error)
+        self._run.record_check(
+            snapshot.agent, snapshot.turns, assessed.reason, assessed.error, assessed.flaky
+        )
         self.report_verdict(assessed.reason, assessed.progress)
         return assessed
 
@@ -374,7 +376,9 @@ class Session:
         run = self._run
         emit_readings(run, decision.readings, agent=self.agent, turn=self.turns)
         if decision.checked:
-            run.record_check(self.agent, self.turns, decision.rejection, decision.error)
+            run.record_check(
+                self.agent, self.turns, decision.rejection, decision.error, decision.flaky
+            )
         for message in decision.feedback:
             self._append_feedback(message)
         if decision.rejection is not None and decision.halt is None:

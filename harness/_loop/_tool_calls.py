@@ -19,6 +19,7 @@ from .._policy import PolicySession
 from .._result import HaltReason
 from .._state import SessionStateSnapshot, ToolOutcome
 from .._tools._base import Tool, ToolContext, ToolResult
+from .._tools._raw_arguments import refusal
 from ._repeated_calls import RecentFailures
 from ._run_state import RunState
 
@@ -133,6 +134,9 @@ class TurnTools:
         if tool is None:
             available = ", ".join(sorted(self.tools)) or "none"
             return ToolResult(f"error: unknown tool {call.name!r} (available: {available})", True)
+        refused = refusal(call.arguments)
+        if refused is not None:  # JSON text no parser could read: the model hears why
+            return ToolResult(refused, is_error=True)
         run = self._run
         config = run.config
         context = ToolContext(

@@ -2,9 +2,11 @@
 llama.cpp's server, a proxy), through the official ``openai`` SDK.
 
 Messages map one to one: system, user, assistant (with ``tool_calls`` whose arguments are
-JSON text) and ``tool`` results. A tool call whose arguments are not a JSON object reaches the
-tool as ``{"_invalid_json": <the raw text>}``, so the tool's argument check tells the model
-what went wrong instead of the run failing. Usage maps ``prompt_tokens`` (which include cached
+JSON text) and ``tool`` results. Arguments are read as leniently as JSON allows without
+guessing (raw control characters inside strings are taken as they are); a tool call whose
+arguments are still not a JSON object is refused with the parser's own reason and position
+(`harness._tools._raw_arguments`), so the model learns what went wrong instead of the run
+failing. Usage maps ``prompt_tokens`` (which include cached
 tokens) to input, ``completion_tokens`` to output and ``prompt_tokens_details.cached_tokens``
 to cached.
 """
@@ -21,12 +23,11 @@ from .._clock import Clock
 from .._errors import ConfigurationError
 from .._fs._jsonl import without_surrogates
 from .._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
+from .._tools._raw_arguments import read_arguments
 from ._base import ProviderClient
 from ._pricing import ModelPrice, PriceTable
 from ._responses import malformed
 from ._retry import RetryPolicy
-
-INVALID_ARGUMENTS = "_invalid_json"
 
 
 class OpenAIClient(ProviderClient):
@@ -207,23 +208,8 @@ def _parse_calls(raw: object, provider: str) -> tuple[ToolCall, ...]:
         name = function.get("name")
         if not isinstance(name, str) or not name:
             raise malformed(provider, f"tool_calls[{i}].function.name is missing")
-        calls.append(ToolCall(call_id, name, _arguments(function.get("arguments"))))
+        calls.append(ToolCall(call_id, name, read_arguments(function.get("arguments"))))
     return tuple(calls)
-
-
-def _arguments(raw: object) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        return raw
-    if raw is None or raw == "":
-        return {}
-    if isinstance(raw, str):
-        try:
-            parsed = json.loads(raw)
-        except ValueError:
-            return {INVALID_ARGUMENTS: raw}
-        if isinstance(parsed, dict):
-            return parsed
-    return {INVALID_ARGUMENTS: raw if isinstance(raw, str) else json.dumps(raw)}
 
 
 def _count(value: object) -> int:

@@ -54,6 +54,9 @@ def handle(args: argparse.Namespace) -> int:
     for verdict in verdicts:
         mark = "PASS" if verdict.passed else "FAIL"
         print(f"{mark}  {verdict.description}")
+        if verdict.flaky:
+            tests = ", ".join(verdict.flaky)
+            print(f"      FLAKY (failed and passed on the same code): {for_terminal(tests)}")
         if verdict.reason is not None:
             for line in verdict.reason.splitlines():
                 print(f"      {for_terminal(line)}")
@@ -65,7 +68,9 @@ def handle(args: argparse.Namespace) -> int:
             for line in error.traceback.rstrip().splitlines():
                 print(f"      {for_terminal(line)}")
     failed = sum(not v.passed for v in verdicts)
-    print(f"{len(verdicts) - failed} passed, {failed} failed")
+    flaky = sum(len(v.flaky) for v in verdicts)
+    shaky = f", {flaky} flaky test{'s' if flaky != 1 else ''}" if flaky else ""
+    print(f"{len(verdicts) - failed} passed, {failed} failed{shaky}")
     if any(v.error is not None and v.error.cannot_run for v in verdicts):
         print("harness: a check could not run: fix its command, not the work", file=sys.stderr)
         return 2

@@ -24,6 +24,7 @@ from harness import HaltReason, ToolCall, Usage
 from harness.events import (
     BaselineRecorded,
     CheckFailed,
+    CheckFlaky,
     CheckPassed,
     CheckpointFailed,
     CheckpointRestored,
@@ -158,6 +159,10 @@ class _RunBuilder:
                 tone: Tone = "bad" if event.status == "halt" else "warn"
                 title = f"sensor {event.sensor}: {event.status}"
                 self._session_note(event.agent, _note(event, line, tone, title, event.message))
+            case CheckFlaky():
+                title = "flaky tests: failed and passed on the same code (neither pass nor fail)"
+                body = "\n".join(event.flaky)
+                self._session_note(event.agent, _note(event, line, "warn", title, body))
             case CheckPassed():
                 note = _note(event, line, "good", "completion check passed", event.check)
                 self._session_note(event.agent, note)
@@ -336,8 +341,13 @@ def _baseline_note(line: int, event: BaselineRecorded) -> NoteView:
     if found.unreadable is not None:
         title = "baseline: the suite's output could not be read into test names"
         return _note(event, line, "info", title, found.unreadable)
-    title = f"baseline: {found.passed} passing, {len(found.failing)} failing before the first turn"
-    return _note(event, line, "info", title, "\n".join(found.failing))
+    flaky = f" ({len(found.flaky)} of them flaky)" if found.flaky else ""
+    title = (
+        f"baseline: {found.passed} passing, {len(found.failing)} failing{flaky} before the "
+        "first turn"
+    )
+    said = [f"{n} (flaky)" if n in found.flaky else n for n in found.failing]
+    return _note(event, line, "info", title, "\n".join(said))
 
 
 def _note(event: Event, line: int, tone: Tone, title: str, body: str = "") -> NoteView:

@@ -24,6 +24,7 @@ from harness.extend import ProcessResult
 
 pytestmark = pytest.mark.anyio
 
+COMMAND = "pytest -rA"  # a runner that selects tests by name: a cached failure is rerun alone
 LISTING = "t.py::test_a PASSED\nt.py::test_b FAILED\n=== 1 failed, 1 passed in 0.1s ===\n"
 
 
@@ -33,6 +34,7 @@ class Counting:
 
     def __init__(self, output: str = LISTING, *, timed_out: bool = False) -> None:
         self.runs = 0
+        self.alone = 0  # runs of some tests by name (``-k``): a cached failure seen again
         self.output = output
         self.timed_out = timed_out
         self.gate: anyio.Event | None = None
@@ -50,7 +52,10 @@ class Counting:
         env: Mapping[str, str] | None = None,
         workspace: Path | None = None,
     ) -> ProcessResult:
-        self.runs += 1
+        if "-k" in (command.split() if isinstance(command, str) else command):
+            self.alone += 1
+        else:
+            self.runs += 1
         self.started.set()
         if self.gate is not None:
             await self.gate.wait()
@@ -67,7 +72,7 @@ def workspace(root: Path) -> Path:
 
 async def prepared(root: Path, sandbox: Counting, **options: object) -> TestSuiteCheck:
     """A fresh check (as each board attempt and hook session builds one), prepared."""
-    check = TestSuiteCheck("run-tests", baseline=True, sandbox=sandbox, **options)  # type: ignore[arg-type]
+    check = TestSuiteCheck(COMMAND, baseline=True, sandbox=sandbox, **options)  # type: ignore[arg-type]
     await check.prepare(snapshot(root))
     return check
 
@@ -82,7 +87,9 @@ async def test_runs_on_the_same_content_take_the_baseline_once(tmp_path: Path) -
     sandbox = Counting()
     await prepared(workspace(tmp_path / "a"), sandbox)
     second = await prepared(workspace(tmp_path / "b"), sandbox)
-    assert sandbox.runs == 1
+    # test_b run alone twice: its flaky rerun at the baseline, then the second run's check
+    # that the cached failure still fails.
+    assert (sandbox.runs, sandbox.alone) == (1, 2)
     recorded = second.baseline_for("run-1")
     assert recorded is not None
     assert recorded.failing == ("t.py::test_b",)
@@ -179,7 +186,7 @@ async def test_a_foreign_entry_is_ignored(tmp_path: Path, caplog: pytest.LogCapt
     (first,) = entries()
     (root / "t.py").write_text("changed\n")
     cache = BaselineCache.default()
-    key = await cache.key(TestSuiteCheck("run-tests", sandbox=sandbox)._cache_inputs(), root)
+    key = await cache.key(TestSuiteCheck(COMMAND, sandbox=sandbox)._cache_inputs(), root)
     shutil.copy(first, cache.folder / f"{key}.json")
     with caplog.at_level(logging.WARNING, logger="checks.baseline_cache"):
         await prepared(root, sandbox)
@@ -345,6 +352,52 @@ async def test_without_a_home_folder_there_is_no_cache_and_checks_still_run(
     assert "baseline_cache.unavailable" in caplog.text
     real = TestSuiteCheck([sys.executable, "-c", "print('t.py::test_a PASSED'); print('1 passed')"])
     assert await real.check(snapshot(root)) is None
+
+
+async def test_a_cached_failure_that_passes_now_excuses_nothing(tmp_path: Path) -> None:
+    """From outside, with a real suite: the baseline is cached while test_helper fails; the
+    helper is then fixed in a git-ignored folder the suite imports (the key does not see it).
+    The next run sees the cached failure pass when run alone, takes the baseline again, and
+    an agent that breaks the helper once more is rejected, as without the cache."""
+    root = tmp_path / "repo"
+    (root / "vendor").mkdir(parents=True)
+    (root / ".gitignore").write_text("vendor/\n")
+    (root / "test_it.py").write_text(
+        "import sys\n\nsys.path.insert(0, 'vendor')\nfrom helper import helper\n\n\n"
+        "def test_helper():\n    assert helper() == 1\n\n\n"
+        "def test_other():\n    pass\n"
+    )
+    helper = root / "vendor" / "helper.py"
+    helper.write_text("def helper():\n    return 0\n")
+    commit_all(root)
+    command = (sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider")
+    env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+    first = TestSuiteCheck(command, env=env, baseline=True)
+    await first.prepare(snapshot(root, run_id="first"))
+    cached = first.baseline_for("first")
+    assert cached is not None
+    assert cached.failing == ("test_it.py::test_helper",)
+    assert len(entries()) == 1
+
+    helper.write_text("def helper():\n    return 1\n")  # fixed where the key does not look
+    second = TestSuiteCheck(command, env=env, baseline=True)
+    await second.prepare(snapshot(root, run_id="second"))
+    taken = second.baseline_for("second")
+    assert taken is not None
+    assert taken.failing == ()
+    helper.write_text("def helper():\n    return 2\n")  # the agent breaks it again
+    reason = await second.check(snapshot(root, run_id="second"))
+    assert reason is not None
+    assert "tests that passed before the run no longer pass: test_it.py::test_helper" in reason
+
+
+def commit_all(root: Path) -> None:
+    """`root` made a git repository with everything in it committed."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(root)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "c"], check=True)
 
 
 async def test_a_watchman_that_exits_at_once_leaves_the_key_to_the_content(

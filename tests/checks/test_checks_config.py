@@ -127,6 +127,14 @@ def test_question_answered_without_a_factory_is_refused() -> None:
         check_from_config(table, where="c[0]")
 
 
+def test_a_test_suites_reruns_come_from_the_spec() -> None:
+    """`reruns = 0` turns the flaky reruns off; the default is one."""
+    table = {"type": "test_suite", "command": "pytest"}
+    assert check_from_config(table, where="c").reruns == 1  # type: ignore[attr-defined]
+    off = check_from_config({**table, "reruns": 0}, where="c")
+    assert off.reruns == 0  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize(
     ("table", "message"),
     [
@@ -149,6 +157,11 @@ def test_question_answered_without_a_factory_is_refused() -> None:
             "c.timeout must be a number (got True)",
         ),
         ({"type": "test_suite", "command": "x", "timeout": -1}, "c: 'timeout' must be a positive"),
+        (
+            {"type": "test_suite", "command": "x", "reruns": -1},
+            "c: 'reruns' must be an integer >= 0 (got -1)",
+        ),
+        ({"type": "test_suite", "command": "x", "reruns": "1"}, "c.reruns must be an integer"),
         ({"type": "command", "command": "x", "sandbox": "docker"}, "c: unknown sandbox 'docker'"),
         (
             {"type": "command", "command": "x", "sandbox": {"name": "local"}},

@@ -368,3 +368,30 @@ async def test_a_real_unittest_run_of_no_tests(tmp_path: Path) -> None:
         )
     )
     assert await TestSuiteCheck(command).check(snapshot(tmp_path)) is None
+
+
+def test_errored_tests_and_collection_errors_are_told_from_failures() -> None:
+    """pytest's ERROR lines (a fixture that raised) and unittest's ERROR headers are errors, a
+    FAILED line is not; a module that cannot be imported is a collection error."""
+    from checks._test_output import collection_failed, errored_tests
+
+    pytest_output = textwrap.dedent(
+        """\
+        t.py::test_a FAILED                                                      [ 50%]
+        t.py::test_b ERROR                                                       [100%]
+        =========================== short test summary info ============================
+        FAILED t.py::test_a - assert 1 == 2
+        ERROR t.py::test_c - RuntimeError: no database
+        ========================= 1 failed, 2 errors in 0.02s =========================
+        """
+    )
+    assert errored_tests(pytest_output) == {"t.py::test_b", "t.py::test_c"}
+    assert not collection_failed(pytest_output)
+    unittest_output = (
+        "ERROR: test_x (tests.test_m.T.test_x)\nFAIL: test_y (tests.test_m.T.test_y)\n"
+    )
+    assert errored_tests(unittest_output) == {"tests.test_m.T.test_x"}
+    collecting = "ERROR test_calc.py\n!!!! Interrupted: 1 error during collection !!!!\n"
+    assert collection_failed(collecting)
+    assert collection_failed("ERROR: test_m (unittest.loader._FailedTest.test_m)\n")
+    assert collection_failed("FAIL\texample.com/calc [build failed]")

@@ -58,6 +58,25 @@ def test_each_runner_selects_by_its_own_flag(command: str, names: list[str], exp
     assert chosen.runner == runner_of(command)
 
 
+@pytest.mark.parametrize(
+    ("command", "names", "expected"),
+    [
+        ("pytest -rA", ["t.py::test_a"], "pytest -rA -k '(t.py and test_a)'"),
+        ("python -m unittest -v", ["m.T.test_a"], "python -m unittest -v -k m.T.test_a"),
+        ("go test -v ./...", ["p.TestA"], "go test -v ./... -run '^(TestA)$'"),
+        ("cargo test", ["tests::add"], "cargo test -- tests::add"),
+    ],
+)
+def test_every_selected_test_can_be_asked_to_run(
+    command: str, names: list[str], expected: str
+) -> None:
+    """`stop_first=False` (a rerun, a cached failure seen again): no flag stops the run at the
+    first failure."""
+    chosen = select(command, names, stop_first=False)
+    assert chosen is not None
+    assert chosen.command == expected
+
+
 def test_an_argv_command_gets_the_words_appended() -> None:
     chosen = select(("/venv/bin/python", "-m", "pytest", "tests"), ["tests/test_a.py::test_b"])
     assert chosen is not None

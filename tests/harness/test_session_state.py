@@ -97,6 +97,7 @@ def test_a_snapshot_puts_every_value_in_its_own_field() -> None:
         "session_started_at": 3.0,
         "tampering": (),
         "tampered_claims": 2,
+        "measure_whole": False,
     }
     views = {"messages", "tool_outcomes", "check_reasons"}
     assert {f.name for f in fields(type(snapshot))} == set(expected) | views

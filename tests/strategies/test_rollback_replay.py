@@ -22,6 +22,7 @@ from harness import (
     FixtureError,
     Harness,
     RunResult,
+    RunWarning,
     ScriptedModelClient,
     SessionStateSnapshot,
     workspace_tools,
@@ -30,6 +31,7 @@ from harness.checkpoints import REF_PREFIX, Checkpointing, open_checkpoints
 from harness.events import CheckpointFailed, CheckpointRestored, CheckpointSaved, TranscriptReader
 from harness.testing import FakeClock, ListSink, fixture_from_transcript
 from strategies import Ralph, SelfVerifying
+from strategies._rollback import UNMEASURED_START
 from strategies._spec import spec_from_table
 from termination import TerminationPolicy
 
@@ -174,6 +176,52 @@ async def test_a_regressing_iteration_in_a_plain_folder_is_rolled_back(tmp_path:
     ]
 
 
+async def test_a_wreck_is_rolled_back_with_the_suites_defaults(tmp_path: Path) -> None:
+    """With fast rejection on (the default), a baseline and a must_pass test that fails at the
+    start, the checkpoints rollback compares are still measured by the whole suite: iteration
+    1 turns calc.py into a syntax error (no test collected, after 2 of 3 passing at the start)
+    and is rolled back; the replay makes the same checkpoints."""
+    repo = demo_workspace(tmp_path / "repo", repo=True)
+    check = TestSuiteCheck((*PYTEST, "-rA"), timeout=300, baseline=True, must_pass=("test_sub",))
+    assert check.fast_reject
+
+    def wreck_harness(model: ScriptedModelClient, workspace: Path, sink: ListSink) -> Harness:
+        return Harness(
+            model=model,
+            policy=TerminationPolicy(completion_check=check),
+            strategy=Ralph(max_iterations=3, rollback="on_regression"),
+            tools=workspace_tools(),
+            workspace=workspace,
+            clock=FakeClock(),
+            sinks=[sink],
+            transcript=tmp_path / f"{workspace.name}.jsonl",
+        )
+
+    sink = ListSink()
+    model = ScriptedModelClient.from_jsonl(DEMO / "wreck.jsonl")
+    result = await wreck_harness(model, repo, sink).run("Fix the bug in calc.py.")
+    assert result.verified, result.halt_reason
+    saved = checkpoints_of(sink)
+    assert saved == [
+        ("run started", (2, 3)),
+        ("iteration 1 ended", (0, 1)),  # pytest's "1 error": the module cannot be collected
+        ("iteration 2 ended", (3, 3)),
+    ]
+    restored = [e for e in sink.events if isinstance(e, CheckpointRestored)]
+    assert [r.label for r in restored] == ["run started"]
+    assert (repo / "calc.py").read_text().count("a - b") == 1
+
+    again = demo_workspace(tmp_path / "again", repo=True)
+    replayed = ListSink()
+    lines = fixture_from_transcript(tmp_path / "repo.jsonl")
+    await wreck_harness(ScriptedModelClient.from_responses(lines), again, replayed).run(
+        "Fix the bug in calc.py."
+    )
+    kinds = (CheckpointSaved, CheckpointRestored)
+    original = [e.replay_key() for e in sink.events if isinstance(e, kinds)]
+    assert [e.replay_key() for e in replayed.events if isinstance(e, kinds)] == original
+
+
 # -- the rules, with a check whose progress is scripted -----------------------------------
 
 
@@ -265,6 +313,15 @@ async def test_a_check_that_cannot_measure_after_one_that_could_is_a_regression(
     assert (tmp_path / "ws" / "work.txt").read_text() == "v0"
     told = [m.content for m in result.sessions[1].messages if m.feedback_source == "rollback"]
     assert "could not measure the work" in told[0]
+
+
+async def test_a_start_the_check_cannot_measure_is_said_once(tmp_path: Path) -> None:
+    """A measuring check that gives no progress at the start: rollback cannot judge the
+    first iteration, and a ``run.warning`` from ``rollback`` says so, once."""
+    result, sink = await scripted_run(tmp_path, [None, (1, 3), (3, 3)], 2, rollback="on_regression")
+    assert result.halt_reason == Completed()
+    warned = [e.message for e in sink.events if isinstance(e, RunWarning)]
+    assert warned == [UNMEASURED_START]
 
 
 async def test_without_rollback_iterations_are_checkpointed_and_nothing_is_restored(

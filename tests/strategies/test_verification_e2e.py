@@ -252,8 +252,8 @@ async def test_ralph_carries_the_tampering_rejection_into_the_next_iteration(rep
 async def test_both_halves_judge_with_the_pristine_test(repo: Path, tmp_path: Path) -> None:
     """A claim that weakened the must_pass test is judged with the test as it was by the fast
     half and by the whole suite alike: the pristine test_sub writes to a log outside the
-    workspace at every run (the baseline, then both halves of both claims), and the weakened
-    one never runs."""
+    workspace at every run (the baseline and the rerun of its failure, then both halves of
+    both claims), and the weakened one never runs."""
     log = tmp_path / "ran.log"
     write = f"    open({str(log)!r}, 'a').write('{{}}\\n')\n"
     (repo / "tests" / "test_calc.py").write_text(
@@ -275,4 +275,4 @@ async def test_both_halves_judge_with_the_pristine_test(repo: Path, tmp_path: Pa
     result, _ = await run(repo, script)
     assert result.halt_reason == Completed()
     assert result.verified
-    assert log.read_text().split() == ["pristine"] * 5
+    assert log.read_text().split() == ["pristine"] * 6

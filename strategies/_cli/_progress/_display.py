@@ -39,6 +39,7 @@ from harness.events import (
     AttemptWon,
     BaselineRecorded,
     CheckFailed,
+    CheckFlaky,
     CheckPassed,
     CheckpointFailed,
     CheckpointRestored,
@@ -134,6 +135,10 @@ def _describe(event: Event) -> tuple[str, Tone] | None:
         case SensorRead():
             tone = "bad" if event.status == "halt" else "warn"
             return f"sensor {event.sensor} {event.status}: {short(event.message)}", tone
+        case CheckFlaky():
+            return f"flaky (failed and passed on the same code): {short(', '.join(event.flaky))}", (
+                "warn"
+            )
         case CheckPassed():
             return "check passed", "good"
         case CheckFailed():
@@ -193,8 +198,10 @@ def _baseline(baseline: Baseline) -> str:
     if baseline.unreadable is not None:
         return f"{baseline.check} could not be read into test names ({short(baseline.unreadable)})"
     failing = ", ".join(baseline.failing)
-    return f"{baseline.passed} passing, {len(baseline.failing)} failing before the first turn" + (
-        f": {short(failing, 80)}" if failing else ""
+    flaky = f" ({len(baseline.flaky)} of them flaky)" if baseline.flaky else ""
+    return (
+        f"{baseline.passed} passing, {len(baseline.failing)} failing{flaky} before the first turn"
+        + (f": {short(failing, 80)}" if failing else "")
     )
 
 

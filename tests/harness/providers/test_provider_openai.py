@@ -143,6 +143,20 @@ async def test_arguments_that_are_not_json_reach_the_tool_as_raw_text(
     assert response.tool_calls == (ToolCall("c1", "write", {"_invalid_json": "{oops"}),)
 
 
+def test_arguments_that_are_no_object_are_refused_saying_what_they_are() -> None:
+    """JSON of another kind, or nested past what the parser takes, is refused by name."""
+    from harness._tools._raw_arguments import read_arguments, refusal
+
+    assert refusal(read_arguments('{"a": 1}')) is None
+    said = refusal(read_arguments("[1]"))
+    assert said is not None
+    assert "(they are an array, not an object of named arguments)" in said
+    deep = refusal(read_arguments("[" * 100_000))
+    assert deep is not None
+    assert "(nested too deeply)" in deep
+    assert len(deep) < 400
+
+
 async def test_a_refusal_is_the_answer_text(provider: FakeProvider) -> None:
     """A message with no content but a refusal answers with the refusal."""
     body = openai_body(None)
@@ -398,6 +412,51 @@ async def test_a_run_uses_tools_and_completes_against_the_provider(
     second = provider.requests[1].body["messages"]
     assert second[-1] == {"role": "tool", "tool_call_id": "w1", "content": "wrote 1 bytes to a"}
     assert [t["function"]["name"] for t in provider.requests[0].body["tools"]] == ["write_file"]
+
+
+async def test_raw_newlines_in_a_string_argument_are_read_and_broken_json_is_refused_with_why(
+    provider: FakeProvider, tmp_path: Path
+) -> None:
+    """A small model writes a file's content with raw newlines inside the JSON string: the call
+    succeeds. JSON no parser could read is refused with the parser's reason and position,
+    never as a missing argument."""
+    raw_newlines = '{"path": "a", "content": "1\n2\n3"}'  # newlines, not JSON's escapes
+    provider.script(
+        Reply(
+            openai_body(
+                None,
+                tool_calls=[
+                    {"id": "w1", "name": "write_file", "arguments": raw_newlines},
+                    {"id": "w2", "name": "write_file", "arguments": '{"path": "b" "content": 1}'},
+                ],
+                finish_reason="tool_calls",
+            )
+        ),
+        Reply(openai_body("all done")),
+    )
+    clock = FakeClock()
+    harness = Harness(
+        model=make(provider, clock),
+        policy=TerminationPolicy(completion_check=FileCheck("a", "1\n2\n3")),
+        tools=[write_file],
+        workspace=tmp_path,
+        clock=clock,
+    )
+    result = await harness.run("write 1, 2 and 3 to a, one a line")
+    assert result.verified
+    assert (tmp_path / "a").read_text() == "1\n2\n3"
+    answers = {
+        m["tool_call_id"]: m["content"]
+        for m in provider.requests[1].body["messages"]
+        if m["role"] == "tool"
+    }
+    assert answers["w1"] == "wrote 5 bytes to a"
+    assert answers["w2"] == (
+        "error: the tool call's arguments are not a JSON object (Expecting ',' delimiter at "
+        'line 1 column 14 (character 13)); they were: \'{"path": "b" "content": 1}\''
+    )
+    assert "missing required argument" not in answers["w2"]
+    assert not (tmp_path / "b").exists()
 
 
 async def test_the_key_never_appears_in_events_logs_or_repr(

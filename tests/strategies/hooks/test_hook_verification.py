@@ -250,7 +250,9 @@ def test_a_stop_after_a_failing_stop_runs_the_tests_that_failed_first(
         "tests that failed at the last verdict still fail: tests.test_calc.TestCalc.test_sub"
         in second
     )
-    assert "-f -k tests.test_calc.TestCalc.test_sub`: tests.test_calc.TestCalc.test_sub;" in second
+    assert (
+        "-f -k tests.test_calc.TestCalc.test_sub`: tests.test_calc.TestCalc.test_sub failed;"
+    ) in second
 
 
 @pytest.mark.parametrize(
