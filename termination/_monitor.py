@@ -15,13 +15,15 @@ instead of walking the tree every turn. It has two modes:
 The baseline (a walk that hashes every file) is taken in the worker thread when the run
 starts, after the watcher is up, so nothing written meanwhile is missed.
 
-Events arrive a few milliseconds after the write. A turn that must not miss one calls
-``refresh(settle=True)``: the monitor creates a marker file in a private folder watched by
-the same watcher and waits until that marker's event has been handled. The kernel queues a
-watcher's events in the order the writes happened, so every write finished before the marker
-has been handled by then (a subprocess that wrote a file and exited, say). Consumers ask for
-this only when their reading would change the run (a sensor about to warn or halt, a glob
-trigger), so most turns do not wait at all. A marker that does not arrive within
+Events arrive a few milliseconds after the write. Each refresh ends a turn by creating a
+marker file in a private folder watched by the same watcher (`turn_end` is its token); the
+kernel queues a watcher's events in the order the writes happened, so every write finished
+before the marker is logged by the time the marker's batch is handled, and `position(token)`
+is then where the turn ends in the log (a subprocess that wrote a file and exited, say). A
+turn that must not miss a write calls ``refresh(settle=True)``, which waits for its marker.
+Consumers ask for this only when their reading would change the run (a sensor about to warn
+or halt, a glob trigger); the others read where earlier turns ended once their markers have
+arrived, so most turns do not wait at all. A marker that does not arrive within
 `SETTLE_TIMEOUT` seconds (a watcher that cannot keep up) stops the watcher and the monitor
 walks from then on.
 
@@ -31,6 +33,7 @@ The monitor's worker thread and the watcher's own thread start with the run and 
 
 from __future__ import annotations
 
+import bisect
 import os
 import shutil
 import tempfile
@@ -85,6 +88,7 @@ class WorkspaceMonitor:
     """
 
     __slots__ = (
+        "_arrivals",
         "_changes",
         "_lock",
         "_log",
@@ -115,6 +119,7 @@ class WorkspaceMonitor:
         self._stop = threading.Event()
         self._worker_done = anyio.Event()
         self._token = 0
+        self._arrivals: list[tuple[int, int]] = []  # (highest token handled, log position)
         self._waiters: list[tuple[int, anyio.Event]] = []
         self._refreshes = 0
         self._settles = 0
@@ -136,6 +141,42 @@ class WorkspaceMonitor:
             return len(self._log) > mark
         return any(ignore.isdisjoint(path.split("/")) for _, path in self._log[mark:])
 
+    def changed_between(self, start: int, end: int, ignore: frozenset[str]) -> bool:
+        """Whether a file changed between the log positions `start` and `end`, leaving out
+        paths under a name in `ignore`."""
+        if end <= start:
+            return False
+        if ignore <= self.ignore:
+            return True
+        return any(ignore.isdisjoint(path.split("/")) for _, path in self._log[start:end])
+
+    @property
+    def turn_end(self) -> int:
+        """The token of the last refresh's marker: where the turn it ended ends."""
+        return self._token
+
+    def post_marker(self) -> int:
+        """Mark this point in the watcher's queue without waiting for it; returns the token
+        `position` answers for once the marker arrived. Walking, the point is placed at once."""
+        self._token += 1
+        token = self._token
+        if self.mode == "watch":
+            self._mark(token)
+        else:
+            self._arrived(token)
+        return token
+
+    def position(self, token: int) -> int | None:
+        """The log position where the turn whose refresh posted `token` ended: every write
+        finished before that refresh is logged before it. None until the marker arrived.
+
+        A batch holds its events as a set, so a batch with several markers and changes
+        cannot say which marker a change came before: its changes count after its last
+        marker (a change is then counted a turn late at worst, never early)."""
+        arrivals = self._arrivals
+        i = bisect.bisect_left(arrivals, (token, -1))
+        return arrivals[i][1] if i < len(arrivals) else None
+
     async def refresh(self, *, settle: bool) -> None:
         """Bring the log up to date for the turn that just ended.
 
@@ -145,12 +186,17 @@ class WorkspaceMonitor:
         if self.mode == "watch":
             if settle:
                 await self._settle()
+            else:
+                self.post_marker()
             return
+        self._token += 1
+        token = self._token
         await self._worker_done.wait()  # a watcher that gave up has handed over its files
         async with self._lock:
             changes = await anyio.to_thread.run_sync(self._scanner.scan_changes)
         self._refreshes += 1
         self._apply(changes)
+        self._arrived(token)
 
     def statistics(self) -> MonitorStatistics:
         return MonitorStatistics(
@@ -185,13 +231,21 @@ class WorkspaceMonitor:
     def _deliver(self, changes: WorkspaceChanges, token: int) -> None:
         """A batch the watcher thread handled: log it, then release the turns it settles."""
         self._refreshes += 1
+        if token > 1 and changes:
+            self._arrived(token - 1)  # the batch's earlier markers end before its changes
         self._apply(changes)
         if token:
+            self._arrived(token)
             waiting = self._waiters
             self._waiters = [(t, e) for t, e in waiting if t > token]
             for t, arrived in waiting:
                 if t <= token:
                     arrived.set()
+
+    def _arrived(self, token: int) -> None:
+        arrivals = self._arrivals
+        if not arrivals or arrivals[-1][0] < token:
+            arrivals.append((token, len(self._log)))
 
     async def _settle(self) -> None:
         self._settles += 1

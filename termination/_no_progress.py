@@ -33,10 +33,10 @@ class NoProgressSensor:
     In a run, the workspace is read through the run's `WorkspaceMonitor` (a file watcher, or
     a walk in a worker thread): a turn costs what changed, and files written by any process
     count. A file is hashed only where its stat moved, so rewriting it with the same bytes is
-    not progress. A turn that made tool calls and whose changes have not arrived yet waits for
-    pending events before it is read (a write's event arrives a few milliseconds after it:
-    counted for the next turn, it would trip the sensor a turn late); so does a turn whose
-    reading would warn or halt. A turn without tool calls does not wait.
+    not progress. A write's event arrives a few milliseconds after it, so each turn's end is
+    marked in the watcher's own queue and a change is counted for the turn that made it once
+    that mark arrived (counted for the next turn, it would trip the sensor a turn late). Only
+    a turn whose reading could warn or halt waits for the events still in flight.
     Files and folders named in `ignore` (``.git`` and tool caches by default) are skipped. The
     plan is the latest `harness.Plan` in the session store. Per-session memory: the policy
     binds a fresh instance to every session, and the baseline is taken before the session's
@@ -69,7 +69,35 @@ class NoProgressSensor:
 
 
 class _BoundNoProgress:
-    __slots__ = ("_calls", "_config", "_started", "_still", "_watch")
+    """In a run, each turn ends at a marker in the watcher's queue (`WorkspaceMonitor.
+    turn_end`). A turn is settled once its marker arrived: every write made before the turn
+    ended is logged before the marker's position, so whether the turn changed the workspace
+    is known. Turns whose markers have not arrived are pending; a change logged after the
+    last settled turn counts, until they settle, for the earliest pending one, so the count
+    is an upper bound: writes not logged yet can only lower it.
+
+    A turn waits for its marker (the events still in flight) in two cases only. Its reading
+    could warn or halt: the wait settles every pending turn and the reading is exact. Or it
+    made tool calls that started before the watcher handled the previous turn's end: the
+    model answers faster than the watcher, so the next answer may too, and the watcher hands
+    over a batch of events as a set: once the next turn writes before this turn's marker is
+    handled, a write of one turn cannot be told from one of the other. A model that takes
+    longer than the watcher's few milliseconds (any model served over a network) makes no
+    other turn wait. One that answers at once right after a slow answer can have a write
+    counted a turn late (a batch's changes count after its last marker), never early."""
+
+    __slots__ = (
+        "_behind",
+        "_calls",
+        "_config",
+        "_end",
+        "_last",
+        "_pending",
+        "_settled",
+        "_started",
+        "_still",
+        "_watch",
+    )
 
     def __init__(self, config: NoProgressSensor) -> None:
         self._config = config
@@ -77,36 +105,85 @@ class _BoundNoProgress:
         self._still = 0
         self._started = False
         self._calls = 0
+        self._end = 0  # the log position where the last settled turn ended
+        self._settled = 0  # settled turns since the last change
+        self._pending: list[tuple[int, bool]] = []  # (marker token, the plan changed)
+        self._last = 0  # the marker of the previous turn's end (or of the session's start)
+        self._behind = False  # that marker had not arrived when this turn's tools started
 
     def attach(self, monitor: WorkspaceMonitor) -> None:
         self._watch.attach(monitor)
 
     def wants_settled(self, snapshot: SessionStateSnapshot) -> bool:
-        """Whether this turn's reading would warn or halt unless a change is still in flight."""
+        """Whether this turn's reading could warn or halt unless a change is still in flight,
+        or its writes could not be placed in it without a wait (see the class)."""
         watch = self._watch
-        if not watch.watching or not self._started or watch.plan_changed(snapshot):
+        monitor = watch.monitor
+        if monitor is None or not self._started or watch.plan_changed(snapshot):
             return False
-        if watch.files_changed():
-            return False
-        if snapshot.tool_calls != self._calls:  # a tool may have written: its event may be due
-            return True
         config = self._config
-        return self._still + 1 >= (config.warn_at or config.limit)
+        if self._count(pending=1) >= (config.warn_at or config.limit):
+            return True
+        return snapshot.tool_calls != self._calls and self._behind
+
+    def tools_starting(self) -> None:
+        """Before the turn's first tool call: whether the watcher has handled the previous
+        turn's end yet (not when the model answered faster than the watcher's batches)."""
+        monitor = self._watch.monitor
+        self._behind = monitor is not None and monitor.position(self._last) is None
+
+    def _count(self, *, pending: int = 0) -> int:
+        """Still turns, at most, with `pending` more turns not yet refreshed."""
+        monitor = self._watch.monitor
+        assert monitor is not None
+        ignore = self._watch.ignore
+        turns = self._pending
+        done = 0
+        for token, plan in turns:
+            end = monitor.position(token)
+            if end is None:
+                break
+            files = monitor.changed_between(self._end, end, ignore)
+            self._settled = 0 if plan or files else self._settled + 1
+            self._end = end
+            done += 1
+        del turns[:done]
+        plans = [i for i, (_, plan) in enumerate(turns) if plan]
+        if plans:  # the plan changed on a pending turn: only the turns after it count
+            return len(turns) - 1 - plans[-1] + pending
+        unsettled = len(turns) + pending
+        if unsettled and monitor.changed_between(self._end, monitor.mark, ignore):
+            return unsettled - 1  # for the earliest unsettled turn
+        return self._settled + unsettled
 
     @property
     def name(self) -> str:
         return self._config.name
 
     def start(self, snapshot: SessionStateSnapshot) -> None:
-        self._watch.look(snapshot)
+        watch = self._watch
+        watch.look(snapshot)
         self._started = True
         self._calls = snapshot.tool_calls
+        monitor = watch.monitor
+        if monitor is not None:
+            self._end = monitor.mark
+            self._last = monitor.post_marker()
 
     def read(self, snapshot: SessionStateSnapshot) -> SensorReading:
         if not self._started:  # used without start(): this first turn only sets the baseline
             self.start(snapshot)
             return SensorReading.ok()
-        self._still = 0 if self._watch.look(snapshot) else self._still + 1
+        watch = self._watch
+        monitor = watch.monitor
+        if monitor is None:  # read by hand: a walk at each read
+            self._still = 0 if watch.look(snapshot) else self._still + 1
+        else:
+            end = monitor.turn_end
+            self._pending.append((end, watch.take_plan(snapshot)))
+            # What the next turn tells about the watcher's pace: a marker not yet handled.
+            self._last = end if monitor.position(end) is None else monitor.post_marker()
+            self._still = self._count()
         self._calls = snapshot.tool_calls
         still = self._still
         config = self._config

@@ -36,6 +36,7 @@ from harness.extend import (
 from ._budget import Budget
 from ._sensors import (
     BindsPerSession,
+    PacesTools,
     ReadsVerdicts,
     ReadsWorkspace,
     Sensor,
@@ -256,6 +257,7 @@ class _PolicySession:
         "_feedback",
         "_limit",
         "_monitor",
+        "_pacing",
         "_policy",
         "_rejections",
         "_sensors",
@@ -303,6 +305,7 @@ class _PolicySession:
         self._started = False
         self._monitor: WorkspaceMonitor | None = None
         self._watching: tuple[WatchesWorkspace, ...] = ()
+        self._pacing: tuple[PacesTools, ...] = ()
 
     def _start(self, snapshot: SessionStateSnapshot) -> None:
         """Before the session's first model call: baselines for sensors and triggers."""
@@ -328,6 +331,7 @@ class _PolicySession:
             reader.attach(monitor)
         self._monitor = monitor if watching else None
         self._watching = tuple(watching)
+        self._pacing = tuple(r for r in watching if implements(r, PacesTools))
 
     async def _refresh(self, snapshot: SessionStateSnapshot) -> None:
         """Bring the workspace monitor up to this turn's end before anything reads it."""
@@ -359,6 +363,9 @@ class _PolicySession:
     def before_tool_call(
         self, snapshot: SessionStateSnapshot, *, pending: int = 0
     ) -> HaltReason | None:
+        if not pending:
+            for reader in self._pacing:
+                reader.tools_starting()
         halt = self._policy.budget.exceeded(snapshot, scope="run", tools_only=True, pending=pending)
         if halt is None and self._limit is not None:
             halt = self._limit.exceeded(snapshot, scope="session", tools_only=True, pending=pending)

@@ -84,6 +84,14 @@ class WatchesWorkspace(Protocol):
 
 
 @runtime_checkable
+class PacesTools(Protocol):
+    """A `WatchesWorkspace` consumer told, before a turn's first tool call runs, that the
+    turn's tools are about to write (to see whether the watcher is keeping up)."""
+
+    def tools_starting(self) -> None: ...
+
+
+@runtime_checkable
 class ReadsWorkspace(Protocol):
     """A sensor or provider configuration that needs a `WorkspaceMonitor` for its runs;
     `workspace_ignore` names the files and folders it does not care about."""

@@ -46,9 +46,27 @@ class WorkspaceWatch:
         monitor = self._monitor
         return monitor is not None and monitor.changed_since(self._mark, self._ignore)
 
+    @property
+    def monitor(self) -> WorkspaceMonitor | None:
+        """The run's monitor, once attached."""
+        return self._monitor
+
+    @property
+    def ignore(self) -> frozenset[str]:
+        """The names whose files do not count."""
+        return self._ignore
+
     def plan_changed(self, snapshot: SessionStateSnapshot) -> bool:
         """Whether the plan in `snapshot` differs from the one at the last look."""
         return bool(snapshot.latest(Plan) != self._plan)
+
+    def take_plan(self, snapshot: SessionStateSnapshot) -> bool:
+        """Whether the plan changed since the last look; this is the new last look at it."""
+        plan = snapshot.latest(Plan)
+        if plan == self._plan:
+            return False
+        self._plan = plan
+        return True
 
     def look(self, snapshot: SessionStateSnapshot) -> bool:
         """Whether the files or the plan changed since the last look; this is the new last
