@@ -17,6 +17,7 @@ Optional hooks a sensor may implement, each found by its method:
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
@@ -143,7 +144,7 @@ def graded(
     return SensorReading.ok()
 
 
-class ToolStreakSensor:
+class ToolStreakSensor(ABC):
     """Base of the sensors that count a streak of tool outcomes back from the newest one.
 
     Read after every turn: when the newest outcome belongs to this turn and `_starts` one, the
@@ -197,17 +198,17 @@ class ToolStreakSensor:
         """Whether the newest outcome begins a streak (every one does, by default)."""
         return True
 
+    @abstractmethod
     def _continues(self, newest: ToolOutcome, earlier: ToolOutcome) -> bool:
         """Whether `earlier` extends the streak that `newest` ends."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _halt_text(self, newest: ToolOutcome, run: int) -> str:
         """The report of a streak of `run`, for the person reading the result."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _warn_text(self, newest: ToolOutcome, run: int) -> str:
         """The warning of a streak of `run`, to the agent."""
-        raise NotImplementedError
 
 
 @frozen
