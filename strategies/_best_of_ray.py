@@ -38,7 +38,7 @@ from harness import Harness, RunResult, Tool
 from harness.events import Event, ListSink
 from harness.extend import Clock, ModelClient, Policy, Strategy
 
-from ._ray_instance import cpus, import_ray, ray_instance
+from ._ray_instance import RayTasks, import_ray
 
 POLL = 0.2
 """Seconds between looks at a running attempt (and at its cancel token)."""
@@ -80,37 +80,19 @@ def _import_ray() -> Any:
     return import_ray("RayAttempts")
 
 
-class RayAttempts:
+class RayAttempts(RayTasks):
     """Run a best-of run's attempts as Ray tasks (see the module docstring)."""
 
     name = "ray"
-
-    def __init__(
-        self,
-        address: str | None = None,
-        *,
-        num_cpus: float = 1.0,
-        init_options: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.address = address
-        self.num_cpus = cpus(num_cpus)
-        self.init_options = dict(init_options or {})
-        self._remote: Any = None
-
-    def __repr__(self) -> str:
-        return f"RayAttempts(address={self.address!r}, num_cpus={self.num_cpus:g})"
+    user = "RayAttempts"
 
     def open(self) -> AbstractAsyncContextManager[RayAttempts]:
         return self._open()
 
     @asynccontextmanager
     async def _open(self) -> AsyncIterator[RayAttempts]:
-        async with ray_instance("RayAttempts", self.address, self.init_options) as ray:
-            self._remote = ray.remote(num_cpus=self.num_cpus, max_retries=0)(run_on_worker)
-            try:
-                yield self
-            finally:
-                self._remote = None
+        async with self._remote_open(run_on_worker):
+            yield self
 
     async def run(self, job: RemoteAttempt, cancelled: Callable[[], bool]) -> RemoteOutcome | None:
         """Run `job` on a worker; None when `cancelled()` turned true first (the worker's

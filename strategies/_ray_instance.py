@@ -1,12 +1,13 @@
 """Ray for what runs work on it (a best-of run's attempts, the board's): imported with an
-error that says how to install it, and an instance for the time of a run.
+error that says how to install it, an instance for the time of a run, and `RayTasks`, the
+connection settings and the open remote function both engines are made of.
 
 Ray is an optional extra (``pip install -e '.[ray]'``), imported only when an engine opens.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -52,3 +53,40 @@ async def ray_instance(
     finally:
         if started:
             ray.shutdown()
+
+
+class RayTasks:
+    """Where an engine's Ray tasks run (`address`; None: the instance this process has,
+    ``RAY_ADDRESS``'s, or a local one) and what each asks of a worker (`num_cpus`), with the
+    remote function it has open while a run uses it."""
+
+    user = "Ray"
+    """How errors name the engine ("RayAttempts", "the ray engine")."""
+
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        num_cpus: float = 1.0,
+        init_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.address = address
+        self.num_cpus = cpus(num_cpus)
+        self.init_options = dict(init_options or {})
+        self._remote: Any = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(address={self.address!r}, num_cpus={self.num_cpus:g})"
+
+    @asynccontextmanager
+    async def _remote_open(
+        self, function: Callable[..., Any], **options: Any
+    ) -> AsyncIterator[Any]:
+        """Ray connected and `function` made a remote task (``max_retries=0``: an attempt is
+        not run twice behind the engine's back), as ``self._remote``, for the block."""
+        async with ray_instance(self.user, self.address, self.init_options) as ray:
+            self._remote = ray.remote(num_cpus=self.num_cpus, max_retries=0, **options)(function)
+            try:
+                yield ray
+            finally:
+                self._remote = None

@@ -31,7 +31,7 @@ import anyio
 import anyio.to_thread
 from attrs import evolve
 
-from .._ray_instance import cpus, import_ray, ray_instance
+from .._ray_instance import RayTasks, import_ray
 from ._attempt import AttemptOutcome, AttemptSpec, Emit, execute_attempt
 
 _END = "__end__"
@@ -41,10 +41,11 @@ def _import_ray() -> Any:
     return import_ray("the ray engine")
 
 
-class RayEngine:
+class RayEngine(RayTasks):
     """Attempts run as Ray tasks; see the module docstring for where and how."""
 
     name = "ray"
+    user = "the ray engine"
 
     def __init__(
         self,
@@ -53,28 +54,16 @@ class RayEngine:
         num_cpus: float = 1.0,
         init_options: Mapping[str, Any] | None = None,
     ) -> None:
-        self.address = address
-        self.num_cpus = cpus(num_cpus)
-        self.init_options = dict(init_options or {})
-        self._remote: Any = None
+        super().__init__(address, num_cpus=num_cpus, init_options=init_options)
         self._limiter = anyio.CapacityLimiter(10_000)
-
-    def __repr__(self) -> str:
-        return f"RayEngine(address={self.address!r}, num_cpus={self.num_cpus:g})"
 
     def open(self) -> AbstractAsyncContextManager[object]:
         return self._open()
 
     @asynccontextmanager
     async def _open(self) -> AsyncIterator[object]:
-        async with ray_instance("the ray engine", self.address, self.init_options) as ray:
-            self._remote = ray.remote(
-                num_returns="streaming", num_cpus=self.num_cpus, max_retries=0
-            )(_attempt_on_worker)
-            try:
-                yield self
-            finally:
-                self._remote = None
+        async with self._remote_open(_attempt_on_worker, num_returns="streaming"):
+            yield self
 
     async def run_attempt(self, spec: AttemptSpec, emit: Emit) -> AttemptOutcome:
         if self._remote is None:
