@@ -19,6 +19,7 @@ import os
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from attrs import frozen
 
@@ -160,24 +161,14 @@ class Started:
     ) -> str | None:
         """Complete the record with the error that ended the invocation (or, with outcome
         "killed", the signal that stopped it)."""
-        return self.complete(
-            Verdict(
-                at=time.time(),
-                agent=self.agent,
-                session_id=self.session_id,
-                subagent=self.subagent,
-                mode=self.mode,
-                would_block=True,
-                blocked=blocked,
-                blocks=blocks,
-                failed=(),
-                checks=0,
-                outcome=outcome,
-                error=without_escapes(why),
-                root=self.root,
-                cwd=self.cwd,
-                id=self.id,
-            )
+        return self._complete_with(
+            would_block=True,
+            blocked=blocked,
+            blocks=blocks,
+            failed=(),
+            checks=0,
+            outcome=outcome,
+            error=without_escapes(why),
         )
 
     def verdict(
@@ -189,6 +180,12 @@ class Started:
         blocks: int,
     ) -> str | None:
         """Complete the record with the checks' verdict."""
+        return self._complete_with(
+            would_block=bool(failed), blocked=blocked, blocks=blocks, failed=failed, checks=checks
+        )
+
+    def _complete_with(self, **outcome: Any) -> str | None:
+        """Complete the record with a `Verdict` of this invocation and `outcome`'s fields."""
         return self.complete(
             Verdict(
                 at=time.time(),
@@ -196,14 +193,10 @@ class Started:
                 session_id=self.session_id,
                 subagent=self.subagent,
                 mode=self.mode,
-                would_block=bool(failed),
-                blocked=blocked,
-                blocks=blocks,
-                failed=failed,
-                checks=checks,
                 root=self.root,
                 cwd=self.cwd,
                 id=self.id,
+                **outcome,
             )
         )
 
