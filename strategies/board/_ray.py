@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -47,21 +47,13 @@ class RayEngine(RayTasks):
     name = "ray"
     user = "the ray engine"
 
-    def __init__(
-        self,
-        address: str | None = None,
-        *,
-        num_cpus: float = 1.0,
-        init_options: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(address, num_cpus=num_cpus, init_options=init_options)
-        self._limiter = anyio.CapacityLimiter(10_000)
-
     def open(self) -> AbstractAsyncContextManager[object]:
         return self._open()
 
     @asynccontextmanager
     async def _open(self) -> AsyncIterator[object]:
+        # Threads that wait on workers' streams: as many as attempts run, not anyio's 40.
+        self._limiter = anyio.CapacityLimiter(10_000)
         async with self._remote_open(_attempt_on_worker, num_returns="streaming"):
             yield self
 
