@@ -36,13 +36,13 @@ if typing.TYPE_CHECKING:
         RunStarted,
         RunWarning,
         SensorRead,
-        ToolCalled,
         ToolServerStarted,
         TurnFinished,
         TurnStarted,
         VerdictReached,
     )
     from ._events._sinks import EventSink, JsonlTranscript, StructlogSink, read_transcript
+    from ._events._tool import ToolCalled
     from ._fixtures._recording import RecordingModelClient
     from ._fixtures._scripted import ScriptedModelClient
     from ._fs._workspace import (
@@ -111,7 +111,7 @@ _LAZY = {
     "RunStarted": "._events._run",
     "RunWarning": "._events._run",
     "SensorRead": "._events._run",
-    "ToolCalled": "._events._run",
+    "ToolCalled": "._events._tool",
     "ToolServerStarted": "._events._run",
     "TurnFinished": "._events._run",
     "TurnStarted": "._events._run",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from attrs import frozen
 
-from ._events._run import ToolCalled
+from ._events._tool import ToolCalled
 from ._messages import Message, Usage
 
 if TYPE_CHECKING:

@@ -34,7 +34,6 @@ from ._events._run import (
     RunWarning,
     SensorRead,
     SinkFailed,
-    ToolCalled,
     ToolServerStarted,
     TurnFinished,
     TurnStarted,
@@ -42,6 +41,7 @@ from ._events._run import (
 )
 from ._events._sinks import EventSink, JsonlTranscript, ListSink, StructlogSink, read_transcript
 from ._events._stream import EventStream, stream_events
+from ._events._tool import ToolCalled
 from ._events._verifier import BaselineRecorded, ProtectedPathsChanged, ProtectedPathsRecorded
 
 __all__ = [

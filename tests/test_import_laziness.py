@@ -156,6 +156,26 @@ def test_a_plain_run_loads_no_feature_it_does_not_use(code: str, by_dependencies
     assert unwanted(loaded_by(code), by_dependencies) == []
 
 
+# What a check or a sensor reads of a session (a snapshot, its tool outcomes) and what a
+# session's loop sends and returns (the run's events, the halt reasons) live apart: creating
+# an attrs class compiles its methods (about 3M instructions each), so importing a package
+# creates only the classes its importer uses.
+RUN_CLASSES = ("harness._events._run", "harness._result")
+
+
+@pytest.mark.parametrize(
+    ("code", "absent"),
+    [("import checks", RUN_CLASSES)],
+    ids=["checks"],
+)
+def test_a_package_creates_only_the_classes_its_importer_uses(
+    code: str, absent: tuple[str, ...]
+) -> None:
+    """Importing `checks` (every check reads a `SessionStateSnapshot`) creates neither the
+    run's events nor the halt reasons, which only a session's loop uses."""
+    assert ours(loaded_by(code), absent) == []
+
+
 def test_structlog_loads_only_when_a_line_is_printed() -> None:
     """A run in a host that configured no logging drops every line before rendering it, so
     structlog is never imported; once `logging` prints, the lines are structlog's logfmt."""

@@ -14,7 +14,9 @@ from attrs import frozen
 from .._messages import Usage
 from .._result import AttemptScore, HaltReason
 from .._work_progress import WorkProgress
-from . import _checkpoint  # noqa: F401  # reads the WorkProgress an attempt.finished carries
+
+# The readers of the WorkProgress and the HaltReason an attempt.finished carries.
+from . import _checkpoint, _run  # noqa: F401
 from ._base import Event, Fields, event_from_dict, reads
 
 

@@ -3,9 +3,10 @@ its event.
 
 Each event class registers under its `name` when it is defined. The decoder reads a line's
 fields by name, following the class's own annotations: a string, an integer, a number, a
-flag, a value with a reader of its own (a response, a tool call, usage, a halt reason...), a
-tuple of those, each optional where the annotation says ``| None``. A line whose event name
-no loaded kind has becomes an `UnknownEvent` (a newer harness's transcript still reads).
+flag, a value with a reader of its own (a response, a tool call, usage; a halt reason, read
+where the events that carry one are defined), a tuple of those, each optional where the
+annotation says ``| None``. A line whose event name no loaded kind has becomes an
+`UnknownEvent` (a newer harness's transcript still reads).
 
 Fields a person might leave out of a hand-written transcript have the defaults the events
 themselves would write: a field's own default, or the one its metadata names for reading
@@ -31,7 +32,6 @@ from attrs import NOTHING, Factory, field, fields, frozen
 
 from .._errors import FixtureError
 from .._messages import ModelResponse, ToolCall, Usage
-from .._result import HaltReason, halt_from_dict
 
 T = TypeVar("T")
 _MISSING: Any = object()
@@ -40,6 +40,7 @@ _OMITTED = "harness.read_default"
 # The modules that define the harness's event kinds, loaded before a name is found unknown.
 _KIND_MODULES = (
     "harness._events._run",
+    "harness._events._tool",
     "harness._events._pause",
     "harness._events._checkpoint",
     "harness._events._verifier",
@@ -240,12 +241,6 @@ def _response(f: Fields) -> ModelResponse:
         f.text("model", None),
         f.text("stop_reason", None),
     )
-
-
-@reads(HaltReason)
-def _halt(f: Fields) -> HaltReason:
-    f.text("type")
-    return halt_from_dict(f.data)
 
 
 _GETTERS: dict[object, Callable[[Fields, str, Any], object]] = {

@@ -27,7 +27,8 @@ from .._messages import Usage
 from ._base import Event, event_from_dict
 from ._context import ContextCompacted
 from ._pause import RunPaused
-from ._run import RunHalted, ToolCalled, TurnFinished, TurnStarted
+from ._run import RunHalted, TurnFinished, TurnStarted
+from ._tool import ToolCalled
 
 
 class TranscriptReader:

@@ -1,5 +1,6 @@
-"""The events of every run: its start and end, iterations, turns, tool calls, the checks'
-verdicts and the feedback they send back, and a sink that failed (see `harness.events`)."""
+"""The events of every run: its start and end, iterations, turns, the checks' verdicts and the
+feedback they send back, and a sink that failed (see `harness.events`); a tool call's event,
+which a session snapshot also keeps, is in `_tool`."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from typing import Any, ClassVar
 
 from attrs import field, frozen
 
-from .._messages import ModelResponse, ToolCall, Usage
-from .._result import HaltReason
-from ._base import Event, omitted
+from .._messages import ModelResponse, Usage
+from .._result import HaltReason, halt_from_dict
+from ._base import Event, Fields, omitted, reads
 
 
 @frozen
@@ -49,19 +50,6 @@ class TurnFinished(Event):
     iteration: int
     turn: int
     response: ModelResponse
-
-
-@frozen
-class ToolCalled(Event):
-    """One tool call and what it returned; the session keeps these as its tool outcomes."""
-
-    name: ClassVar[str] = "tool.called"
-    level: ClassVar[str] = "debug"
-    agent: str
-    turn: int
-    call: ToolCall
-    content: str
-    is_error: bool = field(metadata=omitted(False))
 
 
 @frozen
@@ -151,6 +139,12 @@ class RunHalted(Event):
     turns: int
     tool_calls: int
     usage: Usage
+
+
+@reads(HaltReason)
+def _halt(f: Fields) -> HaltReason:
+    f.text("type")
+    return halt_from_dict(f.data)
 
 
 @frozen

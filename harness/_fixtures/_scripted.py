@@ -24,7 +24,8 @@ from .._errors import (
     ModelError,
 )
 from .._events._base import Event
-from .._events._run import RunHalted, ToolCalled, ToolServerStarted, TurnFinished, TurnStarted
+from .._events._run import RunHalted, ToolServerStarted, TurnFinished, TurnStarted
+from .._events._tool import ToolCalled
 from .._fs._jsonl import dump_line, json_rows, read_lines
 from .._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
 from .._messages import ModelRequest, ModelResponse, ToolCall, Usage

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import anyio
 
 from .._errors import FixtureError
-from .._events._run import ToolCalled
+from .._events._tool import ToolCalled
 from .._messages import Message, ToolCall
 from .._policy import PolicySession
 from .._result import HaltReason

@@ -37,11 +37,11 @@ from .._events._run import (
     RunHalted,
     RunStarted,
     SensorRead,
-    ToolCalled,
     TurnFinished,
     TurnStarted,
     VerdictReached,
 )
+from .._events._tool import ToolCalled
 from .._log import get_logger
 
 if TYPE_CHECKING:
