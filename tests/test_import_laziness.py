@@ -359,10 +359,13 @@ def test_the_stop_hook_on_a_checks_spec_loads_only_what_its_checks_need(tmp_path
 
 
 # What a stop whose check is a command does not need: the turn loop and the scripted model
-# (a spec builds no `Harness` to be read for its checks), the agent's shell tool (a check's
-# sandbox names only its protocol), the baseline cache (a command check keeps no baseline)
-# and the other commands' parsers.
+# (a spec builds no `Harness` to be read for its checks), the run's events (a stop runs no
+# session), the feedback providers' values (a spec without [[feedback]] reads only their
+# table), the agent's shell tool (a check's sandbox names only its protocol), the baseline
+# cache (a command check keeps no baseline) and the other commands' parsers.
 NOT_FOR_A_STOP = (
+    "harness._events._run",
+    "termination._feedback",
     "harness._loop._harness",
     "harness._loop._run",
     "harness._loop._session",
