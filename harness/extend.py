@@ -93,8 +93,7 @@ if typing.TYPE_CHECKING:
     from ._providers._cli_agent import render_prompt
     from ._providers._limit_messages import find_usage_limit
     from ._providers._model_config import MODELS
-    from ._providers._pricing import PRICE
-    from ._providers._retry import RETRY
+    from ._providers._tables import PRICE, RETRY
     from ._reference import render_schema, render_variants
     from ._result import UnknownHalt
     from ._schema import REQUIRED, Key, Schema, Variants
@@ -187,8 +186,8 @@ __getattr__, __dir__ = lazy_exports(
         "ProcessResult": "harness._process._child",
         "run_process": "harness._process._child",
         "MODELS": "harness._providers._model_config",
-        "PRICE": "harness._providers._pricing",
-        "RETRY": "harness._providers._retry",
+        "PRICE": "harness._providers._tables",
+        "RETRY": "harness._providers._tables",
         "render_schema": "harness._reference",
         "render_variants": "harness._reference",
         "BUILTIN_TOOL_NAMES": "harness._tools._registry",

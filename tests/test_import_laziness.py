@@ -300,10 +300,13 @@ def test_the_hook_parser_names_each_adapters_subcommand() -> None:
     assert {agent: a.subcommand for agent, a in ADAPTERS.items()} == STOP_COMMANDS
 
 
-# What a spec offers beyond its checks: the model clients, the run's strategies and tools,
-# MCP, notifications, sensors and feedback, checkpoints, the board; and the modules of the
-# checks the spec below does not have.
+# What a spec offers beyond its checks: the model clients (and their price and retry values:
+# the [model] table is checked against its schema alone), the run's strategies and tools, MCP,
+# notifications, sensors and feedback, checkpoints, the board; and the modules of the checks
+# the spec below does not have.
 BEYOND_CHECKS = (
+    "harness._providers._pricing",
+    "harness._providers._retry",
     "harness._providers._agent_clients",
     "harness._providers._cli_agent",
     "harness._loop._compaction",

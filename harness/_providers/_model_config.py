@@ -53,8 +53,7 @@ from .._errors import ConfigurationError, FixtureError
 from .._model import ModelClient
 from .._schema import REQUIRED, Key, Schema, Variants
 from ._agent_defaults import CURSOR_ARGV, GEMINI_ARGV, JSON_MAX_OUTPUT, OPENCODE_ARGV
-from ._pricing import PRICE, ModelPrice
-from ._retry import RETRY, RetryPolicy
+from ._tables import PRICE, RETRY
 
 DEFAULT_ARGV = {
     "gemini_cli": GEMINI_ARGV,
@@ -339,6 +338,10 @@ def _sdk(kind: str, table: Mapping[str, Any], where: str) -> ModelClient:
             )
     if "timeout" in table:
         kwargs["timeout"] = _number(table, "timeout", where)
+    # The price and retry values load with a provider's client, not with the [model] schema.
+    from ._pricing import ModelPrice
+    from ._retry import RetryPolicy
+
     if "price" in table:
         kwargs["price"] = ModelPrice.from_config(
             _table(table, "price", where), where=f"{where}.price"

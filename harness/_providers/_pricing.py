@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from attrs import frozen
 
 from .._errors import ConfigurationError
-from .._schema import REQUIRED, Key, Schema
+from ._tables import PRICE
 
 # A dated snapshot or alias of a listed model: "gpt-4o-2024-08-06", "claude-sonnet-4-20250514".
 _SNAPSHOT = re.compile(r"^-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
@@ -32,30 +32,6 @@ def _rate(name: str, value: object) -> float:
     ):
         raise ConfigurationError(f"{name} must be a finite number of dollars >= 0 (got {value!r})")
     return float(value)
-
-
-PRICE = Schema(
-    "a price table",
-    [
-        Key("input", "number", "Dollars per million fresh input tokens.", default=REQUIRED),
-        Key("output", "number", "Dollars per million output tokens.", default=REQUIRED),
-        Key(
-            "cached_input",
-            "number",
-            "Dollars per million tokens read from the prompt cache.",
-            default_text="the input price",
-        ),
-        Key(
-            "cache_write",
-            "number",
-            "Dollars per million tokens written to the prompt cache.",
-            default_text="the input price",
-        ),
-    ],
-    heading="model.price",
-    help="A model's price, in US dollars per million tokens: `price = { input = 3.0, "
-    "output = 15.0 }`.",
-)
 
 
 @frozen

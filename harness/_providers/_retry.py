@@ -26,7 +26,7 @@ from .._clock import Clock
 from .._errors import ConfigurationError, ModelError
 from .._limits import UsageLimit, UsageLimitError
 from .._log import LibraryLogger
-from .._schema import Key, Schema
+from ._tables import RETRY
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
@@ -41,32 +41,6 @@ def _number(name: str, value: object, *, minimum: float, strict: bool = False) -
     if bad or (value <= minimum if strict else value < minimum):  # type: ignore[operator]
         op = ">" if strict else ">="
         raise ConfigurationError(f"{name!r} must be a number {op} {minimum:g} (got {value!r})")
-
-
-RETRY = Schema(
-    "a retry table",
-    [
-        Key("max_attempts", "integer", "Attempts in all, the first included.", default=4),
-        Key(
-            "initial_wait",
-            "number",
-            "Seconds before the first retry; doubled each time.",
-            default=1.0,
-        ),
-        Key("max_backoff", "number", "The longest backoff, in seconds.", default=30.0),
-        Key("jitter", "number", "Up to this many random seconds added to each wait.", default=1.0),
-        Key(
-            "max_wait",
-            "number",
-            "A single wait longer than this (a long `Retry-After`) gives up instead.",
-            default=120.0,
-        ),
-    ],
-    heading="model.retry",
-    help="How a provider client retries rate limits, 5xx errors and timeouts; each wait is "
-    "the longer of the backoff and the provider's `Retry-After`, and no wait passes the run's "
-    "deadline.",
-)
 
 
 @frozen
