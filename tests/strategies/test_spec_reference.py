@@ -17,8 +17,7 @@ import termination
 from checks._check_config import CHECKS, SANDBOXES
 from harness import ConfigurationError, SessionStateSnapshot
 from harness._providers._model_config import MODELS
-from harness._providers._pricing import PRICE
-from harness._providers._retry import RETRY
+from harness._providers._tables import PRICE, RETRY
 from harness._schema import REQUIRED, Key, Schema, Variants
 from harness.extend import PAUSE, SensorReading
 from strategies import Ralph, SelfVerifying
