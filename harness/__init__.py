@@ -51,6 +51,18 @@ if typing.TYPE_CHECKING:
         open_in_workspace,
         resolve_in_workspace,
     )
+    from ._halt import (
+        BudgetExceeded,
+        Cancelled,
+        CheckBroken,
+        Completed,
+        HaltReason,
+        ModelFailed,
+        RejectionLimit,
+        SensorTripped,
+        ToolServerFailed,
+        UsageLimitReached,
+    )
     from ._loop._cancel import CancelToken
     from ._loop._compaction import Compaction
     from ._loop._harness import Harness
@@ -70,23 +82,7 @@ if typing.TYPE_CHECKING:
     from ._providers._agent_clients import CursorAgentClient, GeminiCliClient, OpenCodeClient
     from ._providers._cli_agent import CliAgentClient
     from ._providers._ladder import ModelLadder
-    from ._result import (
-        AttemptResult,
-        AttemptScore,
-        BudgetExceeded,
-        Cancelled,
-        CheckBroken,
-        Completed,
-        HaltReason,
-        ModelFailed,
-        RejectionLimit,
-        RunResult,
-        SensorTripped,
-        SessionTranscript,
-        Spent,
-        ToolServerFailed,
-        UsageLimitReached,
-    )
+    from ._result import AttemptResult, AttemptScore, RunResult, SessionTranscript, Spent
     from ._sinks._notify import Notifier
     from ._sinks._otel import OtelSink
     from ._state import SessionStateSnapshot
@@ -133,19 +129,19 @@ _LAZY = {
     "PauseSettings": "._pause",
     "AttemptResult": "._result",
     "AttemptScore": "._result",
-    "BudgetExceeded": "._result",
-    "Cancelled": "._result",
-    "CheckBroken": "._result",
-    "Completed": "._result",
-    "HaltReason": "._result",
-    "ModelFailed": "._result",
-    "RejectionLimit": "._result",
+    "BudgetExceeded": "._halt",
+    "Cancelled": "._halt",
+    "CheckBroken": "._halt",
+    "Completed": "._halt",
+    "HaltReason": "._halt",
+    "ModelFailed": "._halt",
+    "RejectionLimit": "._halt",
     "RunResult": "._result",
-    "SensorTripped": "._result",
+    "SensorTripped": "._halt",
     "SessionTranscript": "._result",
     "Spent": "._result",
-    "ToolServerFailed": "._result",
-    "UsageLimitReached": "._result",
+    "ToolServerFailed": "._halt",
+    "UsageLimitReached": "._halt",
     "SessionStateSnapshot": "._state",
     "ToolArgumentError": "._tools._arguments",
     "Tool": "._tools._base",

@@ -14,8 +14,8 @@ from attrs import frozen
 
 from ._check_error import CheckError
 from ._clock import Clock
+from ._halt import BudgetExceeded, HaltReason
 from ._messages import Message
-from ._result import BudgetExceeded, HaltReason
 from ._state import SessionStateSnapshot
 from ._work_progress import Assessment, WorkProgress
 

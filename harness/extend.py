@@ -60,6 +60,7 @@ if typing.TYPE_CHECKING:
     from ._fs._owned import FolderRefused, owned_folder, private_folder, remove_owned
     from ._fs._path_guard import PathGuard
     from ._fs._workspace import open_in_workspace, remove_tree, resolve_in_workspace
+    from ._halt import UnknownHalt
     from ._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
     from ._loop._feedback import rejection_feedback
     from ._loop._run import Run, SingleSession, Strategy
@@ -95,7 +96,6 @@ if typing.TYPE_CHECKING:
     from ._providers._model_config import MODELS
     from ._providers._tables import PRICE, RETRY
     from ._reference import render_schema, render_variants
-    from ._result import UnknownHalt
     from ._schema import REQUIRED, Key, Schema, Variants
     from ._secrets import is_secret_name
     from ._sinks._notify import NOTIFY, NOTIFY_EVENTS, notifiers_from_config
@@ -207,7 +207,7 @@ __getattr__, __dir__ = lazy_exports(
         "Key": "harness._schema",
         "Schema": "harness._schema",
         "Variants": "harness._schema",
-        "UnknownHalt": "harness._result",
+        "UnknownHalt": "harness._halt",
         "ProtectedPaths": "harness._protected",
         "Tampering": "harness._protected",
         "Baseline": "harness._verification",

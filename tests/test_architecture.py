@@ -375,6 +375,7 @@ HARNESS_LAYERS: dict[str, int] = {
             "harness._clock",
             "harness._errors",
             "harness._escalation",
+            "harness._halt",
             "harness._lazy",
             "harness._limits",
             "harness._log",

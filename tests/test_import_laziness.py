@@ -165,14 +165,18 @@ RUN_CLASSES = ("harness._events._run", "harness._result")
 
 @pytest.mark.parametrize(
     ("code", "absent"),
-    [("import checks", RUN_CLASSES)],
-    ids=["checks"],
+    [
+        ("import checks", (*RUN_CLASSES, "harness._halt")),
+        ("import termination", RUN_CLASSES),
+    ],
+    ids=["checks", "termination"],
 )
 def test_a_package_creates_only_the_classes_its_importer_uses(
     code: str, absent: tuple[str, ...]
 ) -> None:
     """Importing `checks` (every check reads a `SessionStateSnapshot`) creates neither the
-    run's events nor the halt reasons, which only a session's loop uses."""
+    run's events, nor what a run returns, nor the halt reasons, which a session's loop uses;
+    `termination` creates the halt reasons its budgets and policy decide, and not the rest."""
     assert ours(loaded_by(code), absent) == []
 
 
@@ -362,12 +366,13 @@ def test_the_stop_hook_on_a_checks_spec_loads_only_what_its_checks_need(tmp_path
 
 
 # What a stop whose check is a command does not need: the turn loop and the scripted model
-# (a spec builds no `Harness` to be read for its checks), the run's events (a stop runs no
-# session), the feedback providers' values (a spec without [[feedback]] reads only their
+# (a spec builds no `Harness` to be read for its checks), the run's events and its result (a
+# stop runs no session), the feedback providers' values (a spec without [[feedback]] reads only their
 # table), the agent's shell tool (a check's sandbox names only its protocol), the baseline
 # cache (a command check keeps no baseline) and the other commands' parsers.
 NOT_FOR_A_STOP = (
     "harness._events._run",
+    "harness._result",
     "termination._feedback",
     "harness._loop._harness",
     "harness._loop._run",

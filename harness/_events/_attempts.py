@@ -11,8 +11,9 @@ from typing import Any, ClassVar
 
 from attrs import frozen
 
+from .._halt import HaltReason
 from .._messages import Usage
-from .._result import AttemptScore, HaltReason
+from .._result import AttemptScore
 from .._work_progress import WorkProgress
 
 # The readers of the WorkProgress and the HaltReason an attempt.finished carries.

@@ -9,8 +9,8 @@ from typing import Any, ClassVar
 
 from attrs import field, frozen
 
+from .._halt import HaltReason, halt_from_dict
 from .._messages import ModelResponse, Usage
-from .._result import HaltReason, halt_from_dict
 from ._base import Event, Fields, omitted, reads
 
 

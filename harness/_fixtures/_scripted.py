@@ -27,9 +27,9 @@ from .._events._base import Event
 from .._events._run import RunHalted, ToolServerStarted, TurnFinished, TurnStarted
 from .._events._tool import ToolCalled
 from .._fs._jsonl import dump_line, json_rows, read_lines
+from .._halt import ModelFailed, UsageLimitReached
 from .._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
 from .._messages import ModelRequest, ModelResponse, ToolCall, Usage
-from .._result import ModelFailed, UsageLimitReached
 from .._tools._base import ToolResult
 from ._mcp_keys import CALL_KEY, SERVER_KEY
 

@@ -19,19 +19,12 @@ from .._events._run import RunHalted, RunStarted, RunWarning
 from .._events._sinks import EventSink, JsonlTranscript, StructlogSink
 from .._events._stream import EventStream, stream_events
 from .._fs._jsonl import check_output_file
+from .._halt import BudgetExceeded, Cancelled, Completed, HaltReason, ModelFailed, ToolServerFailed
 from .._model import ChecksConsumed, KnowsPrices, ModelClient, ReadsClock
 from .._pause import PauseSettings
 from .._policy import Policy, ProtectsPaths, ScopesRun
 from .._protocols import implements
-from .._result import (
-    BudgetExceeded,
-    Cancelled,
-    Completed,
-    HaltReason,
-    ModelFailed,
-    RunResult,
-    ToolServerFailed,
-)
+from .._result import RunResult
 from .._state import SessionStateSnapshot
 from .._tools._base import Tool, as_tools
 from .._validate import check_positive, check_type, got

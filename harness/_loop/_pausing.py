@@ -11,8 +11,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .._events._pause import RunPaused, RunResumed
+from .._halt import HaltReason, UsageLimitReached
 from .._limits import UsageLimit
-from .._result import HaltReason, UsageLimitReached
 
 if TYPE_CHECKING:
     from ._run_state import RunState

@@ -8,11 +8,12 @@ from typing import Protocol, runtime_checkable
 from attrs import define, field
 
 from .._events._run import IterationStarted
+from .._halt import HaltReason
 from .._messages import Message
 from .._model import ModelClient, ReadsClock
 from .._policy import Limit, PolicySession
 from .._protocols import implements
-from .._result import AttemptResult, HaltReason, RunResult, SessionTranscript
+from .._result import AttemptResult, RunResult, SessionTranscript
 from .._state import SessionStateSnapshot
 from .._tools._base import Tool
 from .._work_progress import Assessment

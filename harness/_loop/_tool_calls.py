@@ -14,9 +14,9 @@ import anyio
 
 from .._errors import FixtureError
 from .._events._tool import ToolCalled
+from .._halt import HaltReason
 from .._messages import Message, ToolCall
 from .._policy import PolicySession
-from .._result import HaltReason
 from .._state import SessionStateSnapshot, ToolOutcome
 from .._tools._base import Tool, ToolContext, ToolResult
 from .._tools._raw_arguments import refusal

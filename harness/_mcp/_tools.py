@@ -25,9 +25,9 @@ from attrs import define, field, frozen
 from .._events._base import Event
 from .._events._run import ToolServerStarted
 from .._fixtures._mcp_replay import RecordedTool, ToolServerScript, call_line, server_line
+from .._halt import ToolServerFailed
 from .._messages import ToolSpec
 from .._model import ModelClient
-from .._result import ToolServerFailed
 from .._tools._base import Tool, ToolContext, ToolResult
 from ._server import MCPServer
 
