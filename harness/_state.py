@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from attrs import frozen
 
-from ._events._tool import ToolCalled
-from ._messages import Message, Usage
+from ._messages import Usage
 
 if TYPE_CHECKING:
+    from ._events._tool import ToolOutcome
+    from ._messages import Message
     from ._protected import Tampering
 
 T = TypeVar("T")
@@ -99,12 +100,6 @@ class SessionStore:
 
     def frozen(self) -> Mapping[type, tuple[Any, ...]]:
         return self._slices
-
-
-ToolOutcome = ToolCalled
-"""What one tool call returned, as the session keeps it: the ``tool.called`` event itself
-(`turn`, `call`, `content`, `is_error`, and when and by which agent), so a call is recorded
-once for the snapshot and the event stream alike."""
 
 
 @frozen(eq=False)

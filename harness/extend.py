@@ -54,6 +54,7 @@ from ._validate import check_positive, check_type, of_type, positive
 
 if typing.TYPE_CHECKING:
     from ._escalation import Escalates, Escalation, JudgedTurn
+    from ._events._tool import ToolOutcome
     from ._fs._files import FileRefused, read_regular_file, read_text_file
     from ._fs._jsonl import check_output_file, dump_json, dump_line, parse_json, read_json_file
     from ._fs._not_work import NOT_WORK, is_work
@@ -99,7 +100,7 @@ if typing.TYPE_CHECKING:
     from ._schema import REQUIRED, Key, Schema, Variants
     from ._secrets import is_secret_name
     from ._sinks._notify import NOTIFY, NOTIFY_EVENTS, notifiers_from_config
-    from ._state import HistoryView, SessionStateSnapshot, SessionStore, ToolOutcome
+    from ._state import HistoryView, SessionStateSnapshot, SessionStore
     from ._tools._base import as_tools
     from ._tools._registry import BUILTIN_TOOL_NAMES, builtin_tools
     from ._verification import Baseline
@@ -173,7 +174,7 @@ __getattr__, __dir__ = lazy_exports(
         "HistoryView": "harness._state",
         "SessionStateSnapshot": "harness._state",
         "SessionStore": "harness._state",
-        "ToolOutcome": "harness._state",
+        "ToolOutcome": "harness._events._tool",
         "as_tools": "harness._tools._base",
         "render_prompt": "harness._providers._cli_agent",
         "open_in_workspace": "harness._fs._workspace",

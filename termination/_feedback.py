@@ -14,14 +14,17 @@ import inspect
 import re
 from collections.abc import Sequence
 from pathlib import PurePosixPath
-from typing import Any, Literal, Protocol, get_args, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
 
 from attrs import field, frozen
 
 from harness import ConfigurationError, SessionStateSnapshot
-from harness.extend import ToolOutcome, check_positive
+from harness.extend import check_positive
 
 from ._budget import Budget
+
+if TYPE_CHECKING:
+    from harness.extend import ToolOutcome
 
 Severity = Literal["info", "caution", "warning"]
 SEVERITIES: tuple[str, ...] = get_args(Severity)

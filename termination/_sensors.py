@@ -24,9 +24,11 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 from attrs import frozen
 
 from harness import ConfigurationError, SessionStateSnapshot
-from harness.extend import SensorReading, ToolOutcome
+from harness.extend import SensorReading
 
 if TYPE_CHECKING:
+    from harness.extend import ToolOutcome
+
     from ._monitor import WorkspaceMonitor
 
 Action = Literal["warn", "halt"]

@@ -156,11 +156,11 @@ def test_a_plain_run_loads_no_feature_it_does_not_use(code: str, by_dependencies
     assert unwanted(loaded_by(code), by_dependencies) == []
 
 
-# What a check or a sensor reads of a session (a snapshot, its tool outcomes) and what a
-# session's loop sends and returns (the run's events, the halt reasons) live apart: creating
-# an attrs class compiles its methods (about 3M instructions each), so importing a package
-# creates only the classes its importer uses.
-RUN_CLASSES = ("harness._events._run", "harness._result")
+# What a check or a sensor reads of a session (a snapshot) and what a session's loop sends and
+# returns (the events, the run's result, the halt reasons) live apart: creating an attrs class
+# compiles its methods (about 3M instructions each), so importing a package creates only the
+# classes its importer uses.
+RUN_CLASSES = ("harness._events", "harness._result")
 
 
 @pytest.mark.parametrize(
@@ -174,9 +174,10 @@ RUN_CLASSES = ("harness._events._run", "harness._result")
 def test_a_package_creates_only_the_classes_its_importer_uses(
     code: str, absent: tuple[str, ...]
 ) -> None:
-    """Importing `checks` (every check reads a `SessionStateSnapshot`) creates neither the
-    run's events, nor what a run returns, nor the halt reasons, which a session's loop uses;
-    `termination` creates the halt reasons its budgets and policy decide, and not the rest."""
+    """Importing `checks` (every check reads a `SessionStateSnapshot`, whose tool outcomes are
+    events named only in annotations) creates no event, nor what a run returns, nor the halt
+    reasons, which a session's loop uses; `termination` creates the halt reasons its budgets
+    and policy decide, and not the rest."""
     assert ours(loaded_by(code), absent) == []
 
 
@@ -366,12 +367,12 @@ def test_the_stop_hook_on_a_checks_spec_loads_only_what_its_checks_need(tmp_path
 
 
 # What a stop whose check is a command does not need: the turn loop and the scripted model
-# (a spec builds no `Harness` to be read for its checks), the run's events and its result (a
-# stop runs no session), the feedback providers' values (a spec without [[feedback]] reads only their
-# table), the agent's shell tool (a check's sandbox names only its protocol), the baseline
-# cache (a command check keeps no baseline) and the other commands' parsers.
+# (a spec builds no `Harness` to be read for its checks), any event and the run's result (a
+# stop runs no session), the feedback providers' values (a spec without [[feedback]] reads
+# only their table), the agent's shell tool (a check's sandbox names only its protocol), the
+# baseline cache (a command check keeps no baseline) and the other commands' parsers.
 NOT_FOR_A_STOP = (
-    "harness._events._run",
+    "harness._events",
     "harness._result",
     "termination._feedback",
     "harness._loop._harness",

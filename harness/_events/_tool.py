@@ -1,9 +1,10 @@
 """`ToolCalled`, one tool call and what it returned: an event of the run and, as
 `ToolOutcome`, what a `SessionStateSnapshot` keeps of each call.
 
-In a module of its own because every reader of a snapshot (each check and sensor, a stop hook
-that runs no session) needs this one kind and none of the run's other events, nor the halt
-reasons `run.halted` carries (`_run`).
+In a module of its own because a session keeps these for its snapshots, and needs none of the
+run's other events, nor the halt reasons `run.halted` carries (`_run`), to make them; a reader
+of a snapshot names the class only in annotations (a stop hook, which runs no session, loads
+no event at all).
 """
 
 from __future__ import annotations
@@ -27,3 +28,9 @@ class ToolCalled(Event):
     call: ToolCall
     content: str
     is_error: bool = field(metadata=omitted(False))
+
+
+ToolOutcome = ToolCalled
+"""What one tool call returned, as the session keeps it: the ``tool.called`` event itself
+(`turn`, `call`, `content`, `is_error`, and when and by which agent), so a call is recorded
+once for the snapshot and the event stream alike."""

@@ -13,11 +13,11 @@ from collections.abc import Mapping, Sequence
 import anyio
 
 from .._errors import FixtureError
-from .._events._tool import ToolCalled
+from .._events._tool import ToolCalled, ToolOutcome
 from .._halt import HaltReason
 from .._messages import Message, ToolCall
 from .._policy import PolicySession
-from .._state import SessionStateSnapshot, ToolOutcome
+from .._state import SessionStateSnapshot
 from .._tools._base import Tool, ToolContext, ToolResult
 from .._tools._raw_arguments import refusal
 from ._repeated_calls import RecentFailures
