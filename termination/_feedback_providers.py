@@ -11,7 +11,7 @@ from harness import ConfigurationError, Plan, SessionStateSnapshot
 from harness.extend import check_positive
 
 from ._feedback import Feedback, FeedbackContext, Observation, Severity
-from ._fingerprint import DEFAULT_IGNORE
+from ._ignore import DEFAULT_IGNORE
 from ._workspace_watch import WorkspaceWatch
 
 if TYPE_CHECKING:

@@ -19,10 +19,7 @@ from collections.abc import Iterable
 
 from attrs import frozen
 
-from harness.extend import NOT_WORK
-
-DEFAULT_IGNORE: tuple[str, ...] = tuple(sorted(NOT_WORK))
-"""The folders that are not work (`harness.extend.NOT_WORK`), in a stable order."""
+from ._ignore import DEFAULT_IGNORE
 
 _Key = tuple[int, int, int, int]
 _Entry = tuple[_Key, bytes]

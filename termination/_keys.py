@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from harness.extend import REQUIRED, Key, Schema, Variants
 
-from ._fingerprint import DEFAULT_IGNORE
+from ._ignore import DEFAULT_IGNORE
 
 _NAMES = "Names skipped when the workspace is compared (folders and files, anywhere)."
 

@@ -50,7 +50,8 @@ from attrs import frozen
 
 from harness.extend import LibraryLogger
 
-from ._fingerprint import DEFAULT_IGNORE, WorkspaceChanges, WorkspaceScanner
+from ._fingerprint import WorkspaceChanges, WorkspaceScanner
+from ._ignore import DEFAULT_IGNORE
 
 log = LibraryLogger("termination.monitor")
 

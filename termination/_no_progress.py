@@ -10,7 +10,7 @@ from attrs import field, frozen
 from harness import ConfigurationError, SessionStateSnapshot
 from harness.extend import SensorReading
 
-from ._fingerprint import DEFAULT_IGNORE
+from ._ignore import DEFAULT_IGNORE
 from ._sensors import Action, _threshold, check_action, check_name, graded
 from ._workspace_watch import WorkspaceWatch
 

@@ -173,7 +173,7 @@ class TerminationPolicy:
                 ignores.append(set(config.provider.workspace_ignore))
             if config.trigger.file_appears_glob:
                 # Loaded here: the workspace fingerprints are for policies that watch files.
-                from ._fingerprint import DEFAULT_IGNORE
+                from ._ignore import DEFAULT_IGNORE
 
                 ignores.append(set(DEFAULT_IGNORE))
         return frozenset(set.intersection(*ignores)) if ignores else None

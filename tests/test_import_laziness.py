@@ -307,8 +307,8 @@ def test_the_hook_parser_names_each_adapters_subcommand() -> None:
 
 # What a spec offers beyond its checks: the model clients (and their price and retry values:
 # the [model] table is checked against its schema alone), the run's strategies and tools, MCP,
-# notifications, sensors and feedback, checkpoints, the board; and the modules of the checks
-# the spec below does not have.
+# notifications, sensors (the workspace scanner too) and feedback, checkpoints, the board; and
+# the modules of the checks the spec below does not have.
 BEYOND_CHECKS = (
     "harness._providers._pricing",
     "harness._providers._retry",
@@ -328,6 +328,7 @@ BEYOND_CHECKS = (
     "checks._sql",
     "checks._test_suite",
     "termination._feedback_runner",
+    "termination._fingerprint",
     "termination._sensor_config",
     "strategies._loop",
     "strategies._ralph",
