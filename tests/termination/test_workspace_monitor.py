@@ -299,6 +299,17 @@ async def test_a_marker_that_never_arrives_falls_back_to_walking(
         assert ("added", "late.txt") in monitor.since(0)
 
 
+async def test_a_turn_ends_with_a_rename_of_the_one_marker_file(tmp_path: Path) -> None:
+    """Each turn's end renames the one marker file to its token: no file is created (an inode
+    and a journal entry per turn) nor deleted after its event arrived."""
+    async with open_workspace_monitor(tmp_path) as monitor:
+        for _ in range(3):
+            monitor.post_marker()
+            await monitor.refresh(settle=True)
+            assert os.listdir(monitor._private) == [f"s{monitor.turn_end}"]
+        assert monitor.statistics().settles == 3
+
+
 @pytest.mark.parametrize("watch", [True, False])
 async def test_the_monitor_logs_folders_moved_in_and_removed(tmp_path: Path, watch: bool) -> None:
     """A folder moved in brings its files; a folder removed takes them; a rewrite with the
