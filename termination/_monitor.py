@@ -20,9 +20,9 @@ marker file in a private folder watched by the same watcher to the turn's token 
 the kernel queues a watcher's events in the order the writes happened, so every write finished
 before the rename is logged by the time the rename's batch is handled, and `position(token)`
 is then where the turn ends in the log (a subprocess that wrote a file and exited, say). A
-rename, not a new file: creating a file costs the filesystem an inode and its journal (about
-0.4 ms of CPU on an ext4 disk, and three events), renaming one a tenth of that (two events),
-and nothing has to be deleted after it. A
+rename, not a new file per turn: a create costs an inode (twice a rename's CPU on ext4) and
+three events, and the file must then be deleted, which the watcher reports in a batch of its
+own; a rename is two events in one batch. A
 turn that must not miss a write calls ``refresh(settle=True)``, which waits for its marker.
 Consumers ask for this only when their reading would change the run (a sensor about to warn
 or halt, a glob trigger); the others read where earlier turns ended once their markers have
