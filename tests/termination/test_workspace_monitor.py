@@ -334,9 +334,10 @@ async def test_only_a_batch_a_turn_waits_for_wakes_the_event_loop(
         handed.clear()  # the watcher saying it is up
         (tmp_path / "a.txt").write_text("x")
         token = monitor.post_marker()
-        # Off the loop, until the watcher's thread has the batch (left or handed over).
+        # Off the loop, until the watcher's thread has the marker's batch (left or handed over).
+        inbox = getattr(monitor, "_inbox", ())
         await anyio.to_thread.run_sync(
-            _wait_until, lambda: handed or getattr(monitor, "_inbox", ())
+            _wait_until, lambda: handed or any(t >= token for _, t in list(inbox))
         )
         assert handed == []
         assert monitor.position(token) == 1
