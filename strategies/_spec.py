@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from harness import Compaction, Harness, MCPServer, ModelClient, Notifier, PauseSettings, Tool
     from harness.checkpoints import Checkpointing
     from harness.events import EventSink
-    from harness.extend import Strategy
+    from harness.extend import ProtectedPaths, Strategy
     from termination import Budget, TerminationPolicy
 
 # What a spec does beyond its checks (the model clients, the tools, MCP, notifications, the
@@ -325,6 +325,18 @@ class Spec:
         if self._policy is not None:
             return self._policy
         return _default_policy(self.checks, self.strategy)
+
+    @property
+    def check_timeout(self) -> float | None:
+        """Seconds each check may take (``[policy]``'s `check_timeout`), read without building
+        the policy: the stop hook runs the checks and needs nothing else of it."""
+        return self._policy.check_timeout if self._policy is not None else DEFAULT_CHECK_TIMEOUT
+
+    @property
+    def protected(self) -> ProtectedPaths | None:
+        """The paths the agent may not change (``[policy]``'s `protected`), None when the
+        spec has no policy tables; read, like `check_timeout`, without building the policy."""
+        return self._policy.protected if self._policy is not None else None
 
     @cached_property
     def pause(self) -> PauseSettings:
@@ -749,6 +761,9 @@ def _checks(
 
 # The tables that build the termination policy: without one, it is the default policy.
 _POLICY_TABLES = ("budget", "sensors", "feedback", "policy")
+# The default policy's `check_timeout` (`TerminationPolicy`'s own default), for
+# `Spec.check_timeout` without the policy.
+DEFAULT_CHECK_TIMEOUT = 600.0
 
 
 def _completion_check(

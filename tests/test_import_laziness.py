@@ -342,10 +342,11 @@ def test_the_stop_hook_on_a_checks_spec_loads_only_what_its_checks_need(tmp_path
 # (a spec builds no `Harness` to be read for its checks), the agent's shell tool (a check's
 # sandbox names only its protocol), the baseline cache (a command check keeps no baseline)
 # and the other commands' parsers; the built-in tools and a tool's base class (the spec's
-# tool names are checked against the table of names), the schemas of the [budget] and
-# [policy] tables and the feedback providers (a spec without those tables has nothing in them
-# to check), the pause settings (no [pause] table), the protected paths' guard (no protected
-# paths) and the uuid module (a record's id is 16 random hex digits).
+# tool names are checked against the table of names), the termination policy (a spec without
+# [budget], [policy], [[sensors]] or [[feedback]] has nothing in them to check, and a stop
+# reads only its check timeout and protected paths, `Spec.check_timeout`), the pause
+# settings (no [pause] table), the protected paths' guard (no protected paths) and the uuid
+# module (a record's id is 16 random hex digits).
 NOT_FOR_A_STOP = (
     "harness._loop._harness",
     "harness._loop._run",
@@ -361,9 +362,7 @@ NOT_FOR_A_STOP = (
     "harness._fs._path_guard",
     "checks._baseline_cache",
     "checks._test_results",
-    "termination.extend",
-    "termination._keys",
-    "termination._feedback",
+    "termination",
     "strategies._cli._run_args",
     "strategies._cli._board_args",
     "difflib",

@@ -179,13 +179,21 @@ def test_what_a_spec_builds_when_read_is_what_its_tables_would_build(tmp_path: P
         budget=Budget.from_config({}), completion_check=check, **POLICY.validate({}, "policy")
     )
     assert spec.policy is spec.policy  # built once
+    assert spec.check_timeout == spec.policy.check_timeout  # read without the policy
+    assert spec.protected is None
+    assert not spec.policy.protected
     assert spec.pause == PauseSettings.from_config({}, where="pause")
     builtin = builtin_tools()
     assert spec.tools == (builtin["read_file"], builtin["edit_file"])
     stated = load_spec(
-        _write(tmp_path, FULL + "[policy]\ncheck_timeout = 5\n[pause]\nmax_pauses = 1\n")
+        _write(
+            tmp_path,
+            FULL + '[policy]\ncheck_timeout = 5\nprotected = ["t/**"]\n[pause]\nmax_pauses = 1\n',
+        )
     )
-    assert stated.policy.check_timeout == 5
+    assert stated.policy.check_timeout == stated.check_timeout == 5
+    assert stated.protected is stated.policy.protected
+    assert stated.protected
     assert stated.pause.max_pauses == 1
 
 

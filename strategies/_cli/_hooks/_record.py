@@ -50,7 +50,7 @@ class SessionRecord:
     async def guard(self, spec: Spec, workspace: Path) -> PathGuard | None:
         """The protected paths as the session's first invocation found them (recorded now
         when this is the first), or None when the spec protects nothing."""
-        protected = spec.policy.protected
+        protected = spec.protected
         if not protected:
             return None
         from harness.extend import PathGuard  # loads for a spec that protects paths
