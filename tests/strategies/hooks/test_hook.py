@@ -516,6 +516,38 @@ def test_a_bad_hook_command_line_is_a_non_blocking_error(
     assert caught.value.code == 2  # other commands keep argparse's usage error
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """Parse `argv` as `main` does: unknown arguments are the chosen command's usage error."""
+    from strategies._cli import chosen_parser
+
+    args, unknown = parser.parse_known_args(argv)
+    chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
+
+
+@pytest.mark.parametrize("subcommand", ["claude-stop", "copilot-stop"])
+def test_a_stop_parses_its_command_line_with_its_own_grammar_alone(
+    subcommand: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stop builds the parser of its own subcommand and no other hook command's: its help
+    and its usage errors are the whole parser's, word for word."""
+    from strategies._cli import build_parser
+
+    alone = build_parser("hook", subcommand)
+    whole = build_parser("hook")
+    kinds = [a for a in alone._actions if isinstance(a, argparse._SubParsersAction)]
+    (hook,) = kinds[0].choices.values()
+    stops = [a for a in hook._actions if isinstance(a, argparse._SubParsersAction)]
+    assert list(stops[0].choices) == [subcommand]
+    said = []
+    for parser in (alone, whole):
+        for argv in (["--help"], ["--spec"], ["--spec", "s.toml", "--bogus", "x"]):
+            with pytest.raises(SystemExit):
+                _parse(parser, ["hook", subcommand, *argv])
+            said.append(capsys.readouterr())
+    assert said[:3] == said[3:]
+    assert "--walk-up" in said[0].out
+
+
 def test_each_subagent_has_its_own_block_cap_apart_from_the_main_session(
     setup: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
