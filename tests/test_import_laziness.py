@@ -280,6 +280,17 @@ def test_the_hook_parser_names_each_adapters_subcommand() -> None:
     assert {agent: a.subcommand for agent, a in ADAPTERS.items()} == STOP_COMMANDS
 
 
+def test_the_adapters_hold_constants_without_attrs_classes() -> None:
+    """Each stop imports all six adapters: they are plain classes with their agent's constants
+    (an attrs class compiles its generated methods when it is made, at every stop)."""
+    import attrs
+
+    from strategies._cli._hooks._agents import ADAPTERS
+
+    assert [a for a in ADAPTERS.values() if attrs.has(type(a))] == []
+    assert all(a.agent == agent for agent, a in ADAPTERS.items())
+
+
 # What a spec offers beyond its checks: the model clients, the run's strategies and tools,
 # MCP, notifications, sensors and feedback, checkpoints, the board; and the modules of the
 # checks the spec below does not have.
