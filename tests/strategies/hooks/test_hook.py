@@ -280,6 +280,29 @@ async def test_a_check_that_raises_blocks_fail_closed(setup: Path) -> None:
 
 
 @pytest.mark.anyio
+async def test_a_stop_reads_its_block_count_once(
+    setup: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The count decides the stop and words its answer from one read of the file (no second
+    read that another stop's write could make disagree with the first)."""
+    from strategies._cli._hooks._core import BlockCount
+
+    reads: list[Path] = []
+    load = BlockCount.load
+
+    def counted(self: BlockCount) -> int:
+        reads.append(self.path)
+        return load(self)
+
+    monkeypatch.setattr(BlockCount, "load", counted)
+    spec = attrs.evolve(load_spec(setup / "spec.toml"), checks=(Exploding(),))
+    for blocks in (1, 2):
+        decision = await claude_stop(payload(setup), spec, state_dir=setup / "state")
+        assert (decision.block, decision.blocks) == (True, blocks)
+    assert len(reads) == 2
+
+
+@pytest.mark.anyio
 async def test_max_blocks_must_be_positive(setup: Path) -> None:
     """A cap of zero would never block; it is refused by name."""
     with pytest.raises(ConfigurationError, match="'max_blocks'"):
