@@ -15,17 +15,25 @@ instead of walking the tree every turn. It has two modes:
 The baseline (a walk that hashes every file) is taken in the worker thread when the run
 starts, after the watcher is up, so nothing written meanwhile is missed.
 
-Events arrive a few milliseconds after the write. Each refresh ends a turn by creating a
-marker file in a private folder watched by the same watcher (`turn_end` is its token); the
-kernel queues a watcher's events in the order the writes happened, so every write finished
-before the marker is logged by the time the marker's batch is handled, and `position(token)`
+Events arrive a few milliseconds after the write. Each refresh ends a turn by renaming the
+marker file in a private folder watched by the same watcher to the turn's token (`turn_end`);
+the kernel queues a watcher's events in the order the writes happened, so every write finished
+before the rename is logged by the time the rename's batch is handled, and `position(token)`
 is then where the turn ends in the log (a subprocess that wrote a file and exited, say). A
+rename, not a new file per turn: a create costs an inode (twice a rename's CPU on ext4) and
+three events, and the file must then be deleted, which the watcher reports in a batch of its
+own; a rename is two events in one batch. A
 turn that must not miss a write calls ``refresh(settle=True)``, which waits for its marker.
 Consumers ask for this only when their reading would change the run (a sensor about to warn
 or halt, a glob trigger); the others read where earlier turns ended once their markers have
 arrived, so most turns do not wait at all. A marker that does not arrive within
 `SETTLE_TIMEOUT` seconds (a watcher that cannot keep up) stops the watcher and the monitor
 walks from then on.
+
+The worker thread hands nothing to the event loop as it goes: it leaves each batch in an
+inbox the loop empties when it next reads (`refresh`, `position`), so a turn that does not
+wait costs the loop no wake-up. Only a batch that holds the marker a settling turn waits for
+is handed over (`anyio.from_thread`), to wake that turn.
 
 The monitor's worker thread and the watcher's own thread start with the run and end with it
 (`open_workspace_monitor`); the private folder is removed.
@@ -34,6 +42,7 @@ The monitor's worker thread and the watcher's own thread start with the run and 
 from __future__ import annotations
 
 import bisect
+import collections
 import os
 import shutil
 import tempfile
@@ -57,6 +66,7 @@ log = LibraryLogger("termination.monitor")
 
 Mode = Literal["watch", "walk"]
 Kind = Literal["added", "modified", "removed"]
+Entry = tuple[Kind, str]
 
 STEP_MS = 5
 """How often the watcher thread looks for new events while there are none (ms)."""
@@ -91,8 +101,10 @@ class WorkspaceMonitor:
     __slots__ = (
         "_arrivals",
         "_changes",
+        "_inbox",
         "_lock",
         "_log",
+        "_marker",
         "_private",
         "_refreshes",
         "_scanner",
@@ -100,6 +112,7 @@ class WorkspaceMonitor:
         "_stop",
         "_token",
         "_waiters",
+        "_wanted",
         "_worker_done",
         "ignore",
         "mode",
@@ -111,6 +124,10 @@ class WorkspaceMonitor:
         self.ignore = frozenset(ignore)
         self.mode: Mode = "walk"
         self._private = tempfile.mkdtemp(prefix="harness-watch-")
+        # The one marker file, renamed to each turn's token; made before the watcher starts.
+        self._marker = os.path.join(self._private, "s0")
+        with open(self._marker, "wb"):
+            pass
         # The marker folder may lie inside the workspace (a workspace of /tmp): never a file.
         self._scanner = WorkspaceScanner(
             root, ignore=(*self.ignore, os.path.basename(self._private))
@@ -122,6 +139,10 @@ class WorkspaceMonitor:
         self._token = 0
         self._arrivals: list[tuple[int, int]] = []  # (highest token handled, log position)
         self._waiters: list[tuple[int, anyio.Event]] = []
+        # Filled by the worker thread, emptied on the loop: (changes, highest marker token).
+        self._inbox: collections.deque[tuple[list[Entry], int]] = collections.deque()
+        self._wanted = 0  # the lowest token a settling turn waits for (0: none); the worker
+        # reads it after the marker's rename, which the loop makes after setting it
         self._refreshes = 0
         self._settles = 0
         self._changes = 0
@@ -174,6 +195,7 @@ class WorkspaceMonitor:
         A batch holds its events as a set, so a batch with several markers and changes
         cannot say which marker a change came before: its changes count after its last
         marker (a change is then counted a turn late at worst, never early)."""
+        self._drain()
         arrivals = self._arrivals
         i = bisect.bisect_left(arrivals, (token, -1))
         return arrivals[i][1] if i < len(arrivals) else None
@@ -184,6 +206,7 @@ class WorkspaceMonitor:
         Watching, this costs nothing unless `settle`, when it waits for the events of every
         write finished before the call. Walking, it walks the tree in a worker thread.
         """
+        self._drain()
         if self.mode == "watch":
             if settle:
                 await self._settle()
@@ -193,13 +216,15 @@ class WorkspaceMonitor:
         self._token += 1
         token = self._token
         await self._worker_done.wait()  # a watcher that gave up has handed over its files
+        self._drain()  # what it had looked at, before what the walk finds
         async with self._lock:
             changes = await anyio.to_thread.run_sync(self._scanner.scan_changes)
         self._refreshes += 1
-        self._apply(changes)
+        self._log.extend(_entries(changes))
         self._arrived(token)
 
     def statistics(self) -> MonitorStatistics:
+        self._drain()
         return MonitorStatistics(
             mode=self.mode,
             files=self._scanner.files,
@@ -216,32 +241,30 @@ class WorkspaceMonitor:
 
     # -- on the event loop --------------------------------------------------------------
 
-    def _apply(self, changes: WorkspaceChanges) -> None:
-        if not changes:
-            return
-        entries = self._log
-        sep = os.sep
-        kinds: tuple[tuple[Kind, tuple[str, ...]], ...] = (
-            ("added", changes.added),
-            ("modified", changes.modified),
-            ("removed", changes.removed),
-        )
-        for kind, paths in kinds:
-            entries.extend((kind, path.replace(sep, "/")) for path in paths)
+    def _drain(self) -> None:
+        """Log the batches the worker thread left in the inbox, oldest first."""
+        inbox = self._inbox
+        while inbox:
+            self._deliver(*inbox.popleft())
 
-    def _deliver(self, changes: WorkspaceChanges, token: int) -> None:
+    def _deliver(self, entries: list[Entry], token: int) -> None:
         """A batch the watcher thread handled: log it, then release the turns it settles."""
         self._refreshes += 1
-        if token > 1 and changes:
+        if token > 1 and entries:
             self._arrived(token - 1)  # the batch's earlier markers end before its changes
-        self._apply(changes)
+        self._log.extend(entries)
         if token:
             self._arrived(token)
-            waiting = self._waiters
-            self._waiters = [(t, e) for t, e in waiting if t > token]
-            for t, arrived in waiting:
-                if t <= token:
-                    arrived.set()
+            if self._wanted and token >= self._wanted:
+                self._release(lambda t: t <= token)
+
+    def _release(self, settled: Callable[[int], bool]) -> None:
+        waiting = self._waiters
+        self._waiters = [(t, e) for t, e in waiting if not settled(t)]
+        self._wanted = min((t for t, _ in self._waiters), default=0)
+        for t, arrived in waiting:
+            if settled(t):
+                arrived.set()
 
     def _arrived(self, token: int) -> None:
         arrivals = self._arrivals
@@ -254,6 +277,7 @@ class WorkspaceMonitor:
         token = self._token
         arrived = anyio.Event()
         self._waiters.append((token, arrived))
+        self._wanted = min(self._wanted or token, token)
         self._mark(token)
         with anyio.move_on_after(SETTLE_TIMEOUT):
             await arrived.wait()
@@ -268,16 +292,15 @@ class WorkspaceMonitor:
         await self.refresh(settle=False)
 
     def _mark(self, token: int) -> None:
-        """Create the marker file a settling turn waits to see (one small create)."""
-        with open(os.path.join(self._private, f"s{token}"), "wb"):
-            pass
+        """Rename the marker file to `token` (one rename, which the watcher reports)."""
+        renamed = os.path.join(self._private, f"s{token}")
+        os.rename(self._marker, renamed)
+        self._marker = renamed
 
     def _give_up(self) -> None:
         self.mode = "walk"
         self._stop.set()
-        for _, arrived in self._waiters:
-            arrived.set()
-        self._waiters = []
+        self._release(lambda t: True)
 
     # -- in the worker thread -----------------------------------------------------------
 
@@ -354,15 +377,31 @@ class WorkspaceMonitor:
         touched: set[str] = set()
         for _, path in batch:
             if path.startswith(private):
+                # A rename's old name comes with its new one or after it (never ahead of it).
                 name = path[len(private) :]
-                if name[:1] == "s" and name[1:].isdigit() and os.path.exists(path):
+                if name[:1] == "s" and name[1:].isdigit():
                     token = max(token, int(name[1:]))
-                    os.unlink(path)
             elif path != self._private:
                 touched.add(path)
-        changes = self._scanner.update(touched) if touched else WorkspaceChanges()
-        if changes or token:
-            anyio.from_thread.run_sync(self._deliver, changes, token)
+        entries = _entries(self._scanner.update(touched)) if touched else []
+        if entries or token:
+            self._inbox.append((entries, token))
+            wanted = self._wanted
+            if wanted and token >= wanted:  # a turn waits for this marker: wake it
+                anyio.from_thread.run_sync(self._drain)
+
+
+def _entries(changes: WorkspaceChanges) -> list[Entry]:
+    """`changes` as log entries, with ``/`` separators."""
+    if not changes:
+        return []
+    sep = os.sep
+    kinds: tuple[tuple[Kind, tuple[str, ...]], ...] = (
+        ("added", changes.added),
+        ("modified", changes.modified),
+        ("removed", changes.removed),
+    )
+    return [(kind, path.replace(sep, "/")) for kind, paths in kinds for path in paths]
 
 
 @asynccontextmanager

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,13 @@ def _wait_for_inotify_fds(expected: int) -> int:
     while _inotify_fds() != expected and time.monotonic() < deadline:
         time.sleep(0.01)
     return _inotify_fds()
+
+
+def _wait_until(condition: Callable[[], object]) -> None:
+    """Return once `condition()` holds, or after 5 s."""
+    deadline = time.monotonic() + 5
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.005)
 
 
 async def _inotify_fds_settle(expected: int) -> int:
@@ -297,6 +304,46 @@ async def test_a_marker_that_never_arrives_falls_back_to_walking(
         await monitor.refresh(settle=True)
         assert monitor.statistics().mode == "walk"
         assert ("added", "late.txt") in monitor.since(0)
+
+
+async def test_a_turn_ends_with_a_rename_of_the_one_marker_file(tmp_path: Path) -> None:
+    """Each turn's end renames the one marker file to its token: no file is created (an inode
+    and a journal entry per turn) nor deleted after its event arrived."""
+    async with open_workspace_monitor(tmp_path) as monitor:
+        for _ in range(3):
+            monitor.post_marker()
+            await monitor.refresh(settle=True)
+            assert os.listdir(monitor._private) == [f"s{monitor.turn_end}"]
+        assert monitor.statistics().settles == 3
+
+
+async def test_only_a_batch_a_turn_waits_for_wakes_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watcher's thread leaves a batch for the loop's next read instead of handing it
+    over; only the batch holding the marker a settling turn waits for is handed over."""
+    handed: list[str] = []
+    run_sync = anyio.from_thread.run_sync
+
+    def spy(func: Any, *args: Any, **kwargs: Any) -> Any:
+        handed.append(func.__name__)
+        return run_sync(func, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.from_thread, "run_sync", spy)
+    async with open_workspace_monitor(tmp_path) as monitor:
+        handed.clear()  # the watcher saying it is up
+        (tmp_path / "a.txt").write_text("x")
+        token = monitor.post_marker()
+        # Off the loop, until the watcher's thread has the marker's batch (left or handed over).
+        inbox = getattr(monitor, "_inbox", ())
+        await anyio.to_thread.run_sync(
+            _wait_until, lambda: handed or any(t >= token for _, t in list(inbox))
+        )
+        assert handed == []
+        assert monitor.position(token) == 1
+        assert list(monitor.since(0)) == [("added", "a.txt")]
+        await monitor.refresh(settle=True)
+        assert handed == ["_drain"]
 
 
 @pytest.mark.parametrize("watch", [True, False])
