@@ -68,7 +68,7 @@ if typing.TYPE_CHECKING:
     from ._loop._harness import Harness
     from ._loop._run import DEFAULT_SYSTEM_PROMPT
     from ._mcp._server import MCPServer
-    from ._messages import FEEDBACK_TAG, Message, Role, ToolCall, Usage
+    from ._messages import FEEDBACK_TAG, Message, Role, ToolCall
     from ._model import ModelClient
     from ._pause import PauseSettings
     from ._providers import (
@@ -93,6 +93,7 @@ if typing.TYPE_CHECKING:
     from ._tools._plan import Plan, PlanStep, update_plan
     from ._tools._registry import workspace_tools
     from ._tools._shell import run_command_tool
+    from ._usage import Usage
 
 # Loaded on first use (PEP 562), so a run that needs none of these does not pay to import
 # them: a fresh process that runs one turn is one of the bench's targets (bench/run.py, W3).
@@ -124,7 +125,7 @@ _LAZY = {
     "Message": "._messages",
     "Role": "._messages",
     "ToolCall": "._messages",
-    "Usage": "._messages",
+    "Usage": "._usage",
     "ModelClient": "._model",
     "PauseSettings": "._pause",
     "AttemptResult": "._result",

@@ -3,10 +3,12 @@ optional capabilities a client may declare by implementing them."""
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ._clock import Clock
-from ._messages import ModelRequest, ModelResponse
+
+if TYPE_CHECKING:
+    from ._messages import ModelRequest, ModelResponse
 
 
 @runtime_checkable

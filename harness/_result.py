@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
-from ._messages import Message, Usage
+from ._messages import Message
+from ._usage import Usage
 
 if TYPE_CHECKING:
     from ._events._run import SinkFailed

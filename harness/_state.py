@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from attrs import frozen
 
-from ._messages import Usage
+from ._usage import Usage
 
 if TYPE_CHECKING:
     from ._events._tool import ToolOutcome

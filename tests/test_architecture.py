@@ -390,6 +390,7 @@ HARNESS_LAYERS: dict[str, int] = {
             "harness._schema",
             "harness._secrets",
             "harness._shadowing",
+            "harness._usage",
             "harness._validate",
             "harness._verification",
             "harness._work_progress",

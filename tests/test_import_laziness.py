@@ -166,7 +166,7 @@ RUN_CLASSES = ("harness._events", "harness._result")
 @pytest.mark.parametrize(
     ("code", "absent"),
     [
-        ("import checks", (*RUN_CLASSES, "harness._halt")),
+        ("import checks", (*RUN_CLASSES, "harness._halt", "harness._messages")),
         ("import termination", RUN_CLASSES),
         ("import termination.extend", ("termination._feedback", "termination._fingerprint")),
     ],
@@ -176,10 +176,11 @@ def test_a_package_creates_only_the_classes_its_importer_uses(
     code: str, absent: tuple[str, ...]
 ) -> None:
     """Importing `checks` (every check reads a `SessionStateSnapshot`, whose tool outcomes are
-    events named only in annotations) creates no event, nor what a run returns, nor the halt
-    reasons, which a session's loop uses; `termination` creates the halt reasons its budgets
-    and policy decide, and not the rest; `termination.extend`, which a spec's loader reads
-    the tables through, creates neither the feedback providers' values nor the scanner's."""
+    events named only in annotations, and its `Usage`) creates no event, nor what a run
+    returns, nor the halt reasons, nor the messages, which a session's loop uses;
+    `termination` creates the halt reasons its budgets and policy decide, and not the rest;
+    `termination.extend`, which a spec's loader reads the tables through, creates neither the
+    feedback providers' values nor the scanner's."""
     assert ours(loaded_by(code), absent) == []
 
 
@@ -381,17 +382,19 @@ def test_the_stop_hook_on_a_checks_spec_loads_only_what_its_checks_need(tmp_path
 
 
 # What a stop whose check is a command does not need: the turn loop and the scripted model
-# (a spec builds no `Harness` to be read for its checks), any event and the run's result (a
-# stop runs no session), the agent's shell tool (a check's sandbox names only its protocol),
-# the baseline cache (a command check keeps no baseline) and the other commands' parsers; the
-# built-in tools and a tool's base class (the spec's tool names are checked against the table
-# of names), the termination policy (a spec without [budget], [policy], [[sensors]] or
-# [[feedback]] has nothing in them to check, and a stop reads only its check timeout and
-# protected paths, `Spec.check_timeout`), the pause settings (no [pause] table), the protected
-# paths' guard (no protected paths) and the uuid module (a record's id is 16 random hex digits).
+# (a spec builds no `Harness` to be read for its checks), any event, message and the run's
+# result (a stop runs no session: its snapshot holds only a `Usage`), the agent's shell tool (a
+# check's sandbox names only its protocol), the baseline cache (a command check keeps no
+# baseline) and the other commands' parsers; the built-in tools and a tool's base class (the
+# spec's tool names are checked against the table of names), the termination policy (a spec
+# without [budget], [policy], [[sensors]] or [[feedback]] has nothing in them to check, and a
+# stop reads only its check timeout and protected paths, `Spec.check_timeout`), the pause
+# settings (no [pause] table), the protected paths' guard (no protected paths) and the uuid
+# module (a record's id is 16 random hex digits).
 NOT_FOR_A_STOP = (
     "harness._events",
     "harness._result",
+    "harness._messages",
     "harness._loop._harness",
     "harness._loop._run",
     "harness._loop._session",

@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 from attrs import frozen
 
 from .._halt import HaltReason
-from .._messages import Usage
 from .._result import AttemptScore
+from .._usage import Usage
 from .._work_progress import WorkProgress
 
 # The readers of the WorkProgress and the HaltReason an attempt.finished carries.

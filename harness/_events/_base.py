@@ -31,7 +31,8 @@ from typing import Any, ClassVar, TypeVar, Union, cast, get_args, get_origin, ge
 from attrs import NOTHING, Factory, field, fields, frozen
 
 from .._errors import FixtureError
-from .._messages import ModelResponse, ToolCall, Usage
+from .._messages import ModelResponse, ToolCall
+from .._usage import Usage
 
 T = TypeVar("T")
 _MISSING: Any = object()

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from attrs import field, frozen
 
-from .._messages import Usage
+from .._usage import Usage
 from ._base import Event, omitted
 
 

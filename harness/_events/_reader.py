@@ -23,7 +23,7 @@ from attrs import evolve, frozen
 from .._errors import FixtureError
 from .._fs._files import FileRefused, open_regular_file
 from .._fs._jsonl import load_line
-from .._messages import Usage
+from .._usage import Usage
 from ._base import Event, event_from_dict
 from ._context import ContextCompacted
 from ._pause import RunPaused

@@ -10,7 +10,8 @@ from typing import Any, ClassVar
 from attrs import field, frozen
 
 from .._halt import HaltReason, halt_from_dict
-from .._messages import ModelResponse, Usage
+from .._messages import ModelResponse
+from .._usage import Usage
 from ._base import Event, Fields, omitted, reads
 
 

@@ -29,8 +29,9 @@ from .._events._tool import ToolCalled
 from .._fs._jsonl import dump_line, json_rows, read_lines
 from .._halt import ModelFailed, UsageLimitReached
 from .._limits import USAGE_LIMIT, UsageLimit, UsageLimitError
-from .._messages import ModelRequest, ModelResponse, ToolCall, Usage
+from .._messages import ModelRequest, ModelResponse, ToolCall
 from .._tools._base import ToolResult
+from .._usage import Usage
 from ._mcp_keys import CALL_KEY, SERVER_KEY
 
 if TYPE_CHECKING:

@@ -11,7 +11,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from .._events._context import ContextCompacted
-from .._messages import NO_USAGE, Message, ModelRequest, ModelResponse
+from .._messages import Message, ModelRequest, ModelResponse
+from .._usage import NO_USAGE
 from ._compaction import Compaction, drop_tool_outputs, summary_message, summary_request
 
 if TYPE_CHECKING:

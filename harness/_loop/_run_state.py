@@ -20,12 +20,13 @@ from .._events._run import CheckFailed, CheckFlaky, CheckPassed, SinkFailed
 from .._events._sinks import EventSink
 from .._events._tool import ToolOutcome
 from .._halt import CheckBroken
-from .._messages import NO_USAGE, Message, Usage
+from .._messages import Message
 from .._model import ModelClient
 from .._pause import PauseSettings
 from .._policy import Policy
 from .._state import HistoryView, SessionStateSnapshot, SessionStore
 from .._tools._base import Tool
+from .._usage import NO_USAGE, Usage
 from .._work_progress import WorkProgress
 
 DEFAULT_MAX_CHECK_ERRORS = 3

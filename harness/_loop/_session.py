@@ -21,12 +21,13 @@ from .._events._run import TurnFinished, TurnStarted
 from .._events._tool import ToolOutcome
 from .._halt import BudgetExceeded, HaltReason, ModelFailed
 from .._limits import UsageLimit, UsageLimitError
-from .._messages import NO_USAGE, NOT_EXECUTED, Message, ModelRequest, ModelResponse, ToolCall
+from .._messages import NOT_EXECUTED, Message, ModelRequest, ModelResponse, ToolCall
 from .._model import ModelClient
 from .._policy import Decision, Limit, PolicySession
 from .._protocols import implements
 from .._state import HistoryView, SessionStateSnapshot
 from .._tools._base import Tool
+from .._usage import NO_USAGE
 from .._work_progress import Assessment, WorkProgress
 from ._feedback import (
     deliver,

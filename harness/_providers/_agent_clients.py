@@ -30,7 +30,8 @@ from typing import Any
 from attrs import evolve, frozen
 
 from .._errors import ModelError
-from .._messages import ModelRequest, ModelResponse, Usage
+from .._messages import ModelRequest, ModelResponse
+from .._usage import Usage
 from ._agent_defaults import CURSOR_ARGV, GEMINI_ARGV, JSON_MAX_OUTPUT, OPENCODE_ARGV
 from ._cli_agent import CliAgentClient
 

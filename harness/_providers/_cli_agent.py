@@ -35,9 +35,10 @@ from attrs import evolve
 from .._clock import Clock, SystemClock
 from .._errors import ConfigurationError, ModelError
 from .._limits import UsageLimitError
-from .._messages import NOT_EXECUTED, ModelRequest, ModelResponse, Usage
+from .._messages import NOT_EXECUTED, ModelRequest, ModelResponse
 from .._process._child import DEFAULT_MAX_OUTPUT, run_process
 from .._secrets import redact, secret_values
+from .._usage import Usage
 from .._validate import check_positive
 
 PromptMode = Literal["stdin", "argument"]

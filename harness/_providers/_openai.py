@@ -22,8 +22,9 @@ from typing import Any
 from .._clock import Clock
 from .._errors import ConfigurationError
 from .._fs._jsonl import without_surrogates
-from .._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
+from .._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
 from .._tools._raw_arguments import read_arguments
+from .._usage import Usage
 from ._base import ProviderClient
 from ._pricing import ModelPrice, PriceTable
 from ._responses import malformed

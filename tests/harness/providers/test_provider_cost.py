@@ -10,7 +10,7 @@ import pytest
 from _provider_server import FakeProvider, Reply, openai_body
 
 from harness import Harness, ModelFailed, ModelPrice, OpenAIClient, RetryPolicy, Usage
-from harness._messages import NO_USAGE
+from harness._usage import NO_USAGE
 from harness.testing import FakeClock
 from strategies._cli import main
 from termination import TerminationPolicy
