@@ -84,7 +84,7 @@ class Session:
         self._model = model
         # A model ladder learns what each judged turn showed, to climb when the run plateaus.
         self._ladder = model if implements(model, Escalates) else None
-        every = {**tools, DONE_TOOL: DONE} if run.done_tool else dict(tools)
+        every = {**tools, DONE_TOOL: DONE} if run.done_tool else tools
         self._specs = tuple(tool.spec for tool in every.values())
         self._messages: list[Message] = list(messages)
         self._outcomes: list[ToolOutcome] = []
