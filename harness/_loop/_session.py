@@ -374,7 +374,8 @@ class Session:
     def _apply(self, decision: Decision) -> None:
         """Emit what the policy saw and inject its feedback into the next request."""
         run = self._run
-        emit_readings(run, decision.readings, agent=self.agent, turn=self.turns)
+        if decision.readings:  # most turns: every sensor read ok
+            emit_readings(run, decision.readings, agent=self.agent, turn=self.turns)
         if decision.checked:
             run.record_check(
                 self.agent, self.turns, decision.rejection, decision.error, decision.flaky
