@@ -22,13 +22,14 @@ import importlib
 import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from attrs import evolve, frozen
 
 from checks import AllOf, CompletionCheck, check_from_config
-from harness import ConfigurationError, PauseSettings, Tool
+from harness import ConfigurationError
 from harness.extend import (
     BUILTIN_TOOL_NAMES,
     REQUIRED,
@@ -40,21 +41,23 @@ from harness.extend import (
     builtin_tools,
     check_positive,
 )
-from termination import Budget, TerminationPolicy
-from termination.extend import BUDGET, POLICY
 
-from ._strategy_config import STRATEGIES, check_strategy_table, model_tables
+from ._strategy_config import STRATEGIES, budget_table, check_strategy_table, model_tables
 from ._tools_config import MCP, TOOLS, shell_tool, tool_names
 
 if TYPE_CHECKING:
-    from harness import Compaction, Harness, MCPServer, ModelClient, Notifier
+    from harness import Compaction, Harness, MCPServer, ModelClient, Notifier, PauseSettings, Tool
     from harness.checkpoints import Checkpointing
     from harness.events import EventSink
-    from harness.extend import Strategy
+    from harness.extend import ProtectedPaths, Strategy
+    from termination import Budget, TerminationPolicy
 
 # What a spec does beyond its checks (the model clients, the tools, MCP, notifications, the
 # sensors and feedback, checkpoints) is imported where the spec's table asks for it, not with
-# this module: the stop hook loads a spec at every stop of an agent, for its checks alone.
+# this module: the stop hook loads a spec at every stop of an agent, for its checks alone. The
+# built-in tools, the termination policy and the pause settings are validated at load and
+# built when first read: a spec without a [budget], [policy], [[sensors]], [[feedback]] or
+# [pause] table has nothing in them that can fail, and a stop reads none of them.
 
 
 # The tables a key of the spec links to in the reference, each loaded when it is rendered.
@@ -86,6 +89,12 @@ def _notify_table() -> Schema:
     from harness.extend import NOTIFY
 
     return NOTIFY
+
+
+def _policy_table() -> Schema:
+    from termination.extend import POLICY
+
+    return POLICY
 
 
 SPEC = Schema(
@@ -179,7 +188,9 @@ SPEC = Schema(
             default_text="none",
             see=model_tables,
         ),
-        Key("budget", "table", "The run's hard limits.", default_text="unlimited", see=BUDGET),
+        Key(
+            "budget", "table", "The run's hard limits.", default_text="unlimited", see=budget_table
+        ),
         Key("strategy", "table", "How sessions are driven.", default_text="`loop`", see=STRATEGIES),
         Key(
             "checks",
@@ -202,7 +213,7 @@ SPEC = Schema(
             default=(),
             see=_feedback_tables,
         ),
-        Key("policy", "table", "How the completion check is treated.", see=POLICY),
+        Key("policy", "table", "How the completion check is treated.", see=_policy_table),
         Key(
             "pause",
             "table",
@@ -243,14 +254,17 @@ def _checkpointing(data: Mapping[str, Any], base: Path, where: str) -> Checkpoin
     return Checkpointing(state_dir=(base / _string(folder, f"{where}: checkpoint_dir")).resolve())
 
 
-# The budget of an unattended run (`harness run`, a board attempt) whose spec sets none:
-# nobody watches it, and an agent that never claims done would otherwise run for ever.
-DEFAULT_CAP = Budget(max_turns=100, max_wall_time=3600.0)
+def default_cap() -> Budget:
+    """The budget of an unattended run (`harness run`, a board attempt) whose spec sets none:
+    nobody watches it, and an agent that never claims done would otherwise run for ever."""
+    from termination import Budget  # the policy's package loads where a policy is built
+
+    return Budget(max_turns=100, max_wall_time=3600.0)
 
 
 def capped(policy: TerminationPolicy) -> TerminationPolicy:
-    """`policy`, under `DEFAULT_CAP` when its budget sets no limit at all."""
-    return policy if policy.budget.bounded else evolve(policy, budget=DEFAULT_CAP)
+    """`policy`, under `default_cap()` when its budget sets no limit at all."""
+    return policy if policy.budget.bounded else evolve(policy, budget=default_cap())
 
 
 class SpecError(ConfigurationError):
@@ -270,7 +284,9 @@ class Spec:
     """The ``transcript`` file; None when the spec names none (`harness run` then records
     into `default_transcript`, unless `records` is False)."""
     system_prompt: str | None
-    tools: tuple[Tool, ...]
+    _tools: tuple[str | Tool, ...]
+    """The ``tools`` setting, validated: a built-in tool by its name, any other as imported
+    (`tools` is the tools themselves)."""
     done_tool: bool
     tool_timeout: float
     context_window: int | None
@@ -279,13 +295,15 @@ class Spec:
     """The ``[model]`` table (validated); never None when loaded for a ``"run"``."""
     strategy: Mapping[str, Any]
     """The ``[strategy]`` table (validated with its nested tables)."""
-    policy: TerminationPolicy
+    _policy: TerminationPolicy | None
+    """The policy the spec's tables build; None when it has none of them (`policy` is then
+    the default policy around the checks, built when first read)."""
     checks: tuple[CompletionCheck, ...]
     purpose: Purpose = "run"
     checkpoints: Checkpointing | None = None
     """``checkpoints = true`` (with ``checkpoint_dir``): how the run checkpoints its workspace."""
-    pause: PauseSettings = PauseSettings()
-    """The ``[pause]`` table: how a usage limit is waited out."""
+    _pause: PauseSettings | None = None
+    """The ``[pause]`` table's settings; None without one (`pause` is then the defaults)."""
     notify: tuple[Notifier, ...] = ()
     """The ``[[notify]]`` notifiers; `Spec.harness` adds them to the run's sinks."""
     mcp: tuple[MCPServer, ...] = ()
@@ -294,6 +312,40 @@ class Spec:
     """False when the spec says ``transcript = false``: `harness run` writes no transcript."""
     warnings: tuple[str, ...] = ()
     """What the spec allows but probably does not mean (`harness check` prints them)."""
+
+    @cached_property
+    def tools(self) -> tuple[Tool, ...]:
+        """The agent's tools, in the order the spec names them."""
+        return _built(self._tools)
+
+    @cached_property
+    def policy(self) -> TerminationPolicy:
+        """The termination policy: the budget, sensors, feedback and ``[policy]`` settings
+        around the completion check (the checks, several combined with `AllOf`)."""
+        if self._policy is not None:
+            return self._policy
+        return _default_policy(self.checks, self.strategy)
+
+    @property
+    def check_timeout(self) -> float | None:
+        """Seconds each check may take (``[policy]``'s `check_timeout`), read without building
+        the policy: the stop hook runs the checks and needs nothing else of it."""
+        return self._policy.check_timeout if self._policy is not None else DEFAULT_CHECK_TIMEOUT
+
+    @property
+    def protected(self) -> ProtectedPaths | None:
+        """The paths the agent may not change (``[policy]``'s `protected`), None when the
+        spec has no policy tables; read, like `check_timeout`, without building the policy."""
+        return self._policy.protected if self._policy is not None else None
+
+    @cached_property
+    def pause(self) -> PauseSettings:
+        """The ``[pause]`` table: how a usage limit is waited out."""
+        if self._pause is not None:
+            return self._pause
+        from harness import PauseSettings  # a usage limit's settings load for a run
+
+        return PauseSettings()
 
     def harness(
         self,
@@ -506,7 +558,8 @@ def _spec(
         raise SpecError(f"{where}: give 'workspace' or 'workspace_template', not both")
     transcript = data.get("transcript")
     system_prompt = data.get("system_prompt")
-    policy, checks = _policy(data, where, model_factory, base)
+    checks = _checks(data, where, model_factory, base)
+    policy = _policy(data, where, checks, strategy)
     tool_timeout = data.get("tool_timeout", 120.0)
     context_window = data.get("context_window")
     check_positive("tool_timeout", tool_timeout)  # a value error is named by `_named`
@@ -516,9 +569,7 @@ def _spec(
     if compaction is not None and context_window is None:
         raise SpecError(f"{where}: 'compaction' needs 'context_window' (the model's, in tokens)")
     _evaluator_has_tools(strategy, tools, f"{where}: strategy")
-    pause = PauseSettings.from_config(
-        _table(data.get("pause", {}), f"{where}: pause"), where=f"{where}: pause"
-    )
+    pause = _pause(data, where)
     excusing = _excusing_checks(data, where)
     if excusing and strategy.get("type") == "best_of":
         raise SpecError(
@@ -618,12 +669,14 @@ def _notify(data: Mapping[str, Any], where: str) -> tuple[Notifier, ...]:
     return notifiers_from_config(data["notify"], f"{where}: notify")
 
 
-def _evaluator_has_tools(strategy: Mapping[str, Any], tools: Sequence[Tool], where: str) -> None:
+def _evaluator_has_tools(
+    strategy: Mapping[str, Any], tools: tuple[str | Tool, ...], where: str
+) -> None:
     """A spec's evaluator must read the work by default, and it gets the read-only tools."""
     looks = strategy.get("type") == "self_verifying" and strategy.get(
         "evaluator_must_use_tools", True
     )
-    if looks and not any(t.read_only for t in tools):
+    if looks and not any(t.read_only for t in _built(tools)):
         raise SpecError(
             f"{where}.evaluator_must_use_tools is on (the default), but the evaluator "
             "would have no tools: it gets the spec's read-only tools and `tools` has "
@@ -670,15 +723,22 @@ def _prompt(data: Mapping[str, Any], base: Path, where: str) -> str | None:
     return None
 
 
-def _policy(
+def _pause(data: Mapping[str, Any], where: str) -> PauseSettings | None:
+    if "pause" not in data:
+        return None
+    from harness import PauseSettings
+
+    return PauseSettings.from_config(
+        _table(data["pause"], f"{where}: pause"), where=f"{where}: pause"
+    )
+
+
+def _checks(
     data: Mapping[str, Any],
     where: str,
     model_factory: Callable[..., ModelClient] | None,
     base: Path,
-) -> tuple[TerminationPolicy, tuple[CompletionCheck, ...]]:
-    budget = Budget.from_config(
-        _table(data.get("budget", {}), f"{where}: budget"), where=f"{where}: budget"
-    )
+) -> tuple[CompletionCheck, ...]:
     check_tables = data.get("checks", [])
     if not isinstance(check_tables, list) or not check_tables:
         raise SpecError(f"{where}: at least one [[checks]] table is required (type = ...)")
@@ -696,10 +756,50 @@ def _policy(
         )
         for i, t in enumerate(check_tables)
     ]
+    return tuple(built)
+
+
+# The tables that build the termination policy: without one, it is the default policy.
+_POLICY_TABLES = ("budget", "sensors", "feedback", "policy")
+# The default policy's `check_timeout` (`TerminationPolicy`'s own default), for
+# `Spec.check_timeout` without the policy.
+DEFAULT_CHECK_TIMEOUT = 600.0
+
+
+def _completion_check(
+    checks: tuple[CompletionCheck, ...], strategy: Mapping[str, Any]
+) -> CompletionCheck:
+    """The checks as one: several are combined with `AllOf`."""
     # A rollback on regression compares the progress of the whole: every check must be asked.
-    strategy = data.get("strategy")
-    progress = isinstance(strategy, Mapping) and strategy.get("rollback") == "on_regression"
-    check: CompletionCheck = built[0] if len(built) == 1 else AllOf(tuple(built), progress=progress)
+    progress = strategy.get("rollback") == "on_regression"
+    return checks[0] if len(checks) == 1 else AllOf(checks, progress=progress)
+
+
+def _default_policy(
+    checks: tuple[CompletionCheck, ...], strategy: Mapping[str, Any]
+) -> TerminationPolicy:
+    """The policy of a spec with none of `_POLICY_TABLES`."""
+    from termination import TerminationPolicy
+
+    return TerminationPolicy(completion_check=_completion_check(checks, strategy))
+
+
+def _policy(
+    data: Mapping[str, Any],
+    where: str,
+    checks: tuple[CompletionCheck, ...],
+    strategy: Mapping[str, Any],
+) -> TerminationPolicy | None:
+    """The policy the spec's tables build (every value checked), or None when it has none
+    of them (`Spec.policy` is then `_default_policy`, built when first read)."""
+    if not any(name in data for name in _POLICY_TABLES):
+        return None
+    from termination import Budget, TerminationPolicy
+    from termination.extend import POLICY
+
+    budget = Budget.from_config(
+        _table(data.get("budget", {}), f"{where}: budget"), where=f"{where}: budget"
+    )
     sensors = [
         _sensor(_table(t, f"{where}: sensors[{i}]"), where=f"{where}: sensors[{i}]")
         for i, t in enumerate(_list(data.get("sensors", []), f"{where}: sensors"))
@@ -709,11 +809,11 @@ def _policy(
         for i, t in enumerate(_list(data.get("feedback", []), f"{where}: feedback"))
     ]
     options = POLICY.validate(data.get("policy", {}), f"{where}: policy")
+    check = _completion_check(checks, strategy)
     with _named(f"{where}: policy"):
-        policy = TerminationPolicy(
+        return TerminationPolicy(
             budget=budget, sensors=sensors, feedback=feedback, completion_check=check, **options
         )
-    return policy, tuple(built)
 
 
 def _sensor(table: dict[str, Any], *, where: str) -> Any:
@@ -728,8 +828,9 @@ def _feedback(table: dict[str, Any], *, where: str) -> Any:
     return feedback_from_config(table, where=where)
 
 
-def _tools_setting(value: object, where: str) -> tuple[Tool, ...]:
-    """`tools`: a list of names, or a ``[tools]`` table (names, and the shell)."""
+def _tools_setting(value: object, where: str) -> tuple[str | Tool, ...]:
+    """`tools`: a list of names, or a ``[tools]`` table (names, and the shell); a built-in
+    tool by its name (`_built` makes it), any other imported."""
     if not isinstance(value, dict):
         return _tools(value, where)
     table = TOOLS.validate(value, f"{where}: tools")
@@ -738,17 +839,25 @@ def _tools_setting(value: object, where: str) -> tuple[Tool, ...]:
     return tools if shell is None else (*tools, shell)
 
 
-def _tools(names: object, where: str) -> tuple[Tool, ...]:
+def _built(tools: tuple[str | Tool, ...]) -> tuple[Tool, ...]:
+    """The tools themselves: the built-in ones made from their names."""
+    builtin = builtin_tools() if any(isinstance(t, str) for t in tools) else {}
+    return tuple(builtin[t] if isinstance(t, str) else t for t in tools)
+
+
+def _tools(names: object, where: str) -> tuple[str | Tool, ...]:
+    """The tools `names` lists: a built-in one checked against `BUILTIN_TOOL_NAMES` and kept
+    by its name (its module loads when the tools are first read), a ``module:function`` one
+    imported now (an import that fails is the spec's error)."""
     items = _list(names, f"{where}: tools")
-    tools: list[Tool] = []
-    builtin = builtin_tools() if items else {}
+    tools: list[str | Tool] = []
     for i, name in enumerate(items):
         if not isinstance(name, str):
             raise SpecError(
                 f"{where}: tools[{i}] must be a tool name or 'module:function' (got {name!r})"
             )
-        if name in builtin:
-            tools.append(builtin[name])
+        if name in BUILTIN_TOOL_NAMES:
+            tools.append(name)
             continue
         if name == "run_command":
             raise SpecError(
@@ -757,14 +866,16 @@ def _tools(names: object, where: str) -> tuple[Tool, ...]:
             )
         if ":" not in name:
             raise SpecError(
-                f"{where}: tools[{i}] {name!r} is not a built-in tool ({sorted(builtin)}) "
-                "nor a 'module:function' import path"
+                f"{where}: tools[{i}] {name!r} is not a built-in tool "
+                f"({sorted(BUILTIN_TOOL_NAMES)}) nor a 'module:function' import path"
             )
         module_name, _, attr = name.partition(":")
         try:
             target = getattr(importlib.import_module(module_name), attr)
         except (ImportError, AttributeError) as exc:
             raise SpecError(f"{where}: tools[{i}] {name!r} cannot be imported: {exc}") from None
+        from harness import Tool  # a tool's base class loads for a spec that imports one
+
         tools.append(target if isinstance(target, Tool) else Tool.from_function(target))
     return tuple(tools)
 

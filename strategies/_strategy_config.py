@@ -9,12 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from harness import ConfigurationError, ModelClient
+from harness import ConfigurationError
 from harness.extend import REQUIRED, Key, Schema, Variants, check_positive
-from termination import Budget
-from termination.extend import BUDGET
 
 if TYPE_CHECKING:
+    from harness import ModelClient
     from harness.extend import Strategy  # annotations only: the loop loads to run
 
 
@@ -25,6 +24,14 @@ def model_tables() -> Variants:
     from harness.extend import MODELS
 
     return MODELS
+
+
+def budget_table() -> Schema:
+    """The ``[budget]`` table's schema, `BUDGET`, loaded when the reference links to it (a
+    budget table is checked by `Budget.from_config`)."""
+    from termination.extend import BUDGET
+
+    return BUDGET
 
 
 def strategy_tables() -> Variants:
@@ -50,7 +57,7 @@ STRATEGIES = Variants(
                     "A budget for each iteration; when it runs out the check runs and the "
                     "next iteration starts.",
                     default_text="none",
-                    see=BUDGET,
+                    see=budget_table,
                 ),
                 Key("cooldown", "number", "Seconds between iterations.", default=0.0),
                 Key(
@@ -89,7 +96,7 @@ STRATEGIES = Variants(
                     "table",
                     "A budget for each evaluator session; running out is a FAIL.",
                     default_text="none",
-                    see=BUDGET,
+                    see=budget_table,
                 ),
                 Key("max_rounds", "integer", "Evaluator verdicts at most.", default=3),
                 Key(
@@ -165,7 +172,7 @@ STRATEGIES = Variants(
                     "table",
                     "Each attempt's budget, never past what the run's `[budget]` has left.",
                     default_text="the run's budget divided by `n` times `waves`",
-                    see=BUDGET,
+                    see=budget_table,
                 ),
             ],
             help="`BestOf`: `n` independent attempts, each in its own workspace; the "
@@ -242,6 +249,8 @@ def _settings(table: Mapping[str, Any], where: str) -> tuple[str, dict[str, Any]
         raise ConfigurationError(f"{where}.attempt: 'type' must not be best_of again")
     for name in ("iteration_budget", "evaluator_budget", "attempt_budget"):
         if name in settings:
+            from termination import Budget  # loads for a strategy table with a budget
+
             settings[name] = Budget.from_config(settings[name], where=f"{where}.{name}")
     return kind, settings
 

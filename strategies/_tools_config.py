@@ -19,16 +19,23 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from checks.extend import SANDBOXES
-from harness import ConfigurationError, Tool
-from harness.extend import REQUIRED, Key, Schema
+from harness import ConfigurationError
+from harness.extend import REQUIRED, Key, Schema, Variants
 
 if TYPE_CHECKING:
-    from harness import MCPServer
+    from harness import MCPServer, Tool
     from harness.extend import CommandSandbox
 
 WORKSPACE_TOOL_NAMES = ("read_file", "list_files", "search_files", "write_file", "edit_file")
 _SHELL_KEYS = ("sandbox", "timeout", "max_timeout", "max_output", "pass_env")
+
+
+def _sandboxes() -> Variants:
+    """The sandbox tables' schema, loaded for a shell's table or the reference."""
+    from checks.extend import SANDBOXES
+
+    return SANDBOXES
+
 
 TOOLS = Schema(
     "the tools table",
@@ -53,7 +60,7 @@ TOOLS = Schema(
             "Where `run_command`'s commands run, as a check's `sandbox`: `\"local\"`, "
             '`"bubblewrap"`, or a table with `type` and its settings.',
             default_text='`"local"`',
-            see=SANDBOXES,
+            see=_sandboxes,
         ),
         Key(
             "timeout",
@@ -117,7 +124,7 @@ def _sandbox(value: object, where: str) -> CommandSandbox:
         return sandbox_by_name(value)
     assert isinstance(value, dict)  # the schema allows a string or a table
     table = {**value, "type": "bubblewrap"} if value.get("type") == "bwrap" else value
-    name, options = SANDBOXES.validate(table, where)
+    name, options = _sandboxes().validate(table, where)
     return sandbox_by_name(name, **options)
 
 

@@ -280,6 +280,17 @@ def test_the_hook_parser_names_each_adapters_subcommand() -> None:
     assert {agent: a.subcommand for agent, a in ADAPTERS.items()} == STOP_COMMANDS
 
 
+def test_the_adapters_hold_constants_without_attrs_classes() -> None:
+    """Each stop imports all six adapters: they are plain classes with their agent's constants
+    (an attrs class compiles its generated methods when it is made, at every stop)."""
+    import attrs
+
+    from strategies._cli._hooks._agents import ADAPTERS
+
+    assert [a for a in ADAPTERS.values() if attrs.has(type(a))] == []
+    assert all(a.agent == agent for agent, a in ADAPTERS.items())
+
+
 # What a spec offers beyond its checks: the model clients, the run's strategies and tools,
 # MCP, notifications, sensors and feedback, checkpoints, the board; and the modules of the
 # checks the spec below does not have.
@@ -341,17 +352,32 @@ def test_the_stop_hook_on_a_checks_spec_loads_only_what_its_checks_need(tmp_path
 # What a stop whose check is a command does not need: the turn loop and the scripted model
 # (a spec builds no `Harness` to be read for its checks), the agent's shell tool (a check's
 # sandbox names only its protocol), the baseline cache (a command check keeps no baseline)
-# and the other commands' parsers.
+# and the other commands' parsers; the built-in tools and a tool's base class (the spec's
+# tool names are checked against the table of names), the termination policy (a spec without
+# [budget], [policy], [[sensors]] or [[feedback]] has nothing in them to check, and a stop
+# reads only its check timeout and protected paths, `Spec.check_timeout`), the pause
+# settings (no [pause] table), the protected paths' guard (no protected paths) and the uuid
+# module (a record's id is 16 random hex digits).
 NOT_FOR_A_STOP = (
     "harness._loop._harness",
     "harness._loop._run",
     "harness._loop._session",
     "harness._fixtures._scripted",
     "harness._tools._shell",
+    "harness._tools._base",
+    "harness._tools._builtin",
+    "harness._tools._edit",
+    "harness._tools._plan",
+    "harness._pause",
+    "harness._pause_table",
+    "harness._fs._path_guard",
     "checks._baseline_cache",
     "checks._test_results",
+    "termination",
     "strategies._cli._run_args",
     "strategies._cli._board_args",
+    "difflib",
+    "uuid",
 )
 
 
@@ -360,7 +386,8 @@ def test_a_stop_whose_check_is_a_command_loads_neither_the_loop_nor_the_shell_to
 ) -> None:
     """`harness hook claude-stop` on a spec whose one check is ``command = "true"`` (the
     bench's stop, bench/cli.py) runs the command without importing the run's loop, the
-    scripted model, the shell tool, the baseline cache or the parsers of other commands."""
+    scripted model, the tools, the baseline cache, the parsers of other commands, nor what
+    validating and running the spec does not need (`NOT_FOR_A_STOP`)."""
     (tmp_path / "workspace").mkdir()
     (tmp_path / "spec.toml").write_text(
         'prompt = "p"\n\n[[checks]]\ntype = "command"\ncommand = "true"\n'

@@ -35,16 +35,21 @@ SUBCOMMANDS = {
 }
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+def build_parser(
+    command: str | None = None, subcommand: str | None = None
+) -> argparse.ArgumentParser:
     """The command line's parser; with `command` (one of `SUBCOMMANDS`), only that command's
     grammar is imported and registered: what the command parses and prints is the same, and a
-    stop hook does not build the parsers of every other command (at each stop of an agent)."""
+    stop hook does not build the parsers of every other command (at each stop of an agent).
+    With ``hook`` and an agent's stop hook as `subcommand`, only that stop's grammar."""
     parser = argparse.ArgumentParser(
         prog="harness",
         description="Run LLM agents unattended; do not let them stop before the work is done.",
     )
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    if command == "hook" and subcommand is not None and _hook_args.register_stop(sub, subcommand):
+        return parser
     chosen = [SUBCOMMANDS[command]] if command in SUBCOMMANDS else SUBCOMMANDS.values()
     for module in chosen:
         importlib.import_module(module, __package__).register(sub)
@@ -85,7 +90,7 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse arguments and run the chosen subcommand; returns the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(argv[0] if argv else None)
+    parser = build_parser(*argv[:2])
     try:
         args, unknown = parser.parse_known_args(argv)
         if unknown:  # the usage of the command that was given them, not the top level's

@@ -105,6 +105,6 @@ async def _run_recorded(
 async def _run_all(
     spec: Spec, snapshot: SessionStateSnapshot, verdicts: list[CheckVerdict], clock: Clock
 ) -> None:
-    timeout = spec.policy.check_timeout
+    timeout = spec.check_timeout
     for check in spec.checks:
         verdicts.append(await run_check(check, snapshot, time_limit=timeout, clock=clock))

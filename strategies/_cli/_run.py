@@ -34,7 +34,7 @@ from harness.extend import SystemClock, check_output_file, dump_json, remove_tre
 from harness.testing import FastForwardClock
 from termination import TerminationPolicy
 
-from .._spec import DEFAULT_CAP, Spec, capped, load_spec
+from .._spec import Spec, capped, default_cap, load_spec
 from ._attempts import attempts_json, print_attempts
 from ._progress._display import ProgressDisplay, TracebackPrinter
 from ._progress._open import open_progress
@@ -416,9 +416,10 @@ def _report(
 def _cap_note(result: RunResult, out: TextIO) -> None:
     """Where the limit came from, when the default cap halted the run."""
     if isinstance(result.halt_reason, BudgetExceeded):
+        cap = default_cap()
         print(
             "  the spec sets no [budget], so the default cap for unattended runs applied "
-            f"(max_turns={DEFAULT_CAP.max_turns}, max_wall_time={DEFAULT_CAP.max_wall_time:g}s); "
+            f"(max_turns={cap.max_turns}, max_wall_time={cap.max_wall_time:g}s); "
             "set [budget] or --max-turns to choose",
             file=out,
         )

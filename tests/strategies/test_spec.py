@@ -140,6 +140,63 @@ def test_value_errors_name_the_file_and_table(tmp_path: Path, body: str, message
     assert message.replace("spec.toml", str(path)) in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("tools", "message"),
+    [
+        (
+            '["read_file", "grep"]',
+            "spec.toml: tools[1] 'grep' is not a built-in tool (['edit_file', 'list_files', "
+            "'read_file', 'search_files', 'update_plan', 'write_file']) nor a 'module:function' "
+            "import path",
+        ),
+        ('["no_such_module:f"]', "spec.toml: tools[0] 'no_such_module:f' cannot be imported: "),
+        ('["run_command"]', "spec.toml: tools[0] 'run_command' is the shell"),
+        ("[3]", "spec.toml: tools[0] must be a tool name or 'module:function' (got 3)"),
+    ],
+)
+def test_tool_names_are_checked_at_load(tmp_path: Path, tools: str, message: str) -> None:
+    """The tools are checked when the spec loads, for its checks too (a stop blocks on a
+    broken spec): a built-in name against the table of names, an import path by importing."""
+    path = _write(tmp_path, f"tools = {tools}\n" + FULL)
+    for purpose in ("run", "checks"):
+        with pytest.raises(SpecError) as caught:
+            load_spec(path, purpose=purpose)
+        assert message.replace("spec.toml", str(path)) in str(caught.value)
+
+
+def test_what_a_spec_builds_when_read_is_what_its_tables_would_build(tmp_path: Path) -> None:
+    """A spec without [budget], [policy], [[sensors]], [[feedback]] or [pause] builds its
+    policy and pause settings, and its built-in tools, when they are first read: each is what
+    the empty tables and the names build."""
+    from harness import PauseSettings
+    from harness.extend import builtin_tools
+    from termination import Budget
+    from termination.extend import POLICY
+
+    spec = load_spec(_write(tmp_path, 'tools = ["read_file", "edit_file"]\n' + FULL))
+    (check,) = spec.checks
+    assert spec.policy == TerminationPolicy(
+        budget=Budget.from_config({}), completion_check=check, **POLICY.validate({}, "policy")
+    )
+    assert spec.policy is spec.policy  # built once
+    assert spec.check_timeout == spec.policy.check_timeout  # read without the policy
+    assert spec.protected is None
+    assert not spec.policy.protected
+    assert spec.pause == PauseSettings.from_config({}, where="pause")
+    builtin = builtin_tools()
+    assert spec.tools == (builtin["read_file"], builtin["edit_file"])
+    stated = load_spec(
+        _write(
+            tmp_path,
+            FULL + '[policy]\ncheck_timeout = 5\nprotected = ["t/**"]\n[pause]\nmax_pauses = 1\n',
+        )
+    )
+    assert stated.policy.check_timeout == stated.check_timeout == 5
+    assert stated.protected is stated.policy.protected
+    assert stated.protected
+    assert stated.pause.max_pauses == 1
+
+
 def test_spec_is_public_in_strategies() -> None:
     """The spec is a library piece: `strategies` exports it, next to the loop strategies."""
     import strategies

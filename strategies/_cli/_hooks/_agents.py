@@ -4,14 +4,15 @@ Every adapter feeds the same `verify_stop` (`_core`); only the payload's field n
 the re-entry flag and the answer's shape differ. An adapter never reads a field its agent does
 not document, and a payload that lacks a required one is a `HookPayloadError` (exit 1: a
 non-blocking error to every one of these agents).
+
+An adapter holds no state, only its agent's constants as class attributes: it is no attrs
+value, whose class creation would cost each stop six classes' generated methods.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
-
-from attrs import frozen
+from typing import Any, ClassVar, Protocol
 
 from ._claude_transcript import TranscriptError, last_answer
 from ._core import HookPayloadError, StopDecision, StopRequest
@@ -33,7 +34,6 @@ class StopAdapter(Protocol):
 
 # Claude Code hooks reference, "Stop and SubagentStop":
 # https://code.claude.com/docs/en/hooks
-@frozen
 class ClaudeStop:
     """Claude Code's ``Stop``/``SubagentStop`` hook.
 
@@ -43,9 +43,9 @@ class ClaudeStop:
     ``{"decision": "block", "reason": ...}``, or nothing to allow the stop.
     """
 
-    agent: str = "claude"
-    subcommand: str = "claude-stop"
-    events: tuple[str, ...] = ("Stop", "SubagentStop")
+    agent: ClassVar[str] = "claude"
+    subcommand: ClassVar[str] = "claude-stop"
+    events: ClassVar[tuple[str, ...]] = ("Stop", "SubagentStop")
 
     def parse(self, data: object) -> StopRequest:
         payload = _object(data)
@@ -72,7 +72,6 @@ class ClaudeStop:
 
 # Codex hooks, "Stop" (hooks.json; input and output):
 # https://developers.openai.com/codex/hooks
-@frozen
 class CodexStop:
     """Codex's ``Stop`` hook.
 
@@ -83,8 +82,8 @@ class CodexStop:
     "reason": ...}`` (the reason is Codex's continuation prompt), or nothing to allow it.
     """
 
-    agent: str = "codex"
-    subcommand: str = "codex-stop"
+    agent: ClassVar[str] = "codex"
+    subcommand: ClassVar[str] = "codex-stop"
 
     def parse(self, data: object) -> StopRequest:
         return _stop_with_last_message(self.agent, data)
@@ -95,7 +94,6 @@ class CodexStop:
 
 # Gemini CLI hooks reference, "AfterAgent" (input fields, `decision`/`reason` output):
 # https://geminicli.com/docs/hooks/reference
-@frozen
 class GeminiAfterAgent:
     """Gemini CLI's ``AfterAgent`` hook.
 
@@ -106,8 +104,8 @@ class GeminiAfterAgent:
     a new prompt; ``{}`` (stdout must hold only JSON) lets it finish.
     """
 
-    agent: str = "gemini"
-    subcommand: str = "gemini-stop"
+    agent: ClassVar[str] = "gemini"
+    subcommand: ClassVar[str] = "gemini-stop"
 
     def parse(self, data: object) -> StopRequest:
         payload = _object(data)
@@ -130,7 +128,6 @@ class GeminiAfterAgent:
 
 # Cursor hooks, "stop" (hooks.json `loop_limit`; input `status`, `loop_count`; output
 # `followup_message`): https://cursor.com/docs/agent/hooks
-@frozen
 class CursorStop:
     """Cursor's ``stop`` hook.
 
@@ -143,9 +140,9 @@ class CursorStop:
     message, or ``{}`` to let it stop; Cursor's own ``loop_limit`` caps the follow-ups too.
     """
 
-    agent: str = "cursor"
-    subcommand: str = "cursor-stop"
-    statuses: tuple[str, ...] = ("completed", "aborted", "error")
+    agent: ClassVar[str] = "cursor"
+    subcommand: ClassVar[str] = "cursor-stop"
+    statuses: ClassVar[tuple[str, ...]] = ("completed", "aborted", "error")
 
     def parse(self, data: object) -> StopRequest:
         payload = _object(data)
@@ -176,7 +173,6 @@ class CursorStop:
 
 
 # Qwen Code's hook runner (packages/core/src/hooks: `fireStopEvent`, read in the 0.15.10 bundle)
-@frozen
 class QwenStop:
     """Qwen Code's ``Stop`` hook (Claude Code's shape, run with ``bash -c``).
 
@@ -185,8 +181,8 @@ class QwenStop:
     ``last_assistant_message``. Answer: ``{"decision": "block", "reason": ...}``, or nothing.
     """
 
-    agent: str = "qwen"
-    subcommand: str = "qwen-stop"
+    agent: ClassVar[str] = "qwen"
+    subcommand: ClassVar[str] = "qwen-stop"
 
     def parse(self, data: object) -> StopRequest:
         return _stop_with_last_message(self.agent, data)
@@ -197,7 +193,6 @@ class QwenStop:
 
 # GitHub Copilot CLI's agent-stop hook: the 1.0.102 SDK's `AgentStopHookInput`/`Output`, and
 # the payload the 1.0.102 binary really sends a command hook (fixtures/hooks).
-@frozen
 class CopilotStop:
     """GitHub Copilot CLI's ``agentStop`` hook.
 
@@ -208,8 +203,8 @@ class CopilotStop:
     (the reason is enqueued as the next user message), or nothing to let it stop.
     """
 
-    agent: str = "copilot"
-    subcommand: str = "copilot-stop"
+    agent: ClassVar[str] = "copilot"
+    subcommand: ClassVar[str] = "copilot-stop"
 
     def parse(self, data: object) -> StopRequest:
         payload = _object(data)

@@ -43,19 +43,9 @@ HELP = {
 
 
 def register(sub: Any) -> None:
-    hook = sub.add_parser("hook", help="bridges for coding agents' hooks")
-    kinds = hook.add_subparsers(dest="hook", required=True, metavar="HOOK")
-    for agent, subcommand in STOP_COMMANDS.items():
-        stop = kinds.add_parser(
-            subcommand,
-            help=f"{HELP[agent]}: send the agent back to work until the spec's checks pass",
-            description=(
-                f"Reads {HELP[agent]}'s payload on stdin; prints its answer "
-                "(a block with the reason, or letting it stop)."
-            ),
-        )
-        _stop_options(stop)
-        stop.set_defaults(handler=Handler("._hooks._stop", "handle_stop"), agent=agent)
+    kinds = _hook(sub)
+    for agent in STOP_COMMANDS:
+        _stop(kinds, agent)
     install = kinds.add_parser(
         "install",
         help="write an agent's stop-hook configuration (merged with what is there)",
@@ -142,6 +132,35 @@ def register(sub: Any) -> None:
     verdicts.add_argument("--json", action="store_true", help="one JSON object a line")
     verdicts.set_defaults(handler=Handler("._hooks._verdicts", "handle_verdicts"))
     _start(kinds)
+
+
+def register_stop(sub: Any, subcommand: str) -> bool:
+    """Register ``harness hook SUBCOMMAND`` alone when it is an agent's stop hook (a stop,
+    at every stop of an agent, parses its own command line: the same grammar, usage and
+    errors, without building the other hook commands' parsers); False when it is not one."""
+    for agent, name in STOP_COMMANDS.items():
+        if name == subcommand:
+            _stop(_hook(sub), agent)
+            return True
+    return False
+
+
+def _hook(sub: Any) -> Any:
+    hook = sub.add_parser("hook", help="bridges for coding agents' hooks")
+    return hook.add_subparsers(dest="hook", required=True, metavar="HOOK")
+
+
+def _stop(kinds: Any, agent: str) -> None:
+    stop = kinds.add_parser(
+        STOP_COMMANDS[agent],
+        help=f"{HELP[agent]}: send the agent back to work until the spec's checks pass",
+        description=(
+            f"Reads {HELP[agent]}'s payload on stdin; prints its answer "
+            "(a block with the reason, or letting it stop)."
+        ),
+    )
+    _stop_options(stop)
+    stop.set_defaults(handler=Handler("._hooks._stop", "handle_stop"), agent=agent)
 
 
 def _stop_options(stop: argparse.ArgumentParser) -> None:

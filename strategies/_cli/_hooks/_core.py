@@ -203,15 +203,20 @@ async def verify_stop(
         record=state.record(),
     )
     failed = [v for v in checked.verdicts if not v.passed]
+    before = state.load()  # read once: `_apply` words the answer from the same count
     action, blocks = judge(
-        len(failed), blocks=state.load(), max_blocks=options.max_blocks, observe=options.observe
+        len(failed), blocks=before, max_blocks=options.max_blocks, observe=options.observe
     )
-    return await _apply(action, blocks, stop, spec, options, folder, checked, started, unrecorded)
+    if action != "observe":  # observe mode never counts a block
+        state.save(blocks)
+    return await _apply(
+        action, (before, blocks), stop, spec, options, folder, checked, started, unrecorded
+    )
 
 
 async def _apply(
     action: Action,
-    blocks: int,
+    counts: tuple[int, int],
     stop: StopRequest,
     spec: Spec,
     options: StopOptions,
@@ -220,13 +225,11 @@ async def _apply(
     started: Started,
     unrecorded: str | None,
 ) -> StopDecision:
-    """Do what `judge` decided: keep the count, complete the record, checkpoint a blocked
-    stop, and word the answer."""
+    """Do what `judge` decided (the count kept already: `counts` is the blocks in a row
+    before and after it): complete the record, checkpoint a blocked stop, and word the
+    answer."""
+    before, blocks = counts
     failed = [v for v in checked.verdicts if not v.passed]
-    held = BlockCount(options.state_dir, stop.agent, stop.session_id, stop.subagent)
-    before = held.load()
-    if action != "observe":  # observe mode never counts a block
-        held.save(blocks)
     listed = tuple(
         (without_escapes(v.description), without_escapes(v.reason or "")) for v in failed
     )

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -215,7 +214,7 @@ def start(
     line could not be written."""
     started = Started(
         state_dir=state_dir,
-        id=uuid.uuid4().hex[:16],
+        id=os.urandom(8).hex(),  # 16 random hex digits (uuid's module is not needed)
         agent=agent,
         session_id=session_id,
         subagent=subagent,

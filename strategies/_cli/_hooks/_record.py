@@ -20,17 +20,22 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 from attrs import frozen
 
 from checks import CompletionCheck
 from checks.extend import KeepsBaseline, KeepsLastVerdict
-from harness import ConfigurationError, SessionStateSnapshot
-from harness.extend import PathGuard, get_logger
+from harness import ConfigurationError
+from harness.extend import get_logger
 
 from ..._spec import Spec
 from ._files import UnreadableRecord, read_json
+
+if TYPE_CHECKING:
+    from harness import SessionStateSnapshot
+    from harness.extend import PathGuard
 
 _log = get_logger("strategies.hook")
 
@@ -45,9 +50,11 @@ class SessionRecord:
     async def guard(self, spec: Spec, workspace: Path) -> PathGuard | None:
         """The protected paths as the session's first invocation found them (recorded now
         when this is the first), or None when the spec protects nothing."""
-        protected = spec.policy.protected
+        protected = spec.protected
         if not protected:
             return None
+        from harness.extend import PathGuard  # loads for a spec that protects paths
+
         where = self.folder / "protected"
         try:
             guard = await anyio.to_thread.run_sync(PathGuard.load, where, protected)

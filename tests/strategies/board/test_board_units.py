@@ -13,7 +13,7 @@ import pytest
 from _board_support import start_run, task_toml
 
 from checks import AnyOf, CommandCheck, FilesCheck, TestSuiteCheck
-from strategies._spec import DEFAULT_CAP
+from strategies._spec import default_cap
 from strategies.board import (
     AttemptInfo,
     AttemptProgress,
@@ -256,7 +256,7 @@ async def test_an_attempt_whose_task_sets_no_budget_runs_under_the_default_cap(
     (tmp_path / "t.toml").write_text(task_toml("t"))
     turns = [
         {"tool_calls": [{"name": "write_file", "arguments": {"path": f"n{i}.md", "content": "x"}}]}
-        for i in range(DEFAULT_CAP.max_turns or 0)
+        for i in range(default_cap().max_turns or 0)
     ]
     (tmp_path / "loop.jsonl").write_text("".join(json.dumps(line) + "\n" for line in turns))
     events: list[dict[str, Any]] = []
@@ -265,4 +265,4 @@ async def test_an_attempt_whose_task_sets_no_budget_runs_under_the_default_cap(
     halted = [e for e in events if e["event"] == "run.halted"]
     assert halted[-1]["reason"]["type"] == "BudgetExceeded"
     assert halted[-1]["reason"]["limit"] == "max_turns"
-    assert sum(e["event"] == "turn.finished" for e in events) == DEFAULT_CAP.max_turns
+    assert sum(e["event"] == "turn.finished" for e in events) == default_cap().max_turns

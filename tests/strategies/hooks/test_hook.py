@@ -280,6 +280,29 @@ async def test_a_check_that_raises_blocks_fail_closed(setup: Path) -> None:
 
 
 @pytest.mark.anyio
+async def test_a_stop_reads_its_block_count_once(
+    setup: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The count decides the stop and words its answer from one read of the file (no second
+    read that another stop's write could make disagree with the first)."""
+    from strategies._cli._hooks._core import BlockCount
+
+    reads: list[Path] = []
+    load = BlockCount.load
+
+    def counted(self: BlockCount) -> int:
+        reads.append(self.path)
+        return load(self)
+
+    monkeypatch.setattr(BlockCount, "load", counted)
+    spec = attrs.evolve(load_spec(setup / "spec.toml"), checks=(Exploding(),))
+    for blocks in (1, 2):
+        decision = await claude_stop(payload(setup), spec, state_dir=setup / "state")
+        assert (decision.block, decision.blocks) == (True, blocks)
+    assert len(reads) == 2
+
+
+@pytest.mark.anyio
 async def test_max_blocks_must_be_positive(setup: Path) -> None:
     """A cap of zero would never block; it is refused by name."""
     with pytest.raises(ConfigurationError, match="'max_blocks'"):
@@ -514,6 +537,38 @@ def test_a_bad_hook_command_line_is_a_non_blocking_error(
     with pytest.raises(SystemExit) as caught:
         main(["run"])
     assert caught.value.code == 2  # other commands keep argparse's usage error
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """Parse `argv` as `main` does: unknown arguments are the chosen command's usage error."""
+    from strategies._cli import chosen_parser
+
+    args, unknown = parser.parse_known_args(argv)
+    chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
+
+
+@pytest.mark.parametrize("subcommand", ["claude-stop", "copilot-stop"])
+def test_a_stop_parses_its_command_line_with_its_own_grammar_alone(
+    subcommand: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stop builds the parser of its own subcommand and no other hook command's: its help
+    and its usage errors are the whole parser's, word for word."""
+    from strategies._cli import build_parser
+
+    alone = build_parser("hook", subcommand)
+    whole = build_parser("hook")
+    kinds = [a for a in alone._actions if isinstance(a, argparse._SubParsersAction)]
+    (hook,) = kinds[0].choices.values()
+    stops = [a for a in hook._actions if isinstance(a, argparse._SubParsersAction)]
+    assert list(stops[0].choices) == [subcommand]
+    said = []
+    for parser in (alone, whole):
+        for argv in (["--help"], ["--spec"], ["--spec", "s.toml", "--bogus", "x"]):
+            with pytest.raises(SystemExit):
+                _parse(parser, ["hook", subcommand, *argv])
+            said.append(capsys.readouterr())
+    assert said[:3] == said[3:]
+    assert "--walk-up" in said[0].out
 
 
 def test_each_subagent_has_its_own_block_cap_apart_from_the_main_session(
