@@ -20,13 +20,14 @@ marker file in a private folder watched by the same watcher to the turn's token 
 the kernel queues a watcher's events in the order the writes happened, so every write finished
 before the rename is logged by the time the rename's batch is handled, and `position(token)`
 is then where the turn ends in the log (a subprocess that wrote a file and exited, say). A
-rename, not a new file per turn: a create costs an inode (twice a rename's CPU on ext4) and
-three events, and the file must then be deleted, which the watcher reports in a batch of its
-own; a rename is two events in one batch. A
-turn that must not miss a write calls ``refresh(settle=True)``, which waits for its marker.
-Consumers ask for this only when their reading would change the run (a sensor about to warn
-or halt, a glob trigger); the others read where earlier turns ended once their markers have
-arrived, so most turns do not wait at all. A marker that does not arrive within
+batch is a set: a write made after the rename but handed over in the rename's batch is
+logged before `position(token)` too, after `batch_start(token)`. A rename, not a new file
+per turn: a create costs an inode (twice a rename's CPU on ext4) and three events, and the
+file must then be deleted, which the watcher reports in a batch of its own; a rename is two
+events in one batch. A turn that must not miss a write calls ``refresh(settle=True)``, which
+waits for its marker. Consumers ask for this only when their reading would change the run (a
+sensor about to warn or halt, a glob trigger); the others read where earlier turns ended once
+their markers have arrived, so most turns do not wait at all. A marker that does not arrive within
 `SETTLE_TIMEOUT` seconds (a watcher that cannot keep up) stops the watcher and the monitor
 walks from then on.
 
@@ -137,7 +138,8 @@ class WorkspaceMonitor:
         self._stop = threading.Event()
         self._worker_done = anyio.Event()
         self._token = 0
-        self._arrivals: list[tuple[int, int]] = []  # (highest token handled, log position)
+        # (highest token handled, log position, where that marker's batch began in the log)
+        self._arrivals: list[tuple[int, int, int]] = []
         self._waiters: list[tuple[int, anyio.Event]] = []
         # Filled by the worker thread, emptied on the loop: (changes, highest marker token).
         self._inbox: collections.deque[tuple[list[Entry], int]] = collections.deque()
@@ -192,13 +194,26 @@ class WorkspaceMonitor:
         """The log position where the turn whose refresh posted `token` ended: every write
         finished before that refresh is logged before it. None until the marker arrived.
 
-        A batch holds its events as a set, so a batch with several markers and changes
-        cannot say which marker a change came before: its changes count after its last
-        marker (a change is then counted a turn late at worst, never early)."""
+        A batch holds its events as a set, so it cannot say which of its markers a change
+        came before, nor whether a change came after its last marker: its changes count
+        before its last marker and after the others. A change that came after the last
+        marker (the next turn's, once that turn's tools started before the watcher reported
+        the marker) lies between `batch_start(token)` and `position(token)`."""
+        arrival = self._arrival(token)
+        return None if arrival is None else arrival[1]
+
+    def batch_start(self, token: int) -> int | None:
+        """The log position where the batch that brought `token`'s marker began: the changes
+        between it and `position(token)` came with the marker, before it or after it. None
+        until the marker arrived; walking, the same as `position(token)`."""
+        arrival = self._arrival(token)
+        return None if arrival is None else arrival[2]
+
+    def _arrival(self, token: int) -> tuple[int, int, int] | None:
         self._drain()
         arrivals = self._arrivals
-        i = bisect.bisect_left(arrivals, (token, -1))
-        return arrivals[i][1] if i < len(arrivals) else None
+        i = bisect.bisect_left(arrivals, (token, -1, -1))
+        return arrivals[i] if i < len(arrivals) else None
 
     async def refresh(self, *, settle: bool) -> None:
         """Bring the log up to date for the turn that just ended.
@@ -250,11 +265,12 @@ class WorkspaceMonitor:
     def _deliver(self, entries: list[Entry], token: int) -> None:
         """A batch the watcher thread handled: log it, then release the turns it settles."""
         self._refreshes += 1
+        start = len(self._log)
         if token > 1 and entries:
             self._arrived(token - 1)  # the batch's earlier markers end before its changes
         self._log.extend(entries)
         if token:
-            self._arrived(token)
+            self._arrived(token, start)
             if self._wanted and token >= self._wanted:
                 self._release(lambda t: t <= token)
 
@@ -266,10 +282,12 @@ class WorkspaceMonitor:
             if settled(t):
                 arrived.set()
 
-    def _arrived(self, token: int) -> None:
+    def _arrived(self, token: int, start: int | None = None) -> None:
+        """`token`'s marker arrived, here in the log, in a batch that began at `start`."""
         arrivals = self._arrivals
         if not arrivals or arrivals[-1][0] < token:
-            arrivals.append((token, len(self._log)))
+            end = len(self._log)
+            arrivals.append((token, end, end if start is None else start))
 
     async def _settle(self) -> None:
         self._settles += 1

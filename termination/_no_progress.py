@@ -35,8 +35,15 @@ class NoProgressSensor:
     count. A file is hashed only where its stat moved, so rewriting it with the same bytes is
     not progress. A write's event arrives a few milliseconds after it, so each turn's end is
     marked in the watcher's own queue and a change is counted for the turn that made it once
-    that mark arrived (counted for the next turn, it would trip the sensor a turn late). Only
-    a turn whose reading could warn or halt waits for the events still in flight.
+    that mark arrived. The watcher hands over its events in batches, each a set without
+    order, so a change that cannot be told apart between two turns counts for the later one:
+    when the batch that brings a turn's end arrived after the next turn's tool calls started,
+    its changes count for that next turn as well. The sensor never trips early. It trips late
+    only when the model answered before the watcher reported the previous turn's end: by one
+    turn, or by as many as the turn ends that batch held (a model answering at once several
+    turns in a row). Only a turn whose reading could warn or halt, or whose tool calls
+    started before the watcher reported the previous turn's end, waits for the events still
+    in flight.
     Files and folders named in `ignore` (``.git`` and tool caches by default) are skipped. The
     plan is the latest `harness.Plan` in the session store. Per-session memory: the policy
     binds a fresh instance to every session, and the baseline is taken before the session's
@@ -76,15 +83,22 @@ class _BoundNoProgress:
     last settled turn counts, until they settle, for the earliest pending one, so the count
     is an upper bound: writes not logged yet can only lower it.
 
+    The watcher hands over a batch of events as a set, so a change that cannot be told apart
+    between two turns counts for the later one. A batch with several markers logs its
+    changes after all but its last (`WorkspaceMonitor.position`). A turn whose tool calls
+    started before the watcher handled the previous turn's end (`tools_starting`) may have
+    written before that end was handled: the changes of the batch that brought it
+    (`WorkspaceMonitor.batch_start`) count for this turn too, besides the turn they were
+    logged for. Counting a change for two turns can only make the sensor trip later, never
+    earlier, and only in that race: by one turn, or by as many as the turn ends that batch
+    held.
+
     A turn waits for its marker (the events still in flight) in two cases only. Its reading
-    could warn or halt: the wait settles every pending turn and the reading is exact. Or it
-    made tool calls that started before the watcher handled the previous turn's end: the
-    model answers faster than the watcher, so the next answer may too, and the watcher hands
-    over a batch of events as a set: once the next turn writes before this turn's marker is
-    handled, a write of one turn cannot be told from one of the other. A model that takes
-    longer than the watcher's few milliseconds (any model served over a network) makes no
-    other turn wait. One that answers at once right after a slow answer can have a write
-    counted a turn late (a batch's changes count after its last marker), never early."""
+    could warn or halt: the wait settles every pending turn. Or it made tool calls that
+    started before the watcher handled the previous turn's end: the model answers faster
+    than the watcher, so the next answer may too, and a wait keeps this turn's end out of
+    the batch holding the next turn's writes. A model that takes longer than the watcher's
+    few milliseconds (any model served over a network) makes no other turn wait."""
 
     __slots__ = (
         "_behind",
@@ -107,7 +121,8 @@ class _BoundNoProgress:
         self._calls = 0
         self._end = 0  # the log position where the last settled turn ended
         self._settled = 0  # settled turns since the last change
-        self._pending: list[tuple[int, bool]] = []  # (marker token, the plan changed)
+        # (marker token, the plan changed, the marker whose batch also counts for it, or 0)
+        self._pending: list[tuple[int, bool, int]] = []
         self._last = 0  # the marker of the previous turn's end (or of the session's start)
         self._behind = False  # that marker had not arrived when this turn's tools started
 
@@ -124,6 +139,11 @@ class _BoundNoProgress:
         config = self._config
         if self._count(pending=1) >= (config.warn_at or config.limit):
             return True
+        return self._outran(snapshot)
+
+    def _outran(self, snapshot: SessionStateSnapshot) -> bool:
+        """Whether this turn made tool calls that started before the watcher handled the
+        previous turn's end (the marker `_last`)."""
         return snapshot.tool_calls != self._calls and self._behind
 
     def tools_starting(self) -> None:
@@ -139,16 +159,21 @@ class _BoundNoProgress:
         ignore = self._watch.ignore
         turns = self._pending
         done = 0
-        for token, plan in turns:
+        for token, plan, shared in turns:
             end = monitor.position(token)
             if end is None:
                 break
-            files = monitor.changed_between(self._end, end, ignore)
+            start = self._end
+            # The batch that brought the previous turn's end may hold this turn's writes.
+            shared_start = monitor.batch_start(shared) if shared else None
+            if shared_start is not None:
+                start = min(start, shared_start)
+            files = monitor.changed_between(start, end, ignore)
             self._settled = 0 if plan or files else self._settled + 1
             self._end = end
             done += 1
         del turns[:done]
-        plans = [i for i, (_, plan) in enumerate(turns) if plan]
+        plans = [i for i, (_, plan, _) in enumerate(turns) if plan]
         if plans:  # the plan changed on a pending turn: only the turns after it count
             return len(turns) - 1 - plans[-1] + pending
         unsettled = len(turns) + pending
@@ -180,7 +205,8 @@ class _BoundNoProgress:
             self._still = 0 if watch.look(snapshot) else self._still + 1
         else:
             end = monitor.turn_end
-            self._pending.append((end, watch.take_plan(snapshot)))
+            shared = self._last if self._outran(snapshot) else 0
+            self._pending.append((end, watch.take_plan(snapshot), shared))
             # What the next turn tells about the watcher's pace: a marker not yet handled.
             self._last = end if monitor.position(end) is None else monitor.post_marker()
             self._still = self._count()

@@ -37,6 +37,10 @@ class RecentFailures:
     def __init__(self) -> None:
         self._failed: dict[str, str] = {}
 
+    def __bool__(self) -> bool:
+        """Whether a failed call is remembered."""
+        return bool(self._failed)
+
     def note(self, call: ToolCall, result: ToolResult) -> ToolResult:
         """`result`, with a note first when `call` repeats a call that just failed."""
         if not self._failed:

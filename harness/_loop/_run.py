@@ -75,10 +75,9 @@ class Run(RunState):
         if model is not None:
             self.use_model(model)
         self.iterations += 1
+        # The session keeps its own copy of `messages`.
         initial = (
-            list(messages)
-            if messages is not None
-            else [self.system_message(), Message.user(self.task)]
+            messages if messages is not None else (self.system_message(), Message.user(self.task))
         )
         session = Session(
             self,

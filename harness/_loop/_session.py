@@ -86,7 +86,7 @@ class Session:
         self._model = model
         # A model ladder learns what each judged turn showed, to climb when the run plateaus.
         self._ladder = model if implements(model, Escalates) else None
-        every = {**tools, DONE_TOOL: DONE} if run.done_tool else dict(tools)
+        every = {**tools, DONE_TOOL: DONE} if run.done_tool else tools
         self._specs = tuple(tool.spec for tool in every.values())
         self._messages: list[Message] = list(messages)
         self._outcomes: list[ToolOutcome] = []
@@ -376,7 +376,8 @@ class Session:
     def _apply(self, decision: Decision) -> None:
         """Emit what the policy saw and inject its feedback into the next request."""
         run = self._run
-        emit_readings(run, decision.readings, agent=self.agent, turn=self.turns)
+        if decision.readings:  # most turns: every sensor read ok
+            emit_readings(run, decision.readings, agent=self.agent, turn=self.turns)
         if decision.checked:
             run.record_check(
                 self.agent, self.turns, decision.rejection, decision.error, decision.flaky

@@ -86,6 +86,8 @@ class TurnTools:
         """Run the admitted calls; each result carries a note when it repeats a failure."""
         ran = await self._call_tools(admitted)
         failures = self._failures
+        if not failures and not any(r.is_error for r in ran):
+            return ran  # the usual turn: nothing to note, nothing to remember
         results = [failures.note(c, r) for c, r in zip(admitted, ran, strict=True)]
         failures.remember(admitted, ran)
         return results

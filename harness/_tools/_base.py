@@ -160,11 +160,11 @@ class Tool:
         message = f"error: tool {self.name!r} timed out after {time_limit:g}s"
         return ToolResult(message, is_error=True)
 
-    def _kwargs(self, arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
-        kwargs = dict(self._parse(arguments))
-        if self.context_param is not None:
-            kwargs[self.context_param] = context
-        return kwargs
+    def _kwargs(self, arguments: Mapping[str, Any], context: ToolContext) -> Mapping[str, Any]:
+        parsed = self._parse(arguments)
+        if self.context_param is None:
+            return parsed  # `fn(**parsed)` copies it; no copy of our own
+        return {**parsed, self.context_param: context}
 
 
 @frozen

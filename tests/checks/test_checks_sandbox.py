@@ -136,7 +136,7 @@ async def test_bubblewrap_timeout_leaves_nothing_running(tmp_path: Path) -> None
     async def run() -> None:
         script = (
             f"sleep {marker} & a=$!; sleep {marker} & b=$!; "
-            "until grep -q sleep /proc/$a/cmdline && grep -q sleep /proc/$b/cmdline; do :; done; "
+            "until grep -q ^sleep /proc/$a/cmdline && grep -q ^sleep /proc/$b/cmdline; do :; done; "
             f"echo up > {fifo.name}; wait"
         )
         results.append(await sandbox.run(script, cwd=tmp_path, timeout=10, workspace=tmp_path))

@@ -149,7 +149,7 @@ async def test_a_hung_command_is_stopped_at_its_timeout_with_its_tree(
     results: list[ToolResult] = []
     command = (
         f"sleep {marker} & a=$!; sleep {marker} & b=$!; "
-        "until grep -q sleep /proc/$a/cmdline && grep -q sleep /proc/$b/cmdline; do :; done; "
+        "until grep -q ^sleep /proc/$a/cmdline && grep -q ^sleep /proc/$b/cmdline; do :; done; "
         "echo up > started; wait"
     )
 
