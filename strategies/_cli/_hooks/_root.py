@@ -7,7 +7,10 @@ folder. A relative spec is looked for from the agent's own project variable (Cla
 Cursor's ``$CURSOR_PROJECT_DIR``), then the payload's folder, then the hook's own working
 folder, each walked up to the repository's root (the nearest folder holding ``.git``) and never
 above it: the nearest folder holding the spec is the root. So a hook committed with
-``--spec checks.toml`` finds the spec in any clone, at any path, from any subfolder.
+``--spec checks.toml`` finds the spec in any clone, at any path, from any subfolder. A relative
+spec that climbs (``../checks.toml``, typed in a subfolder) is no path from a project root: it
+is read from the hook's working folder, as any command-line path is, and the root is found as
+for an absolute spec.
 """
 
 from __future__ import annotations
@@ -55,6 +58,8 @@ def locate(
     folder, `here` the hook's own working folder (the process's, by default)."""
     env = os.environ if env is None else env
     named = Path(os.path.expandvars(str(spec))).expanduser()
+    if ".." in named.parts:  # typed in a subfolder: a command-line path like any other
+        named = (here if here is not None else Path.cwd()) / named
     if named.is_absolute():
         return Located(named, repository_root(cwd) if cwd is not None else None)
     starts = [Path(env[v]) for v in ROOT_VARIABLES.get(agent, ()) if env.get(v)]

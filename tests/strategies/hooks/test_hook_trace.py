@@ -161,6 +161,24 @@ def test_a_relative_spec_is_found_from_a_subfolder_and_the_root_is_judged(
     assert (verdict.root, verdict.cwd) == (str(project), str(sub))
 
 
+def test_a_relative_spec_that_climbs_is_read_from_the_agents_folder_and_the_root_judged(
+    project: Path, tmp_path: Path
+) -> None:
+    """``--spec ../checks.toml`` typed from a subfolder names the spec as any command-line
+    path does, from the working folder; the checks still judge the repository's root, not the
+    subfolder the ``..`` was written from."""
+    state = tmp_path / "state"
+    (project / "checks.toml").write_text(FILES)
+    (project / "report.md").write_text("# Report\n")
+    sub = project / "src"
+    sub.mkdir()
+    argv = ["hook", "claude-stop", "--spec", "../checks.toml", "--state-dir", str(state)]
+    ran = harness(*argv, cwd=sub, stdin=stop_payload(sub))
+    assert (ran.returncode, ran.stdout) == (0, "")
+    [verdict] = read_verdicts(state)
+    assert (verdict.outcome, verdict.root) == ("checked", str(project))
+
+
 def test_a_spec_missing_in_this_checkout_blocks_with_the_reason(
     project: Path, tmp_path: Path
 ) -> None:
